@@ -1,0 +1,12 @@
+"""A scripted OpenAI-compatible model server, for tests and for replaying conversations.
+
+`ScriptedModelServer` answers `POST /v1/chat/completions` on 127.0.0.1 from a `Script` of
+`Step`s, streamed or not, with tool calls, pacing and injected faults. Tests point the kernel
+at its `base_url`; the model string `replay:path/to/script.jsonl` makes the kernel start one
+itself. The script format is documented in `co_kernel.testing._script`.
+"""
+
+from ._script import Script, ScriptSource, Step
+from ._server import ScriptedModelServer
+
+__all__ = ("Script", "ScriptSource", "ScriptedModelServer", "Step")

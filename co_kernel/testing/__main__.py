@@ -1,0 +1,60 @@
+"""Serve a script as an OpenAI-compatible model until Ctrl+C.
+
+    python -m co_kernel.testing SCRIPT --port N [--host 127.0.0.1] [--tokens-per-second R]
+
+Prints the base URL on the first line of stdout. On exit, prints the script mismatches it
+recorded to stderr and exits with status 1 if there were any.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+from collections.abc import Sequence
+
+from ._server import ScriptedModelServer
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m co_kernel.testing",
+        description="Serve a scripted model on the OpenAI Chat Completions API.",
+    )
+    parser.add_argument(
+        "script", help="a .json list of steps or a .jsonl file with one step per line"
+    )
+    parser.add_argument(
+        "--port", type=int, default=0, help="port to listen on (default: a free one)"
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    parser.add_argument(
+        "--tokens-per-second",
+        type=float,
+        default=None,
+        metavar="R",
+        help="stream at R tokens per second",
+    )
+    args = parser.parse_args(argv)
+    try:
+        server = ScriptedModelServer(
+            args.script, host=args.host, port=args.port, tokens_per_second=args.tokens_per_second
+        )
+        server.start()
+    except (ValueError, OSError) as e:
+        parser.exit(2, f"error: {e}\n")
+    print(server.base_url, flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    errors = server.errors
+    for error in errors:
+        print(error, file=sys.stderr)
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
