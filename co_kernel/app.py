@@ -1,0 +1,81 @@
+"""The ``co-kernel`` command line: install the kernelspec, report status."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from importlib import resources
+from pathlib import Path
+
+__all__ = ["install_kernelspec", "main"]
+
+KERNEL_NAME = "co"
+DISPLAY_NAME = "Co"
+
+
+def kernelspec_dict(python: str | None = None) -> dict[str, object]:
+    return {
+        "argv": [python or sys.executable, "-m", "co_kernel", "-f", "{connection_file}"],
+        "display_name": DISPLAY_NAME,
+        "language": "co",
+        "interrupt_mode": "signal",
+        "env": {"PYDEVD_DISABLE_FILE_VALIDATION": "1"},
+        "metadata": {"debugger": False},
+    }
+
+
+def install_kernelspec(*, user: bool = False, prefix: str | None = None) -> str:
+    """Write the kernelspec (kernel.json + logos) and register it; returns its folder."""
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / KERNEL_NAME
+        folder.mkdir()
+        (folder / "kernel.json").write_text(json.dumps(kernelspec_dict(), indent=2))
+        for name in ("logo-32x32.png", "logo-64x64.png", "logo-svg.svg"):
+            source = resources.files("co_kernel") / "resources" / name
+            with resources.as_file(source) as path:
+                shutil.copy(path, folder / name)
+        return KernelSpecManager().install_kernel_spec(
+            str(folder), KERNEL_NAME, user=user, prefix=prefix
+        )
+
+
+def _cmd_install(args: argparse.Namespace) -> int:
+    prefix = sys.prefix if args.sys_prefix else args.prefix
+    where = install_kernelspec(user=args.user, prefix=prefix)
+    print(f"Installed the Co kernelspec '{KERNEL_NAME}' in {where}")
+    return 0
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    from .status import collect_status, format_status
+
+    report = collect_status(Path(args.project).resolve())
+    print(format_status(report, markdown=False))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="co-kernel", description="Co, the notebook AI kernel")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_install = sub.add_parser("install", help="register the Co kernelspec with Jupyter")
+    where = p_install.add_mutually_exclusive_group()
+    where.add_argument("--user", action="store_true", help="install for the current user")
+    where.add_argument("--sys-prefix", action="store_true", help="install into this environment")
+    where.add_argument("--prefix", help="install under this prefix")
+    p_install.set_defaults(func=_cmd_install)
+    p_status = sub.add_parser("status", help="settings, model, sandbox and stores at a glance")
+    p_status.add_argument(
+        "--project", default=".", help="the notebook folder (for .co/settings.json)"
+    )
+    p_status.set_defaults(func=_cmd_status)
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

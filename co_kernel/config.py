@@ -1,0 +1,260 @@
+"""Settings and paths.
+
+Precedence, lowest first: defaults < user file (``<config dir>/settings.json``) <
+project file (``.co/settings.json`` beside the notebook) < environment (``CO_<NAME>``
+for every setting, plus the providers' usual variables such as ``GEMINI_API_KEY``).
+
+``CO_HOME`` moves the whole user directory (config, data, cache) so tests run in a
+temporary home. Invalid settings never stop the kernel: each bad key is reported with
+the file (or variable) it came from and dropped, and the rest still apply.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import AliasChoices, Field, SecretStr, ValidationError
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings.sources import EnvSettingsSource
+
+__all__ = [
+    "CoPaths",
+    "LoadedSettings",
+    "Settings",
+    "load_settings",
+    "paths",
+]
+
+APP_NAME = "co"
+
+
+@dataclass(frozen=True)
+class CoPaths:
+    """Where Co keeps its files for one user."""
+
+    config_dir: Path
+    """Settings, knowledge files, skills, OAuth tokens."""
+    data_dir: Path
+    """Session store, telemetry, memory databases."""
+    cache_dir: Path
+    """Anything that can be rebuilt."""
+
+    @property
+    def settings_file(self) -> Path:
+        return self.config_dir / "settings.json"
+
+
+def paths() -> CoPaths:
+    """Resolve the user directories, honouring ``CO_HOME``."""
+    home = os.environ.get("CO_HOME")
+    if home:
+        root = Path(home).expanduser()
+        return CoPaths(root / "config", root / "data", root / "cache")
+    import platformdirs
+
+    return CoPaths(
+        Path(platformdirs.user_config_dir(APP_NAME, appauthor=False)),
+        Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)),
+        Path(platformdirs.user_cache_dir(APP_NAME, appauthor=False)),
+    )
+
+
+def _env(default: Any, name: str, *extra: str) -> Any:
+    """A field that also answers to a provider's usual environment variable."""
+    return Field(default, validation_alias=AliasChoices(name, f"CO_{name.upper()}", *extra))
+
+
+class Settings(BaseSettings):
+    """Every setting Co reads. Each has a ``CO_<NAME>`` environment variable."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="CO_",
+        extra="forbid",
+        populate_by_name=True,
+        validate_default=True,
+    )
+
+    # --- model and providers ---
+    model: str | None = Field(
+        None, description="provider:model, e.g. gemini:gemini-2.5-flash or ollama:llama3.2"
+    )
+    base_url: str | None = Field(None, description="Base URL for the `compat` provider")
+    api_key: SecretStr | None = Field(None, description="API key for the `compat` provider")
+    gemini_api_key: SecretStr | None = _env(
+        None, "gemini_api_key", "GEMINI_API_KEY", "GOOGLE_API_KEY"
+    )
+    openai_api_key: SecretStr | None = _env(None, "openai_api_key", "OPENAI_API_KEY")
+    anthropic_api_key: SecretStr | None = _env(None, "anthropic_api_key", "ANTHROPIC_API_KEY")
+    ollama_host: str = _env("http://localhost:11434", "ollama_host", "OLLAMA_HOST")
+    request_timeout: float = Field(60.0, gt=0, description="Seconds to wait for a model response")
+    replay_tokens_per_second: float | None = Field(
+        None, description="Pace of a `replay:` script (None = as fast as possible)"
+    )
+
+    # --- turn behaviour ---
+    verbose: bool = Field(False, description="Show the model's thinking, collapsed")
+    personality: str = Field("friendly", description="Tone of the assistant")
+    max_request_limit: int = Field(25, ge=1, description="Model requests allowed in one turn")
+    model_http_retries: int = Field(2, ge=0, description="Retries of a failed model request")
+    tool_retries: int = Field(2, ge=0, description="Retries a tool may ask the model for")
+    stream_max_updates_per_second: float = Field(20.0, gt=0, le=60)
+    max_prompt_chars: int = Field(200_000, ge=1000, description="Longest cell sent as a prompt")
+
+    # --- approvals ---
+    approval_mode: Literal["ask", "deny", "approve"] = Field(
+        "deny", description="What a headless run (nbclient, nbval) does with approvals"
+    )
+    approval_timeout: float | None = Field(None, gt=0, description="Deny after this many seconds")
+    shell_safe_commands: list[str] = Field(
+        default_factory=lambda: [
+            "ls", "pwd", "cat", "head", "tail", "wc", "echo", "date", "whoami", "id",
+            "uname", "grep", "find", "which", "env", "df", "du", "file", "stat",
+            "git status", "git log", "git diff", "git branch", "python3 --version",
+        ],
+        description="Shell command prefixes approved without asking",
+    )  # fmt: skip
+
+    # --- sandbox ---
+    sandbox: Literal["auto", "docker", "subprocess"] = "auto"
+    sandbox_image: str = "python:3.12-slim"
+    sandbox_network: Literal["none", "bridge"] = "none"
+    sandbox_memory: str = "1g"
+    sandbox_cpus: float = Field(1.0, gt=0)
+    sandbox_pids_limit: int = Field(256, ge=16)
+    sandbox_timeout: float = Field(120.0, gt=0)
+    sandbox_max_timeout: float = Field(600.0, gt=0)
+    sandbox_max_output: int = Field(1_000_000, ge=1024)
+
+    # --- history governance ---
+    max_history_messages: int = Field(40, ge=4)
+    tool_output_trim_chars: int = Field(2000, ge=100)
+    summarization_model: str | None = None
+    context_window_tokens: int = Field(32_000, ge=1024)
+    auto_compact_ratio: float = Field(0.8, gt=0, le=1)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # load_settings merges the layers itself so that it can say which layer a bad
+        # value came from; the constructor only validates what it is given.
+        return (init_settings,)
+
+
+SECRET_FIELDS = frozenset(
+    name for name, f in Settings.model_fields.items() if "SecretStr" in str(f.annotation)
+)
+
+
+@dataclass
+class LoadedSettings:
+    """Settings plus where they came from and what was wrong with them."""
+
+    settings: Settings
+    """The effective settings."""
+    files: list[Path] = field(default_factory=list)
+    """Settings files that exist and were read, lowest precedence first."""
+    problems: list[str] = field(default_factory=list)
+    """One readable line per ignored value: source, key, problem."""
+
+
+def _read_json(path: Path, problems: list[str]) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        problems.append(f"{path}: cannot read ({exc.strerror})")
+        return {}
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        problems.append(f"{path}: line {exc.lineno}: invalid JSON ({exc.msg}); file ignored")
+        return {}
+    if not isinstance(data, dict):
+        problems.append(f"{path}: expected a JSON object of settings; file ignored")
+        return {}
+    return data
+
+
+def _field_name(key: str) -> str | None:
+    if key in Settings.model_fields:
+        return key
+    for name, f in Settings.model_fields.items():
+        alias = f.validation_alias
+        if isinstance(alias, AliasChoices) and key in alias.choices:
+            return name
+    return None
+
+
+def _suggest(key: str) -> str:
+    close = difflib.get_close_matches(key, list(Settings.model_fields), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def _env_layer() -> dict[str, Any]:
+    source = EnvSettingsSource(Settings, case_sensitive=False, env_prefix="CO_")
+    return {k: v for k, v in source().items() if v is not None}
+
+
+def load_settings(project_dir: Path | None = None) -> LoadedSettings:
+    """Read every layer, validate, and report each bad key instead of failing."""
+    problems: list[str] = []
+    files: list[Path] = []
+    layers: list[tuple[str, dict[str, Any]]] = []
+    candidates = [paths().settings_file]
+    if project_dir is not None:
+        candidates.append(project_dir / ".co" / "settings.json")
+    for path in candidates:
+        raw = _read_json(path, problems)
+        if path.exists():
+            files.append(path)
+        layer: dict[str, Any] = {}
+        for key, value in raw.items():
+            name = _field_name(key)
+            if name is None:
+                problems.append(f"{path}: unknown setting '{key}'{_suggest(key)}; ignored")
+            else:
+                layer[name] = value
+        layers.append((str(path), layer))
+    layers.append(("environment", _env_layer()))
+
+    merged: dict[str, Any] = {}
+    origin: dict[str, str] = {}
+    for label, layer in layers:
+        for name, value in layer.items():
+            merged[name] = value
+            origin[name] = label
+    # Drop each offending key and try again; a bounded loop since every pass removes one.
+    for _ in range(len(merged) + 1):
+        try:
+            settings = Settings(**merged)
+        except ValidationError as exc:
+            bad = {str(e["loc"][0]) for e in exc.errors() if e["loc"]}
+            for err in exc.errors():
+                if not err["loc"]:
+                    continue
+                name = str(err["loc"][0])
+                where = origin.get(name, "default")
+                env_name = f"CO_{name.upper()}"
+                source = f"environment ({env_name})" if where == "environment" else where
+                problems.append(f"{source}: {name}: {err['msg']}; using the default")
+            for name in bad:
+                merged.pop(name, None)
+            if not bad:
+                raise
+        else:
+            return LoadedSettings(settings, files, problems)
+    raise RuntimeError("settings could not be validated")  # pragma: no cover

@@ -1,0 +1,191 @@
+"""Cell dispatch: first match wins.
+
+blank -> nothing; ``!cmd`` -> the sandbox; ``%magic`` -> magics; anything else -> a turn.
+The kernel hands every cell here with what the frontend told it; this module picks the
+frontend implementation and returns an outcome the kernel turns into a reply.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from .frontend import (
+    ConsoleFrontend,
+    HeadlessFrontend,
+    KernelPublisher,
+    NotebookFrontend,
+    Publisher,
+    policy_approver,
+)
+from .magics import MagicContext, MagicError, find_magic, parse_magic
+
+if TYPE_CHECKING:
+    from .frontend import Approver, BaseFrontend
+    from .turn import ChatSession
+
+__all__ = ["CellDispatcher", "CellRequest", "Outcome", "frontend_kind"]
+
+
+FrontendKind = Literal["notebook", "console", "headless"]
+
+
+@dataclass
+class CellRequest:
+    """One execute_request as the dispatcher needs it."""
+
+    code: str
+    """The cell's text."""
+    cell_id: str | None
+    """JupyterLab's cellId, when sent."""
+    allow_stdin: bool
+    """Whether the client can answer input requests."""
+
+
+@dataclass
+class Outcome:
+    """How a cell ended, for the execute_reply."""
+
+    status: Literal["ok", "error"] = "ok"
+    """Reply status."""
+    ename: str = ""
+    """Error name for an error reply."""
+    evalue: str = ""
+    """Readable message for an error reply."""
+
+
+def frontend_kind(request: CellRequest) -> FrontendKind:
+    """Which frontend sent the cell (see ``co_kernel.frontend``)."""
+    if request.cell_id:
+        return "notebook"
+    if request.allow_stdin:
+        return "console"
+    return "headless"
+
+
+class CellDispatcher:
+    """Routes cells; owns nothing but the wiring between kernel, session and frontends."""
+
+    def __init__(self, shell: Any, session_factory: Any, *, kernel: Any = None) -> None:
+        self._shell = shell
+        self._session_factory = session_factory
+        self._session: ChatSession | None = None
+        self._kernel = kernel
+        self.publisher: Publisher = KernelPublisher(shell)
+        self.approvers: dict[str, Approver] = {}
+        self._warned_settings = False
+        self.warmup: Any = None
+        """Future of the background import of the model stack; cells wait for it so two
+        threads never import the same modules at once."""
+
+    @property
+    def session(self) -> ChatSession:
+        if self._session is None:
+            self._session = self._session_factory()
+        return self._session
+
+    def make_frontend(self, request: CellRequest) -> BaseFrontend:
+        settings = self.session.settings
+        kind = frontend_kind(request)
+        rate = settings.stream_max_updates_per_second
+        if kind == "notebook":
+            import asyncio
+
+            loop = asyncio.get_running_loop()
+            approver = self.approvers.get("notebook") or policy_approver(settings.approval_mode)
+            return NotebookFrontend(
+                self.publisher, approver, max_rate=rate, call_later=loop.call_later
+            )
+        if kind == "console":
+            approver = self.approvers.get("console") or policy_approver(settings.approval_mode)
+            return ConsoleFrontend(self.publisher, approver, max_rate=rate)
+        return HeadlessFrontend(self.publisher, settings.approval_mode)
+
+    def show_markdown(self, text: str) -> None:
+        self.publisher.display({"text/markdown": text, "text/plain": text})
+
+    def show_error_line(self, text: str) -> None:
+        self.publisher.stream("stderr", text.rstrip("\n") + "\n")
+        self.publisher.flush()
+
+    async def execute(self, request: CellRequest) -> Outcome:
+        code = request.code
+        stripped = code.strip()
+        if not stripped:
+            return Outcome()
+        if self.warmup is not None:
+            await self.warmup
+            self.warmup = None
+        self._report_settings_problems()
+        if stripped.startswith("!"):
+            return await self._run_shell(stripped[1:].strip(), request)
+        if stripped.startswith("%"):
+            return await self._run_magic(stripped, request)
+        return await self._run_turn(code.strip(), request)
+
+    def _report_settings_problems(self) -> None:
+        if self._warned_settings:
+            return
+        self._warned_settings = True
+        problems = self.session.loaded.problems
+        if problems:
+            lines = "\n".join(f"- {p}" for p in problems)
+            self.show_markdown(f"⚠️ Some settings were ignored:\n{lines}")
+
+    async def _run_turn(self, prompt: str, request: CellRequest) -> Outcome:
+        frontend = self.make_frontend(request)
+        try:
+            result = await self.session.run_prompt(
+                prompt, cell_id=request.cell_id, frontend=frontend
+            )
+        finally:
+            frontend.cleanup()
+        if result is None:
+            return Outcome("error", "CoError", "the turn did not run (see the message in the cell)")
+        if result.interrupted:
+            return Outcome("error", "KeyboardInterrupt", "interrupted")
+        if result.error:
+            return Outcome("error", "CoError", result.error)
+        return Outcome()
+
+    async def _run_magic(self, line: str, request: CellRequest) -> Outcome:
+        name, args = parse_magic(line.splitlines()[0])
+        ctx = MagicContext(
+            self.session,
+            kernel=self._kernel,
+            extras={"cell_id": request.cell_id, "frontend": frontend_kind(request)},
+        )
+        try:
+            module = find_magic(name)
+            output = await module.run(ctx, args)
+        except MagicError as exc:
+            usage = ""
+            with contextlib.suppress(MagicError):
+                usage = f" Usage: {find_magic(name).USAGE}"
+            message = f"{exc}{usage if usage and usage.strip() not in str(exc) else ''}"
+            self.show_error_line(message)
+            return Outcome("error", "MagicError", message)
+        if output:
+            self.show_markdown(output)
+        return Outcome()
+
+    async def _run_shell(self, command: str, request: CellRequest) -> Outcome:
+        from .sandbox_cell import run_shell_cell
+
+        return await run_shell_cell(self, command)
+
+    def workspace(self) -> Path:
+        return Path(os.getcwd())
+
+    async def close(self) -> None:
+        """Release what the session started (replay server, sandbox container)."""
+        if self._session is None:
+            return
+        session, self._session = self._session, None
+        session.close()
+        sandbox = session.deps.sandbox
+        if sandbox is not None:
+            await sandbox.close()

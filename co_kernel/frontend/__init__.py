@@ -1,0 +1,36 @@
+"""Frontends: agent events to Jupyter messages and widgets.
+
+Which one a cell gets depends on who sent it (measured with ipykernel 7.4, JupyterLab 4.6,
+nbclient 0.11, nbval 0.11, jupyter_console 6.6):
+
+- metadata with ``cellId`` (JupyterLab) -> ``NotebookFrontend``: display updates;
+- ``allow_stdin`` without ``cellId`` (jupyter console) -> ``ConsoleFrontend``: stdout;
+- neither (nbclient, nbval, papermill) -> ``HeadlessFrontend``: final outputs only.
+"""
+
+from __future__ import annotations
+
+from ._base import Approver, BaseFrontend, policy_approver
+from ._console import ConsoleFrontend
+from ._headless import HeadlessFrontend
+from ._markdown import MarkdownStream, find_block_boundary
+from ._notebook import NotebookFrontend
+from ._publisher import KernelPublisher, Publisher
+from ._recording import RecordingFrontend
+from ._toolcard import MIME_TOOL_CALL, tool_call_bundle
+
+__all__ = [
+    "MIME_TOOL_CALL",
+    "Approver",
+    "BaseFrontend",
+    "ConsoleFrontend",
+    "HeadlessFrontend",
+    "KernelPublisher",
+    "MarkdownStream",
+    "NotebookFrontend",
+    "Publisher",
+    "RecordingFrontend",
+    "find_block_boundary",
+    "policy_approver",
+    "tool_call_bundle",
+]

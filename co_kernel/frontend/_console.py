@@ -1,0 +1,67 @@
+"""jupyter console: it ignores display updates, so the answer streams as stdout."""
+
+from __future__ import annotations
+
+import time
+
+from ..turn._frontend import NoticeLevel, ToolCallView, ToolResultView, TurnSummary
+from ._base import NOTICE_PREFIX, Approver, BaseFrontend
+from ._publisher import Publisher
+from ._toolcard import short_args
+
+__all__ = ["ConsoleFrontend"]
+
+
+class ConsoleFrontend(BaseFrontend):
+    """Plain text on stdout, flushed at most ``max_rate`` times a second."""
+
+    def __init__(self, publisher: Publisher, approver: Approver, *, max_rate: float = 20.0) -> None:
+        super().__init__(approver)
+        self._pub = publisher
+        self._interval = 1.0 / max_rate
+        self._last_flush = 0.0
+        self._wrote_text = False
+
+    def on_text_delta(self, delta: str) -> None:
+        self._pub.stream("stdout", delta)
+        self._wrote_text = True
+        now = time.monotonic()
+        if now - self._last_flush >= self._interval:
+            self._pub.flush()
+            self._last_flush = now
+
+    def on_text_commit(self) -> None:
+        if self._wrote_text:
+            self._pub.stream("stdout", "\n")
+            self._wrote_text = False
+        self._pub.flush()
+
+    def on_thinking_delta(self, delta: str) -> None:
+        self._pub.stream("stdout", delta)
+
+    def on_tool_call(self, call: ToolCallView) -> None:
+        self.on_text_commit()
+        self._pub.stream("stdout", f"⏺ {call.name}({short_args(call.args)})\n")
+        self._pub.flush()
+
+    def on_tool_result(self, result: ToolResultView) -> None:
+        took = f" {result.duration:.2f}s" if result.duration is not None else ""
+        self._pub.stream("stdout", f"  ⎿ {result.status}{took}\n")
+        self._pub.flush()
+
+    def on_status(self, message: str) -> None:
+        self._pub.stream("stderr", f"{message}\n")
+        self._pub.flush()
+
+    def on_notice(self, markdown: str, level: NoticeLevel = "info") -> None:
+        self.on_text_commit()
+        self._pub.stream(
+            "stderr" if level == "error" else "stdout", f"{NOTICE_PREFIX[level]} {markdown}\n"
+        )
+        self._pub.flush()
+
+    def on_turn_end(self, summary: TurnSummary) -> None:
+        self.on_text_commit()
+        if summary.interrupted:
+            self._pub.stream("stdout", "[interrupted]\n")
+        self._pub.flush()

@@ -1,0 +1,68 @@
+"""nbclient, nbval, papermill: no live updates, so one final output per part."""
+
+from __future__ import annotations
+
+from ..turn._frontend import (
+    ApprovalDecision,
+    ApprovalRequest,
+    NoticeLevel,
+    ToolCallView,
+    ToolResultView,
+    TurnSummary,
+)
+from ._base import NOTICE_PREFIX, BaseFrontend, policy_approver
+from ._publisher import Publisher
+from ._toolcard import short_args, tool_call_bundle
+
+__all__ = ["HeadlessFrontend"]
+
+
+class HeadlessFrontend(BaseFrontend):
+    """Final ``display_data`` outputs only, so strict nbval comparisons are stable."""
+
+    def __init__(self, publisher: Publisher, approval_mode: str) -> None:
+        super().__init__(policy_approver(approval_mode))
+        self._pub = publisher
+        self._mode = approval_mode
+        self._text = ""
+        self._calls: dict[str, ToolCallView] = {}
+
+    def on_text_delta(self, delta: str) -> None:
+        self._text += delta
+
+    def on_text_commit(self) -> None:
+        if self._text.strip():
+            self._pub.display({"text/markdown": self._text, "text/plain": self._text})
+        self._text = ""
+
+    def on_tool_call(self, call: ToolCallView) -> None:
+        self.on_text_commit()
+        self._calls[call.call_id] = call
+
+    def on_tool_result(self, result: ToolResultView) -> None:
+        call = self._calls.pop(result.call_id, None) or ToolCallView(
+            result.call_id, result.name, None
+        )
+        self._pub.display(tool_call_bundle(call, result))
+
+    async def prompt_approval(self, request: ApprovalRequest) -> ApprovalDecision:
+        self.on_text_commit()
+        decision = await self.approver(request)
+        verdict = "approved" if decision == "approve" else "denied"
+        call = request.call
+        text = (
+            f"Approval needed for `{call.name}({short_args(call.args)})`: "
+            f"**{verdict}** (headless run, `approval_mode = {self._mode}`)"
+        )
+        self._pub.display({"text/markdown": text, "text/plain": text})
+        return decision
+
+    def on_notice(self, markdown: str, level: NoticeLevel = "info") -> None:
+        self.on_text_commit()
+        text = f"{NOTICE_PREFIX[level]} {markdown}"
+        self._pub.display({"text/markdown": text, "text/plain": text})
+
+    def on_turn_end(self, summary: TurnSummary) -> None:
+        self.on_text_commit()
+        if summary.interrupted:
+            self.on_notice("Interrupted.", "warning")

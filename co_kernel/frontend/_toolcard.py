@@ -1,0 +1,102 @@
+"""Tool calls as persistent MIME bundles.
+
+Each call is one output with three representations: ``application/vnd.co.tool-call+json``
+for the JupyterLab extension, ``text/html`` with ``<details>`` that reads well in any
+frontend and in a saved notebook, and ``text/plain`` for consoles. The decision on an
+approval is written into all three, so nothing depends on live widget state.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+from ..turn._approval import normalise_args
+from ..turn._frontend import ToolCallView, ToolResultView
+
+__all__ = ["MIME_TOOL_CALL", "format_args", "short_args", "tool_call_bundle"]
+
+MIME_TOOL_CALL = "application/vnd.co.tool-call+json"
+_RESULT_CAP = 20_000
+_ICONS = {
+    "running": "⏳",
+    "waiting": "✋",
+    "ok": "✅",
+    "error": "⚠️",
+    "denied": "🚫",
+    "interrupted": "⏹",
+}
+
+
+def format_args(args: dict[str, Any] | str | None) -> str:
+    """Arguments pretty-printed, whatever form they arrived in."""
+    value = normalise_args(args)
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def short_args(args: dict[str, Any] | str | None, limit: int = 60) -> str:
+    value = normalise_args(args)
+    parts = []
+    for key, val in value.items():
+        text = val if isinstance(val, str) else json.dumps(val, ensure_ascii=False, default=str)
+        text = text.replace("\n", " ")
+        parts.append(f"{key}={text!r}" if isinstance(val, str) else f"{key}={text}")
+    joined = ", ".join(parts)
+    return joined if len(joined) <= limit else joined[: limit - 1] + "…"
+
+
+def _result_text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        text = content
+    else:
+        text = json.dumps(content, indent=2, ensure_ascii=False, default=str)
+    if len(text) > _RESULT_CAP:
+        text = text[:_RESULT_CAP] + f"\n… ({len(text) - _RESULT_CAP:,} more characters)"
+    return text
+
+
+def tool_call_bundle(
+    call: ToolCallView,
+    result: ToolResultView | None = None,
+    *,
+    state: str | None = None,
+    decision: str | None = None,
+) -> dict[str, Any]:
+    """The MIME bundle for a tool call in its current state."""
+    status = state or (result.status if result else "running")
+    decision = decision or (result.decision if result else None)
+    duration = result.duration if result else None
+    payload = {
+        "call_id": call.call_id,
+        "tool": call.name,
+        "args": normalise_args(call.args),
+        "status": status,
+        "decision": decision,
+        "duration": round(duration, 3) if duration is not None else None,
+        "result": _result_text(result.content) if result else None,
+        "detail": call.detail,
+        "needs_approval": call.needs_approval,
+    }
+    summary_bits = [f"{_ICONS.get(status, '•')} {call.name}({short_args(call.args)})", status]
+    if decision:
+        summary_bits.append(decision)
+    if duration is not None:
+        summary_bits.append(f"{duration:.2f}s")
+    summary = " · ".join(summary_bits)
+    body = [f"<b>Arguments</b><pre>{html.escape(format_args(call.args))}</pre>"]
+    if call.detail:
+        body.append(f"<b>Change</b><pre>{html.escape(call.detail)}</pre>")
+    if result is not None:
+        body.append(f"<b>Result</b><pre>{html.escape(_result_text(result.content))}</pre>")
+    html_text = (
+        f'<details class="co-tool-call" data-status="{status}">'
+        f"<summary>{html.escape(summary)}</summary>{''.join(body)}</details>"
+    )
+    return {
+        MIME_TOOL_CALL: payload,
+        "text/html": html_text,
+        "text/plain": summary,
+    }

@@ -1,0 +1,169 @@
+"""The Co Jupyter kernel: protocol glue only; cells go to ``dispatch``."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+import signal
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+from ipykernel.ipkernel import IPythonKernel
+
+from . import __version__
+from .dispatch import CellDispatcher, CellRequest, Outcome
+
+__all__ = ["CoKernel"]
+
+log = logging.getLogger(__name__)
+
+_WARM_MODULES = ("pydantic_ai", "pydantic_ai.models.openai", "pydantic_ai.providers.openai")
+
+
+def _kernel_id(connection_file: str | None) -> str:
+    match = re.search(r"kernel-([\w-]+)\.json$", connection_file or "")
+    return match.group(1) if match else uuid.uuid4().hex
+
+
+class CoKernel(IPythonKernel):
+    """Each cell is a turn to Co; `!` cells run in the sandbox; `%` cells are magics."""
+
+    implementation = "co"
+    implementation_version = __version__
+    banner = "Co: an AI assistant in your notebook. Type %help for magics."
+    language_info = {  # noqa: RUF012 - the kernel protocol's class attribute
+        "name": "co",
+        "version": __version__,
+        "mimetype": "text/markdown",
+        "file_extension": ".md",
+        "codemirror_mode": "markdown",
+        "pygments_lexer": "markdown",
+    }
+    help_links = ()  # type: ignore[assignment]
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._dispatcher = CellDispatcher(self.shell, self._new_session, kernel=self)
+        self._warmed = False
+
+    # -- lifecycle ---------------------------------------------------------
+
+    def _new_session(self) -> Any:
+        from .config import load_settings
+        from .turn import ChatSession
+
+        workspace = Path(os.getcwd())
+        loaded = load_settings(workspace)
+        connection_file = getattr(self.parent, "connection_file", None) if self.parent else None
+        session = ChatSession(loaded, workspace=workspace, kernel_id=_kernel_id(connection_file))
+        session.deps.notebook_path = os.environ.get("JPY_SESSION_NAME")
+        return session
+
+    async def kernel_info_request(self, stream: Any, ident: Any, parent: Any) -> None:
+        await super().kernel_info_request(stream, ident, parent)
+        if not self._warmed:
+            # Import the model stack off the critical path: the kernel answers at once
+            # and the first turn does not pay for the imports.
+            self._warmed = True
+            self._dispatcher.warmup = asyncio.get_running_loop().run_in_executor(
+                None, _warm_imports
+            )
+
+    async def do_shutdown(self, restart: bool) -> dict[str, Any]:  # type: ignore[override]
+        await self._dispatcher.close()
+        return super().do_shutdown(restart)
+
+    # -- execution ---------------------------------------------------------
+
+    async def do_execute(  # type: ignore[override]
+        self,
+        code: str,
+        silent: bool,
+        store_history: bool = True,
+        user_expressions: dict[str, Any] | None = None,
+        allow_stdin: bool = False,
+        *,
+        cell_meta: dict[str, Any] | None = None,
+        cell_id: str | None = None,
+    ) -> dict[str, Any]:
+        shell = self.shell
+        count = shell.execution_count
+        if not silent:
+            shell.execution_count += 1
+        request = CellRequest(code=code, cell_id=cell_id, allow_stdin=allow_stdin)
+        try:
+            outcome = await self._interruptible(self._dispatcher.execute(request))
+        except asyncio.CancelledError:
+            outcome = Outcome("error", "KeyboardInterrupt", "interrupted")
+        except Exception as exc:
+            self.log.exception("Co failed on a cell")
+            message = f"Co hit an internal error: {type(exc).__name__}: {exc}. The kernel is still running."
+            self._dispatcher.show_error_line(message)
+            outcome = Outcome("error", type(exc).__name__, message)
+        reply: dict[str, Any] = {"status": outcome.status, "execution_count": count}
+        if outcome.status == "ok":
+            reply.update(payload=[], user_expressions={})
+        else:
+            reply.update(ename=outcome.ename, evalue=outcome.evalue, traceback=[])
+        return reply
+
+    async def _interruptible(self, coro: Any) -> Outcome:
+        """Run a cell as a task that SIGINT (signal or interrupt_request) cancels at once.
+
+        ipykernel's own ``_cancel_on_sigint`` schedules the cancel without waking the
+        loop, so an awaited socket read would sit until the next message; cancelling
+        through ``call_soon_threadsafe`` wakes it.
+        """
+        task = asyncio.ensure_future(coro)
+        loop = asyncio.get_running_loop()
+
+        def on_sigint(signum: int, frame: Any) -> None:
+            loop.call_soon_threadsafe(task.cancel)
+
+        previous = None
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.signal(signal.SIGINT, on_sigint)
+        try:
+            return await task
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
+
+    async def do_complete(self, code: str, cursor_pos: int) -> dict[str, Any]:  # type: ignore[override]
+        from .magics import MAGICS
+
+        cursor_pos = len(code) if cursor_pos is None else cursor_pos
+        text = code[:cursor_pos]
+        match = re.search(r"(?:^|\n)\s*(%(\w*))$", text)
+        matches: list[str] = []
+        start = cursor_pos
+        if match:
+            start = match.start(1)
+            matches = [f"%{name}" for name in sorted(MAGICS) if name.startswith(match.group(2))]
+        return {
+            "status": "ok",
+            "matches": matches,
+            "cursor_start": start,
+            "cursor_end": cursor_pos,
+            "metadata": {},
+        }
+
+    async def do_is_complete(self, code: str) -> dict[str, Any]:  # type: ignore[override]
+        # A prompt is complete when the person presses Enter; a trailing backslash continues.
+        if code.rstrip("\n").endswith("\\"):
+            return {"status": "incomplete", "indent": ""}
+        return {"status": "complete"}
+
+
+def _warm_imports() -> None:
+    import importlib
+
+    for name in _WARM_MODULES:
+        try:
+            importlib.import_module(name)
+        except Exception:  # a broken optional provider must not break the kernel
+            log.debug("warm-up import of %s failed", name, exc_info=True)

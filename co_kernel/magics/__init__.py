@@ -1,0 +1,65 @@
+"""`%` magics: one module per magic, whose docstring is its `%help` text.
+
+A magic module defines ``USAGE`` (one line), optionally ``complete(ctx, arg_text)`` for Tab
+completion, and ``async def run(ctx, args: str) -> str | None`` returning Markdown to show.
+Bad arguments raise ``MagicError``; the kernel turns it into a one-line message with the
+usage. The registry is explicit (no decorators), as in seed 001's ``_commands.py``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..turn import ChatSession
+
+__all__ = ["MAGICS", "MagicContext", "MagicError", "find_magic", "magic_help", "parse_magic"]
+
+# name -> module under co_kernel.magics
+MAGICS: dict[str, str] = {
+    "help": "help",
+}
+
+
+class MagicError(Exception):
+    """Bad input to a magic; the message is shown on one line with the usage."""
+
+
+@dataclass
+class MagicContext:
+    """What a magic may touch."""
+
+    session: ChatSession
+    """The kernel session's conversation, deps and model."""
+    kernel: Any = None
+    """The kernel, for the few magics that need it (status of the sandbox, shutdown)."""
+    extras: dict[str, Any] = field(default_factory=dict)
+    """Frontend-provided facts (cell id, notebook path)."""
+
+
+def parse_magic(line: str) -> tuple[str, str]:
+    """'%name args...' -> (name, args)."""
+    body = line.strip()[1:]
+    name, _, args = body.partition(" ")
+    return name.strip().lower(), args.strip()
+
+
+def find_magic(name: str) -> ModuleType:
+    """The module of a magic, or MagicError with a did-you-mean."""
+    module = MAGICS.get(name)
+    if module is None:
+        close = difflib.get_close_matches(name, list(MAGICS), n=1)
+        hint = f" Did you mean %{close[0]}?" if close else ""
+        raise MagicError(f"Unknown magic %{name}.{hint} Type %help for the list.")
+    return importlib.import_module(f"{__name__}.{module}")
+
+
+def magic_help(name: str) -> str:
+    """The help text of one magic: usage and docstring."""
+    module = find_magic(name)
+    doc = (module.__doc__ or "").strip()
+    return f"{module.USAGE}\n\n{doc}"

@@ -1,0 +1,38 @@
+"""The turn: agent factory, deps, providers, the run_turn state machine."""
+
+from __future__ import annotations
+
+from ._approval import is_safe_command
+from ._deps import CoDeps
+from ._frontend import (
+    ApprovalDecision,
+    ApprovalRequest,
+    FrontendProtocol,
+    ToolCallView,
+    ToolResultView,
+    TurnSummary,
+)
+from ._providers import PROVIDERS, ModelHandle, build_model, parse_model_string
+from ._run import INTERRUPTED_TOOL_RETURN, TurnResult, patch_dangling_tool_calls, run_turn
+from ._session import ChatSession, TurnRecord
+
+__all__ = [
+    "INTERRUPTED_TOOL_RETURN",
+    "PROVIDERS",
+    "ApprovalDecision",
+    "ApprovalRequest",
+    "ChatSession",
+    "CoDeps",
+    "FrontendProtocol",
+    "ModelHandle",
+    "ToolCallView",
+    "ToolResultView",
+    "TurnRecord",
+    "TurnResult",
+    "TurnSummary",
+    "build_model",
+    "is_safe_command",
+    "parse_model_string",
+    "patch_dangling_tool_calls",
+    "run_turn",
+]

@@ -1,0 +1,46 @@
+"""The agent factory (seed 001 ``get_agent``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..config import paths
+from ._prompt import build_system_prompt
+
+if TYPE_CHECKING:
+    from pydantic_ai import Agent
+    from pydantic_ai.models import Model
+    from pydantic_ai.toolsets import AbstractToolset
+
+    from ..config import Settings
+    from ._deps import CoDeps
+
+__all__ = ["build_agent"]
+
+
+def build_agent(
+    model: Model, settings: Settings, toolsets: list[AbstractToolset[Any]]
+) -> Agent[CoDeps, Any]:
+    """An agent whose output is text or a batch of calls waiting for approval."""
+    from pydantic_ai import Agent, DeferredToolRequests, RunContext
+
+    from ._deps import CoDeps
+
+    config_dir = paths().config_dir
+
+    def instructions(ctx: RunContext[CoDeps]) -> str:
+        return build_system_prompt(
+            personality=ctx.deps.settings.personality,
+            project_dir=ctx.deps.workspace,
+            config_dir=config_dir,
+        )
+
+    return Agent(
+        model,
+        deps_type=CoDeps,
+        output_type=[str, DeferredToolRequests],
+        instructions=instructions,
+        toolsets=toolsets,
+        retries=settings.tool_retries,
+        model_settings={"max_retries": 0, "timeout": settings.request_timeout},
+    )

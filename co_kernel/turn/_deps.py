@@ -1,0 +1,45 @@
+"""CoDeps: the per-session dependency object injected into every tool.
+
+Seed 000's invariant: mutable session state lives here, never in module globals; one
+instance per kernel session, shared by every turn of that session.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..config import Settings
+    from ..sandbox import SandboxProtocol
+
+__all__ = ["CoDeps"]
+
+
+@dataclass
+class CoDeps:
+    """Runtime resources and mutable state of one kernel session."""
+
+    settings: Settings
+    """Effective settings (read-only by convention; `%model` and `%yolo` change state below)."""
+    session_id: str
+    """Unique id of this conversation (survives `%resume`)."""
+    kernel_id: str
+    """Id of the kernel process's session, for labelling containers."""
+    workspace: Path
+    """The notebook's directory: the sandbox mount and the files tools' root."""
+    auto_confirm: bool = False
+    """Session yolo: approve every side-effectful call without asking."""
+    sandbox: SandboxProtocol | None = None
+    """Created lazily on first `!cmd` or shell tool call."""
+    turn_index: int = 0
+    """Number of the turn in progress, for audit rows and spans."""
+    notebook_path: str | None = None
+    """The notebook's path when the frontend says it."""
+    page_tokens: dict[str, Any] = field(default_factory=dict)
+    """Pagination state of tools, keyed by tool and query."""
+    todos: list[dict[str, Any]] = field(default_factory=list)
+    """The agent's checklist for the session."""
+    extras: dict[str, Any] = field(default_factory=dict)
+    """Per-integration cached clients and credentials (never module globals)."""

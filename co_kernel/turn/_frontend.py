@@ -1,0 +1,131 @@
+"""The protocol through which a turn talks to whatever displays it.
+
+The core (``turn/``) only knows this protocol; ``frontend/`` holds the notebook,
+console, headless and recording implementations (seed 001 ``FrontendProtocol``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+__all__ = [
+    "ApprovalDecision",
+    "ApprovalRequest",
+    "FrontendProtocol",
+    "NoticeLevel",
+    "ToolCallView",
+    "ToolResultView",
+    "TurnSummary",
+]
+
+NoticeLevel = Literal["info", "warning", "error"]
+ApprovalDecision = Literal["approve", "deny", "approve_all"]
+
+
+@dataclass
+class ToolCallView:
+    """A tool call as the person sees it."""
+
+    call_id: str
+    """The model's id for the call; ties the result to the card."""
+    name: str
+    """Tool name."""
+    args: dict[str, Any] | str | None
+    """Arguments as the model sent them (a JSON string, a dict or nothing)."""
+    needs_approval: bool = False
+    """Whether the call waits for a decision before it runs."""
+    detail: str | None = None
+    """Extra text for the approval card, e.g. a unified diff of a file edit."""
+
+
+@dataclass
+class ToolResultView:
+    """What came back from a tool call."""
+
+    call_id: str
+    """The call this answers."""
+    name: str
+    """Tool name."""
+    content: Any
+    """The result sent back to the model."""
+    status: Literal["ok", "error", "denied", "interrupted"] = "ok"
+    """How the call ended."""
+    duration: float | None = None
+    """Seconds the tool ran, when known."""
+    decision: str | None = None
+    """How the call was allowed: auto, approved, denied, yolo, safe-prefix, ..."""
+
+
+@dataclass
+class ApprovalRequest:
+    """One side-effectful call that needs a yes or no."""
+
+    call: ToolCallView
+    """The call in question."""
+    timeout: float | None = None
+    """Seconds after which the request counts as denied; None waits."""
+
+
+@dataclass
+class TurnSummary:
+    """How a turn ended, for the footer and the interrupted marker."""
+
+    model: str
+    """provider:model that answered."""
+    input_tokens: int = 0
+    """Prompt tokens over all requests of the turn."""
+    output_tokens: int = 0
+    """Completion tokens over all requests of the turn."""
+    requests: int = 0
+    """Model requests made."""
+    duration: float = 0.0
+    """Wall time of the turn in seconds."""
+    interrupted: bool = False
+    """The person stopped the turn."""
+    error: str | None = None
+    """Why the turn ended early, when it did."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Anything a frontend may show beside the footer."""
+
+
+@runtime_checkable
+class FrontendProtocol(Protocol):
+    """Display and interaction for one cell's turn."""
+
+    def on_text_delta(self, delta: str) -> None:
+        """More answer text arrived."""
+
+    def on_text_commit(self) -> None:
+        """The current text part is complete (a tool call or the end follows)."""
+
+    def on_thinking_delta(self, delta: str) -> None:
+        """More reasoning text arrived (shown only when verbose)."""
+
+    def on_thinking_commit(self) -> None:
+        """The current reasoning part is complete."""
+
+    def on_tool_call(self, call: ToolCallView) -> None:
+        """The model called a tool."""
+
+    def on_tool_result(self, result: ToolResultView) -> None:
+        """A tool call finished, was denied or was interrupted."""
+
+    def on_status(self, message: str) -> None:
+        """A transient status line (retrying, compacting); the next status replaces it."""
+
+    def clear_status(self) -> None:
+        """Remove the transient status line."""
+
+    def on_notice(self, markdown: str, level: NoticeLevel = "info") -> None:
+        """A lasting message in the cell: an error, a warning, a hint."""
+
+    async def prompt_approval(self, request: ApprovalRequest) -> ApprovalDecision:
+        """Ask the person about one call; cancellation means the turn was interrupted."""
+        ...
+
+    def on_turn_end(self, summary: TurnSummary) -> None:
+        """The turn is over: flush everything, show the footer."""
+
+    def cleanup(self) -> None:
+        """Tear down timers and widgets; safe to call twice."""

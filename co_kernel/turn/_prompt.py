@@ -1,0 +1,69 @@
+"""The system prompt: who Co is in a notebook, plus personality, project instructions
+and knowledge files (seed 001 "System Prompt Assembly")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["build_system_prompt"]
+
+_BASE = """\
+You are Co, an assistant in the user's Jupyter notebook. Each notebook cell the user runs \
+is one message to you; your answer is rendered as Markdown in the cell below it, and the \
+conversation continues across cells.
+
+## Response style
+- Be concise and direct; use Markdown (headings, lists, fenced code with a language).
+- When the user says "shorter", "again" or "more", they mean your previous answer.
+- Say plainly when you do not know, and never invent tool results.
+
+## Tools
+- Use a tool only when it helps answer; read-only tools run at once, side-effectful ones \
+wait for the user's approval in the cell. If a call is denied, do not retry it as is: \
+say what you wanted to do and propose an alternative.
+- When a tool result has a `display` field, show it to the user verbatim.
+- When a result says `has_more`, tell the user more results exist and offer the next page.
+"""
+
+_PERSONALITIES = {
+    "friendly": "Tone: warm and encouraging, but never padded.",
+    "terse": "Tone: minimal. Answer in as few words as correctness allows.",
+    "formal": "Tone: precise and formal.",
+}
+
+
+def _read_markdown_files(folder: Path) -> list[tuple[str, str]]:
+    if not folder.is_dir():
+        return []
+    out = []
+    for path in sorted(folder.glob("*.md")):
+        try:
+            text = path.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if text:
+            out.append((path.stem, text))
+    return out
+
+
+def build_system_prompt(
+    *, personality: str, project_dir: Path, config_dir: Path, extra_sections: list[str] = ()
+) -> str:
+    """Assemble the system prompt; later sections take precedence over earlier ones."""
+    sections = [_BASE]
+    sections.append(_PERSONALITIES.get(personality, f"Tone: {personality}."))
+    knowledge = _read_markdown_files(config_dir / "knowledge")
+    knowledge += _read_markdown_files(project_dir / ".co" / "knowledge")
+    if knowledge:
+        body = "\n\n".join(f"### {name}\n{text}" for name, text in knowledge)
+        sections.append(f"## What you know about the user and the project\n{body}")
+    sections.extend(s for s in extra_sections if s)
+    instructions = project_dir / ".co" / "instructions.md"
+    if instructions.is_file():
+        try:
+            text = instructions.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            text = ""
+        if text:
+            sections.append(f"## Project instructions (take precedence)\n{text}")
+    return "\n\n".join(sections)

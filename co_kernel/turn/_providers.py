@@ -1,0 +1,162 @@
+"""Models from settings: ``provider:model`` strings to pydantic-ai models.
+
+Providers: ``gemini``, ``ollama`` (OpenAI-compatible at ``OLLAMA_HOST/v1``), ``openai``,
+``anthropic``, ``compat`` (any OpenAI-compatible ``base_url``) and ``replay`` (a scripted
+conversation served over real HTTP by ``co_kernel.testing``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..exceptions import ProviderNotConfigured, UnknownProvider
+
+if TYPE_CHECKING:
+    from pydantic_ai.models import Model
+
+    from ..config import Settings
+
+__all__ = ["PROVIDERS", "ModelHandle", "build_model", "parse_model_string"]
+
+PROVIDERS: dict[str, str] = {
+    "gemini": "Google Gemini (GEMINI_API_KEY)",
+    "ollama": "a local Ollama server (OLLAMA_HOST)",
+    "openai": "OpenAI (OPENAI_API_KEY)",
+    "anthropic": "Anthropic (ANTHROPIC_API_KEY)",
+    "compat": "any OpenAI-compatible server (CO_BASE_URL, CO_API_KEY)",
+    "replay": "a scripted conversation (replay:path/to/script.jsonl)",
+}
+
+NO_MODEL_MESSAGE = (
+    "No model is configured. Choose one with `%model provider:model` or set `CO_MODEL`, "
+    "for example `CO_MODEL=ollama:llama3.2` (local), `CO_MODEL=gemini:gemini-2.5-flash` with "
+    "`GEMINI_API_KEY`, `CO_MODEL=openai:gpt-4o-mini` with `OPENAI_API_KEY`, or "
+    "`CO_MODEL=anthropic:claude-sonnet-4-5` with `ANTHROPIC_API_KEY`. "
+    "Settings can also live in `~/.config/co/settings.json` or `.co/settings.json`."
+)
+
+
+def parse_model_string(value: str) -> tuple[str, str]:
+    """Split ``provider:model``; raise a ConfigError that names the fix."""
+    provider, sep, name = value.strip().partition(":")
+    provider = provider.lower()
+    if not sep or not name.strip():
+        raise UnknownProvider(
+            f"'{value}' is not a model name: use provider:model, e.g. ollama:llama3.2 "
+            f"(providers: {', '.join(PROVIDERS)})"
+        )
+    if provider not in PROVIDERS:
+        import difflib
+
+        close = difflib.get_close_matches(provider, list(PROVIDERS), n=1)
+        hint = f" Did you mean '{close[0]}:{name}'?" if close else ""
+        raise UnknownProvider(
+            f"Unknown provider '{provider}' in '{value}'.{hint} "
+            f"Known providers: {', '.join(PROVIDERS)}."
+        )
+    return provider, name.strip()
+
+
+@dataclass
+class ModelHandle:
+    """A ready model and what it takes to stop it."""
+
+    model: Model
+    """The pydantic-ai model."""
+    label: str
+    """provider:model as shown to the person."""
+    provider: str
+    """Provider key from PROVIDERS."""
+    base_url: str | None = None
+    """Where requests go, for status and reachability checks."""
+    closers: list[Callable[[], None]] = field(default_factory=list)
+    """Called when the session ends (stops a replay server)."""
+
+    def close(self) -> None:
+        for close in self.closers:
+            close()
+        self.closers.clear()
+
+
+def _secret(value: Any) -> str | None:
+    return value.get_secret_value() if value is not None else None
+
+
+def _require(key: str | None, provider: str, variable: str) -> str:
+    if not key:
+        raise ProviderNotConfigured(
+            f"The {provider} provider needs an API key: set `{variable}` in the environment "
+            f"or `{variable.lower()}` in settings.json, or pick another model with `%model`."
+        )
+    return key
+
+
+def _openai_chat(name: str, base_url: str | None, api_key: str) -> Model:
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    return OpenAIChatModel(name, provider=OpenAIProvider(base_url=base_url, api_key=api_key))
+
+
+def build_model(
+    settings: Settings, model_string: str | None = None, *, base_dir: Path
+) -> ModelHandle:
+    """Build the model a turn talks to; raise ProviderNotConfigured with the fix."""
+    value = model_string or settings.model
+    if not value:
+        raise ProviderNotConfigured(NO_MODEL_MESSAGE)
+    provider, name = parse_model_string(value)
+    label = f"{provider}:{name}"
+    if provider == "gemini":
+        from pydantic_ai.models.google import GoogleModel
+        from pydantic_ai.providers.google import GoogleProvider
+
+        key = _require(_secret(settings.gemini_api_key), "gemini", "GEMINI_API_KEY")
+        return ModelHandle(GoogleModel(name, provider=GoogleProvider(api_key=key)), label, provider)
+    if provider == "anthropic":
+        from pydantic_ai.models.anthropic import AnthropicModel
+        from pydantic_ai.providers.anthropic import AnthropicProvider
+
+        key = _require(_secret(settings.anthropic_api_key), "anthropic", "ANTHROPIC_API_KEY")
+        model = AnthropicModel(name, provider=AnthropicProvider(api_key=key))
+        return ModelHandle(model, label, provider)
+    if provider == "openai":
+        key = _require(_secret(settings.openai_api_key), "openai", "OPENAI_API_KEY")
+        return ModelHandle(
+            _openai_chat(name, settings.base_url, key), label, provider, settings.base_url
+        )
+    if provider == "ollama":
+        url = settings.ollama_host.rstrip("/") + "/v1"
+        return ModelHandle(_openai_chat(name, url, "ollama"), label, provider, url)
+    if provider == "compat":
+        if not settings.base_url:
+            raise ProviderNotConfigured(
+                "The compat provider needs `CO_BASE_URL` (or `base_url` in settings.json), "
+                "the OpenAI-compatible endpoint, e.g. http://localhost:8000/v1."
+            )
+        key = _secret(settings.api_key) or "none"
+        return ModelHandle(
+            _openai_chat(name, settings.base_url, key), label, provider, settings.base_url
+        )
+    return _replay(name, settings, base_dir, label)
+
+
+def _replay(name: str, settings: Settings, base_dir: Path, label: str) -> ModelHandle:
+    from ..testing import ScriptedModelServer
+
+    path = Path(name).expanduser()
+    if not path.is_absolute():
+        path = base_dir / path
+    if not path.is_file():
+        raise ProviderNotConfigured(f"Replay script not found: {path}")
+    try:
+        server = ScriptedModelServer(
+            path, tokens_per_second=settings.replay_tokens_per_second
+        ).start()
+    except ValueError as exc:
+        raise ProviderNotConfigured(f"Replay script {path} is invalid: {exc}") from exc
+    model = _openai_chat("replay", server.base_url, "replay")
+    return ModelHandle(model, label, "replay", server.base_url, [server.stop])

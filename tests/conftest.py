@@ -1,0 +1,60 @@
+"""Shared fixtures: a scripted model server and real Co kernels pointed at it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from co_kernel.testing import ScriptedModelServer
+
+from .kernel_harness import CoKernel
+
+
+@pytest.fixture
+def model_server() -> Iterator[ScriptedModelServer]:
+    with ScriptedModelServer([]) as server:
+        yield server
+
+
+@pytest.fixture
+def co_home(tmp_path: Path) -> Path:
+    home = tmp_path / "co-home"
+    home.mkdir()
+    return home
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "workspace"
+    ws.mkdir()
+    return ws
+
+
+@pytest.fixture
+def start_kernel(
+    model_server: ScriptedModelServer, co_home: Path, workspace: Path
+) -> Iterator[Callable[..., CoKernel]]:
+    """Start Co kernels talking to the scripted server; all are shut down afterwards."""
+    started: list[CoKernel] = []
+
+    def start(
+        env: dict[str, str] | None = None, *, cwd: Path | None = None, model: bool = True
+    ) -> CoKernel:
+        full = {"CO_HOME": str(co_home), "CO_SANDBOX": "subprocess"}
+        if model:
+            full.update({"CO_MODEL": "compat:scripted", "CO_BASE_URL": model_server.base_url})
+        full.update(env or {})
+        kernel = CoKernel(full, cwd or workspace)
+        started.append(kernel)
+        return kernel
+
+    yield start
+    for kernel in started:
+        kernel.shutdown()
+
+
+@pytest.fixture
+def kernel(start_kernel: Callable[..., CoKernel]) -> CoKernel:
+    return start_kernel()

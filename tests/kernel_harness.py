@@ -1,0 +1,157 @@
+"""Drive real Co kernel processes over ZMQ, the way each frontend does."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from jupyter_client.manager import KernelManager
+
+Mode = Literal["notebook", "console", "headless"]
+
+
+def ensure_kernelspec() -> None:
+    """Register the Co kernelspec in this environment if the setup has not."""
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    try:
+        KernelSpecManager().get_kernel_spec("co")
+    except NoSuchKernel:
+        from co_kernel.app import install_kernelspec
+
+        install_kernelspec(prefix=sys.prefix)
+
+
+@dataclass
+class CellResult:
+    """Everything a cell produced."""
+
+    reply: dict[str, Any]
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    sent_at: float = 0.0
+    replied_at: float = 0.0
+
+    @property
+    def status(self) -> str:
+        return self.reply["content"]["status"]
+
+    def of_type(self, *types: str) -> list[dict[str, Any]]:
+        return [m for m in self.messages if m["msg_type"] in types]
+
+    @property
+    def stdout(self) -> str:
+        return "".join(
+            m["content"]["text"] for m in self.of_type("stream") if m["content"]["name"] == "stdout"
+        )
+
+    @property
+    def stderr(self) -> str:
+        return "".join(
+            m["content"]["text"] for m in self.of_type("stream") if m["content"]["name"] == "stderr"
+        )
+
+    def final_displays(self) -> dict[str, dict[str, Any]]:
+        """display_id (or a position key) -> the last data shown under it, in first-seen order."""
+        shown: dict[str, dict[str, Any]] = {}
+        for i, m in enumerate(self.of_type("display_data", "update_display_data")):
+            did = m["content"].get("transient", {}).get("display_id") or f"#{i}"
+            shown[did] = m["content"]["data"]
+        return shown
+
+    def markdown(self) -> str:
+        """All Markdown the cell finally shows, joined."""
+        return "".join(d.get("text/markdown", "") for d in self.final_displays().values())
+
+    def text(self) -> str:
+        """Everything a person would read: final displays (plain or markdown) and streams."""
+        parts = []
+        for data in self.final_displays().values():
+            parts.append(data.get("text/markdown") or data.get("text/plain") or "")
+        return "\n".join(parts) + self.stdout + self.stderr
+
+
+class CoKernel:
+    """A running Co kernel and a client connected to it."""
+
+    def __init__(self, env: dict[str, str], cwd: Path) -> None:
+        ensure_kernelspec()
+        self.km = KernelManager(kernel_name="co")
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith("CO_")}
+        full_env.update(env)
+        self.km.start_kernel(env=full_env, cwd=str(cwd))
+        self.kc = self.km.client()
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=60)
+        self.cwd = cwd
+
+    def execute(
+        self,
+        code: str,
+        *,
+        mode: Mode = "notebook",
+        cell_id: str | None = None,
+        timeout: float = 60,
+        interrupt_after: float | None = None,
+        on_message: Any = None,
+    ) -> CellResult:
+        """Run one cell and collect its iopub messages until the kernel is idle again."""
+        content = {
+            "code": code,
+            "silent": False,
+            "store_history": True,
+            "user_expressions": {},
+            "allow_stdin": mode != "headless",
+            "stop_on_error": False,
+        }
+        msg = self.kc.session.msg("execute_request", content)
+        if mode == "notebook":
+            msg["metadata"]["cellId"] = cell_id or str(uuid.uuid4())
+        sent_at = time.monotonic()
+        self.kc.shell_channel.send(msg)
+        msg_id = msg["header"]["msg_id"]
+        result = CellResult(reply={}, sent_at=sent_at)
+        deadline = sent_at + timeout
+        interrupted = False
+        idle = False
+        while not idle:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"cell did not finish within {timeout}s: {code[:60]!r}")
+            if (
+                interrupt_after is not None
+                and not interrupted
+                and time.monotonic() - sent_at >= interrupt_after
+            ):
+                self.km.interrupt_kernel()
+                interrupted = True
+            try:
+                m = self.kc.get_iopub_msg(timeout=min(remaining, 0.05))
+            except Exception:  # queue.Empty
+                continue
+            if m["parent_header"].get("msg_id") != msg_id:
+                continue
+            m["_received"] = time.monotonic()
+            if on_message is not None:
+                on_message(self, m)
+            if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
+                idle = True
+            elif m["msg_type"] != "status":
+                result.messages.append(m)
+        reply = self.kc.get_shell_msg(timeout=max(1.0, deadline - time.monotonic()))
+        while reply["parent_header"].get("msg_id") != msg_id:
+            reply = self.kc.get_shell_msg(timeout=max(1.0, deadline - time.monotonic()))
+        result.reply = reply
+        result.replied_at = time.monotonic()
+        return result
+
+    def is_alive(self) -> bool:
+        return self.km.is_alive()
+
+    def shutdown(self) -> None:
+        self.kc.stop_channels()
+        self.km.shutdown_kernel(now=False)
