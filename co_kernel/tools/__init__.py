@@ -2,7 +2,8 @@
 
 ``collect_toolsets`` builds the toolsets whose configuration is present and reports why
 the others are missing (``%tools`` shows it). Each integration module exposes
-``build(settings) -> ToolsetBuild``.
+``build(settings)`` returning a ``ToolsetBuild``, or a list of them when the module holds
+integrations that are configured separately (``web``: ``web_search`` and ``web_fetch``).
 """
 
 from __future__ import annotations
@@ -33,15 +34,16 @@ class ToolsetBuild:
 
 
 # Integration modules, in the order their tools are offered to the model.
-_INTEGRATIONS: tuple[str, ...] = ()
+_INTEGRATIONS: tuple[str, ...] = ("files", "notes", "web")
 
 
 def collect_toolsets(settings: Settings) -> list[ToolsetBuild]:
     """Build every integration's toolset from settings."""
     import importlib
 
-    builds = []
+    builds: list[ToolsetBuild] = []
     for module_name in _INTEGRATIONS:
         module = importlib.import_module(f"{__name__}.{module_name}")
-        builds.append(module.build(settings))
+        built = module.build(settings)
+        builds.extend(built if isinstance(built, list) else [built])
     return builds
