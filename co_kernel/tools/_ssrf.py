@@ -17,6 +17,7 @@ import ipaddress
 import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 __all__ = ["FetchRefused", "Fetched", "Target", "blocked_reason", "check_url", "domain_in", "fetch"]
@@ -212,38 +213,43 @@ async def fetch(
         "private_hosts": private_hosts,
     }
     current = url
-    async with (
-        asyncio.timeout(timeout),
-        httpx.AsyncClient(
+    async with asyncio.timeout(timeout):
+        # The first hop is checked before a client (and its TLS context) is made.
+        target: Target | None = await check_url(current, **lists)
+        async with httpx.AsyncClient(
             trust_env=False,  # an environment proxy would connect where the guard did not check
             follow_redirects=False,
             timeout=timeout,
-        ) as client,
-    ):
-        for _ in range(max_redirects + 1):
-            target = await check_url(current, **lists)
-            pinned, headers, extensions = _pinned(target, current)
-            headers |= {"User-Agent": user_agent, "Accept-Encoding": "gzip, identity"}
-            request = client.build_request("GET", pinned, headers=headers, extensions=extensions)
-            response = await client.send(request, stream=True)
-            try:
-                location = response.headers.get("location")
-                if response.status_code in _REDIRECTS and location:
-                    current = urljoin(current, location)
-                    continue
-                body = bytearray()
-                truncated = False
-                async for chunk in response.aiter_bytes():
-                    body += chunk
-                    if len(body) > max_bytes:
-                        del body[max_bytes:]
-                        truncated = True
-                        break
-                media = response.headers.get("content-type", "").split(";")[0].strip().lower()
-                return Fetched(
-                    current, response.status_code, media, response.charset_encoding,
-                    bytes(body), truncated,
-                )  # fmt: skip
-            finally:
-                await response.aclose()
+        ) as client:
+            for _ in range(max_redirects + 1):
+                target = target or await check_url(current, **lists)
+                pinned, headers, extensions = _pinned(target, current)
+                headers |= {"User-Agent": user_agent, "Accept-Encoding": "gzip, identity"}
+                request = client.build_request(
+                    "GET", pinned, headers=headers, extensions=extensions
+                )
+                response = await client.send(request, stream=True)
+                try:
+                    location = response.headers.get("location")
+                    if response.status_code in _REDIRECTS and location:
+                        current, target = urljoin(current, location), None  # check that hop
+                        continue
+                    return await _read(response, current, max_bytes)
+                finally:
+                    await response.aclose()
     raise FetchRefused(f"more than {max_redirects} redirects (web_fetch_max_redirects)", url)
+
+
+async def _read(response: Any, url: str, max_bytes: int) -> Fetched:
+    body = bytearray()
+    truncated = False
+    async for chunk in response.aiter_bytes():
+        body += chunk
+        if len(body) > max_bytes:
+            del body[max_bytes:]
+            truncated = True
+            break
+    media = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    return Fetched(
+        url, response.status_code, media, response.charset_encoding, bytes(body), truncated
+    )
