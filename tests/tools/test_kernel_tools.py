@@ -192,3 +192,52 @@ def test_web_fetch_under_ask_policy_is_denied_headless(start_kernel, model_serve
     assert result.status == "ok" and model_server.errors == []
     assert site.seen == [], "a denied fetch sends nothing"
     assert [c["status"] for c in _cards(result)] == ["denied"]
+
+
+def _save_step(text: str) -> dict:
+    return {"tool_calls": [{"name": "save_memory", "arguments": {"text": text, "tags": ["prefs"]}}]}
+
+
+def test_save_memory_approved_feeds_the_next_prompt(start_kernel, model_server, co_home):
+    from co_kernel.memory import MemoryStore
+
+    fact = "The user's favourite colour is teal."
+    model_server.extend(
+        [
+            _save_step(fact),
+            {"expect": {"tool_result_contains": "Saved memory 1"}, "text": "Noted."},
+            {"expect": {"system_contains": f"- [1] {fact} (prefs)"}, "text": "Teal."},
+        ]
+    )
+    kernel = start_kernel({"CO_APPROVAL_MODE": "approve"})
+    saved = kernel.execute("Remember that my favourite colour is teal", mode="headless")
+    assert saved.status == "ok"
+    assert [(c["tool"], c["status"]) for c in _cards(saved)] == [("save_memory", "ok")]
+    answer = kernel.execute("What colour do I like?", mode="headless")
+    assert answer.status == "ok" and model_server.errors == []
+    store = MemoryStore(co_home / "data" / "memory.db")
+    try:
+        assert [(m.id, m.text, m.tags) for m in store.list()] == [(1, fact, ["prefs"])]
+    finally:
+        store.close()
+
+
+def test_save_memory_denied_stores_nothing(start_kernel, model_server, co_home):
+    model_server.extend(
+        [
+            _save_step("The user is allergic to peanuts."),
+            {"expect": {"tool_result_contains": "denied"}, "text": "Not saved."},
+        ]
+    )
+    result = start_kernel({"CO_APPROVAL_MODE": "deny"}).execute("Remember this", mode="headless")
+    assert result.status == "ok" and model_server.errors == []
+    assert [c["status"] for c in _cards(result)] == ["denied"]
+    db = co_home / "data" / "memory.db"
+    if db.exists():  # the approval preview may open the store; it must hold no memory
+        from co_kernel.memory import MemoryStore
+
+        store = MemoryStore(db)
+        try:
+            assert store.list() == []
+        finally:
+            store.close()
