@@ -250,8 +250,9 @@ class DockerSandbox:
         limit = max(0.0, min(timeout, self.max_timeout))
         loop = asyncio.get_running_loop()
         status = self._status_sink(loop)
-        # Creation may pull an image: cancelling it only stops the wait.
-        await asyncio.to_thread(self._ensure_container, status)
+        if self._container_id is None:
+            # Creation may pull an image: cancelling it only stops the wait.
+            await asyncio.to_thread(self._ensure_container, status)
         generation = self._generation
         buffer = OutputBuffer(max_output)
         queue: asyncio.Queue[object] = asyncio.Queue()
