@@ -33,6 +33,7 @@ __all__ = [
     "Root",
     "Scope",
     "ScopeViolation",
+    "admit",
     "guarded",
     "in_scope",
     "resolve",
@@ -300,3 +301,27 @@ def walk(scope: Scope, root: Root, *, hidden: bool = False) -> Iterator[tuple[st
             rel = real[len(prefix) :]
             if in_scope(scope, root, rel, "read") is None:
                 yield real, rel
+
+
+def admit(scope: Scope, root: Root, rel: str, *, hidden: bool = False) -> tuple[str, str] | None:
+    """(real path, relative path) when :func:`walk` would yield the file ``rel``, else None."""
+    parts = rel.split("/")
+    if not hidden and any(p.startswith(".") for p in parts):
+        return None
+    if any(p in SKIP_DIRS for p in parts[:-1]):
+        return None
+    prefix = str(root.path).rstrip("/") + "/"
+    path = prefix + rel
+    try:
+        if os.path.islink(path):
+            real = os.path.realpath(path)
+            if not real.startswith(prefix) or not os.path.isfile(real):
+                return None
+        elif os.path.isfile(path):
+            real = path
+        else:
+            return None
+    except OSError:
+        return None
+    rel = real[len(prefix) :]
+    return (real, rel) if in_scope(scope, root, rel, "read") is None else None

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._scope import Root, Scope, walk
+from ._scope import SKIP_DIRS, Root, Scope, admit, walk
+from ._watch import DirWatcher, watch
 
 __all__ = [
     "Note",
@@ -27,10 +29,11 @@ __all__ = [
 ]
 
 _FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)^(?:---|\.\.\.)[ \t]*$\r?\n?", re.S | re.M)
-_FENCE = re.compile(r"^(```|~~~).*?^\1[^\n]*$", re.S | re.M)
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
-# Obsidian tags: '#' after whitespace or at a line start, letters/digits/_/-/ '/', not all digits.
-_TAG = re.compile(r"(?<!\S)#([\w/-]+)")
+# Obsidian tags: '#' then letters, digits, '_', '-', '/' (not all digits), at a line start or
+# after whitespace. The pattern starts with the literal '#' so that `re` can skip to each
+# '#' instead of testing a look-behind at every character of a 50 MB vault.
+_TAG = re.compile(r"#([\w/-]+)")
 _H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.M)
 
 
@@ -50,10 +53,61 @@ class Note:
     """(size, mtime_ns) when read."""
 
 
+_KEY = re.compile(r"([A-Za-z_][\w-]*):(?:[ \t]+(.*))?$")
+_PLAIN = re.compile(r"[^\"'{}\[\]|>&*!%@`#]*")
+
+
+def _scalar(value: str) -> str | None:
+    """A plain or simply quoted YAML scalar, or None when YAML must decide."""
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        inner = value[1:-1]
+        return inner if value[0] not in inner and "\\" not in inner else None
+    return value if _PLAIN.fullmatch(value) and ": " not in value else None
+
+
+def _simple_yaml(block: str) -> dict[str, Any] | None:
+    """The flat ``key: value`` / ``key: [a, b]`` / ``key:`` + ``- item`` front matter that
+    nearly every note has, parsed without YAML (a tenth of the cost on a cold index);
+    None for anything else, which then goes to the YAML parser."""
+    out: dict[str, Any] = {}
+    items: list[str] | None = None
+    for line in block.splitlines():
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if stripped.startswith("- ") and items is not None and line[0] in " \t-":
+            item = _scalar(stripped[2:])
+            if item is None:
+                return None
+            items.append(item)
+            continue
+        match = _KEY.match(line)
+        if match is None:
+            return None
+        key, value = match.group(1), (match.group(2) or "").strip()
+        if not value:
+            items = out[key] = []
+        elif value[0] == "[" and value[-1] == "]":
+            parts = [_scalar(v) for v in value[1:-1].split(",") if v.strip()]
+            if any(p is None for p in parts):
+                return None
+            out[key], items = parts, None
+        else:
+            scalar = _scalar(value)
+            if scalar is None:
+                return None
+            out[key], items = scalar, None
+    return out
+
+
 def _front_matter(text: str) -> tuple[dict[str, Any], int]:
     match = _FRONT.match(text)
     if not match:
         return {}, 0
+    simple = _simple_yaml(match.group(1))
+    if simple is not None:
+        return simple, match.end()
     import yaml
 
     try:
@@ -78,6 +132,39 @@ def _clean_tag(tag: str) -> str | None:
     return tag
 
 
+def _strip_fences(text: str) -> str:
+    """The text without fenced code blocks (their '#include' and '#!' are not tags).
+
+    ``str.find`` loops: an anchored multi-line regex would test every line start.
+    """
+    out: list[str] = []
+    pos = 0
+    while True:
+        starts = [
+            i for i in (_line_start(text, "```", pos), _line_start(text, "~~~", pos)) if i >= 0
+        ]
+        if not starts:
+            break
+        start = min(starts)
+        fence = text[start : start + 3]
+        end = _line_start(text, fence, text.find("\n", start) + 1 or len(text))
+        out.append(text[pos:start])
+        if end < 0:  # unclosed: the rest is code
+            return "".join(out)
+        pos = text.find("\n", end)
+        pos = len(text) if pos < 0 else pos
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _line_start(text: str, token: str, pos: int) -> int:
+    """Index of the next ``token`` at the start of a line, at or after ``pos``; -1 if none."""
+    i = text.find(token, pos)
+    while i > 0 and text[i - 1] != "\n":
+        i = text.find(token, i + 1)
+    return i
+
+
 def parse_note(rel: str, text: str, stamp: tuple[int, int] = (0, 0)) -> Note:
     """Title, tags and search text of one note."""
     meta, body_start = _front_matter(text)
@@ -86,10 +173,18 @@ def parse_note(rel: str, text: str, stamp: tuple[int, int] = (0, 0)) -> Note:
         for raw in _as_tags(meta.get(key)):
             if (tag := _clean_tag(raw)) is not None:
                 tags[tag] = None
-    body = _INLINE_CODE.sub("", _FENCE.sub("", text[body_start:]))
-    for raw in _TAG.findall(body):
-        if (tag := _clean_tag(raw)) is not None:
-            tags[tag] = None
+    body = text[body_start:]
+    if "#" in body:
+        if "```" in body or "~~~" in body:
+            body = _strip_fences(body)
+        if "`" in body:
+            body = _INLINE_CODE.sub("", body)
+        for match in _TAG.finditer(body):
+            at = match.start()
+            if at and not body[at - 1].isspace():
+                continue  # a#b, URL fragments
+            if (tag := _clean_tag(match.group(1))) is not None:
+                tags[tag] = None
     title = meta.get("title")
     if not isinstance(title, str) or not title.strip():
         title = rel.rsplit("/", 1)[-1].removesuffix(".md")
@@ -157,12 +252,80 @@ class VaultIndex:
     """Notes larger than this are listed but not searched."""
     notes: dict[str, Note] = field(default_factory=dict)
     """rel path -> note."""
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    """Sync tools run in worker threads; parallel calls must not refresh at once."""
+    use_watcher: bool = True
+    """Follow changes with inotify where available instead of stat'ing every file."""
+    _ordered: list[Note] | None = field(default=None, repr=False)
+    """The notes sorted by path, until the next change."""
+    _watcher: DirWatcher | None = field(default=None, repr=False)
+    """The vault's watcher, once the first walk started it."""
 
     def scope(self) -> Scope:
         return Scope(roots=(Root(self.root, "vault", frozenset({"read"})),), file_types=("*.md",))
 
     def refresh(self) -> list[Note]:
-        """Re-read changed notes, forget deleted ones; returns all notes sorted by path."""
+        """Bring the index up to date; returns all notes sorted by path.
+
+        With a watcher, only the files it reports are read again; without one (or when
+        it cannot tell), every file is stat'ed and the changed ones read again.
+        """
+        with self.lock:
+            changed: set[str] | None = None
+            if self._watcher is not None:
+                changed = self._watcher.changes()
+                if changed is None:  # folders changed: watch them afresh, then walk
+                    self._watcher.close()
+                    self._watcher = None
+            if changed is None:
+                if self.use_watcher and self._watcher is None:
+                    # Before the walk, so a change made during it is reported next time.
+                    self._watcher = watch(str(self.root), SKIP_DIRS)
+                    self.use_watcher = self._watcher is not None  # do not retry what failed
+                self._walk_all()
+            else:
+                for rel in changed:
+                    self._reload(rel)
+            if self._ordered is None:
+                self._ordered = sorted(self.notes.values(), key=lambda n: n.rel)
+            return self._ordered
+
+    def close(self) -> None:
+        """Stop watching the vault."""
+        with self.lock:
+            if self._watcher is not None:
+                self._watcher.close()
+                self._watcher = None
+
+    def _read(self, real: str, rel: str, stamp: tuple[int, int]) -> None:
+        text = ""
+        if stamp[0] <= self.max_bytes:
+            try:
+                with open(real, "rb") as handle:  # bytes, then decode: cheaper than text I/O
+                    text = handle.read().decode("utf-8", errors="replace")
+            except OSError:
+                self.notes.pop(rel, None)
+                self._ordered = None
+                return
+        self.notes[rel] = parse_note(rel, text, stamp)
+        self._ordered = None
+
+    def _reload(self, rel: str) -> None:
+        """Re-read one file the watcher reported (changed, created, moved or deleted)."""
+        scope = self.scope()
+        found = admit(scope, scope.roots[0], rel)
+        if found is None:
+            if self.notes.pop(rel, None) is not None:
+                self._ordered = None
+            return
+        real, rel = found
+        try:
+            st = os.stat(real)
+        except OSError:
+            return
+        self._read(real, rel, (st.st_size, st.st_mtime_ns))
+
+    def _walk_all(self) -> None:
         seen: set[str] = set()
         scope = self.scope()
         for real, rel in walk(scope, scope.roots[0]):
@@ -173,19 +336,12 @@ class VaultIndex:
             stamp = (st.st_size, st.st_mtime_ns)
             seen.add(rel)
             known = self.notes.get(rel)
-            if known is not None and known.stamp == stamp:
-                continue
-            text = ""
-            if st.st_size <= self.max_bytes:
-                try:
-                    with open(real, encoding="utf-8", errors="replace") as handle:
-                        text = handle.read()
-                except OSError:
-                    continue
-            self.notes[rel] = parse_note(rel, text, stamp)
-        for gone in set(self.notes) - seen:
-            del self.notes[gone]
-        return sorted(self.notes.values(), key=lambda n: n.rel)
+            if known is None or known.stamp != stamp:
+                self._read(real, rel, stamp)
+        if len(seen) != len(self.notes):
+            for gone in set(self.notes) - seen:
+                del self.notes[gone]
+            self._ordered = None
 
     def search(self, query: str, tag: str | None = None) -> list[tuple[Note, int]]:
         """Notes containing every keyword as a whole word (in text or title), best first.

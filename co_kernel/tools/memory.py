@@ -127,6 +127,9 @@ async def save_memory(
 async def recall_memory(ctx: RunContext[CoDeps], query: str, page: int = 1) -> dict[str, Any]:
     """Find saved memories about something (full-text search, best matches first).
 
+    ``count`` is the number of memories on this page; ``has_more`` says whether the
+    next page has any.
+
     Args:
         query: Words to look for.
         page: Page of results (10 per page), starting at 1.
@@ -134,20 +137,26 @@ async def recall_memory(ctx: RunContext[CoDeps], query: str, page: int = 1) -> d
     if not query.strip():
         raise ModelRetry("Give some words to look for, or use list_memories.")
     store = _store(ctx.deps)
-    found = store.search(query, limit=max(ctx.deps.settings.memory_max_count, page * PAGE + 1))
-    part = paginate(found, page, PAGE)
-    if not part.total:
+    # Only as many as this page needs, plus one to know whether more exist: bm25 ranks
+    # every match either way, but SQLite's top-N sort is far cheaper for a small LIMIT.
+    found = store.search(query, limit=page * PAGE + 1)
+    shown = found[(page - 1) * PAGE : page * PAGE]
+    has_more = len(found) > page * PAGE
+    if not shown:
+        if page > 1 and found:
+            return result(
+                f'No more memories about "{query}" after page {page - 1}.', count=0, page=page
+            )
         return result(f'No memories about "{query}".', count=0, page=page)
-    if (end := part.past_end()) is not None:
-        return end
-    lines = [f'{part.total} memories about "{query}" (page {page} of {part.pages}):']
-    lines += [_line(m) for m in part.items]
+    more = f"; more on page {page + 1}" if has_more else ""
+    lines = [f'Memories about "{query}", best first (page {page}{more}):']
+    lines += [_line(m) for m in shown]
     return result(
         "\n".join(lines),
-        count=part.total,
+        count=len(shown),
         page=page,
-        has_more=part.has_more,
-        ids=[m.id for m in part.items],
+        has_more=has_more,
+        ids=[m.id for m in shown],
     )
 
 

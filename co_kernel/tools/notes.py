@@ -44,6 +44,8 @@ def _index(deps: CoDeps) -> VaultIndex:
         raise ToolFailed(f"The vault folder {root} is not there any more (obsidian_vault_path).")
     cached = deps.extras.get("notes_index")
     if not isinstance(cached, VaultIndex) or cached.root != root:
+        if isinstance(cached, VaultIndex):
+            cached.close()
         cached = VaultIndex(root, deps.settings.file_max_bytes)
         deps.extras["notes_index"] = cached
     return cached
@@ -62,7 +64,8 @@ def _matching_lines(index: VaultIndex, note: Note, query: str) -> list[str]:
     if not hits:
         return []
     try:  # show the lines as written, not lower-cased
-        lines = (index.root / note.rel).read_text(encoding="utf-8", errors="replace").split("\n")
+        raw = (index.root / note.rel).read_bytes()
+        lines = raw.decode("utf-8", errors="replace").split("\n")  # as the index read it
     except OSError:
         lines = lower_lines
     if len(lines) != len(lower_lines):

@@ -171,11 +171,16 @@ def test_recall_ranks_by_relevance_and_pages(mem_deps, store):
     best = store.add("Storage storage storage: the main storage bucket is called archive-7")
     store.add("Lunch is at noon")
     first = asyncio.run(memory.recall_memory(ctx(deps), "storage"))
-    assert first["count"] == 26 and first["has_more"] is True
+    assert first["count"] == 10 and first["has_more"] is True
     assert first["ids"][0] == best
     assert f"- [{best}] Storage storage storage" in first["display"]
+    assert "(page 1; more on page 2)" in first["display"]
     third = asyncio.run(memory.recall_memory(ctx(deps), "storage", page=3))
     assert len(third["ids"]) == 6 and third["has_more"] is False
+    seen = [*first["ids"], *asyncio.run(memory.recall_memory(ctx(deps), "storage", page=2))["ids"]]
+    assert len(set(seen + third["ids"])) == 26
+    past = asyncio.run(memory.recall_memory(ctx(deps), "storage", page=4))
+    assert past["count"] == 0 and "after page 3" in past["display"]
     none = asyncio.run(memory.recall_memory(ctx(deps), "zeppelin"))
     assert none["count"] == 0 and none["display"] == 'No memories about "zeppelin".'
 

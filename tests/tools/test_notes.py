@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import time
 from pathlib import Path
 
@@ -222,3 +223,65 @@ def test_notes_are_not_offered_without_a_vault(tmp_path):
     assert built.toolset is None and "obsidian_vault_path" in (built.reason or "")
     missing = notes.build(Settings(obsidian_vault_path=tmp_path / "nope"))
     assert missing.toolset is None and "is not a folder" in (missing.reason or "")
+
+
+def _search_words(deps, query):
+    return sorted(_search(deps, query)["notes"])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
+def test_an_edit_that_keeps_size_and_mtime_is_still_seen(deps, vault):
+    assert _search(deps, "zebra")["count"] == 0
+    note = vault / "Inbox" / "cpp tips.md"
+    before = note.stat()
+    note.write_text("Use C++ templates carefully.\nWriting zebra is fu\n")  # same size
+    os.utime(note, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert note.stat().st_size == before.st_size and note.stat().st_mtime_ns == before.st_mtime_ns
+    assert _search(deps, "zebra")["notes"] == ["Inbox/cpp tips.md"]
+
+
+def test_folders_renames_and_atomic_saves_are_followed(deps, vault):
+    assert _search(deps, "quokka")["count"] == 0
+    (vault / "New" / "Deeper").mkdir(parents=True)
+    (vault / "New" / "Deeper" / "q.md").write_text("A quokka smiled.\n")
+    assert _search_words(deps, "quokka") == ["New/Deeper/q.md"]
+    (vault / "New" / "Deeper" / "q.md").rename(vault / "New" / "moved.md")
+    assert _search_words(deps, "quokka") == ["New/moved.md"]
+    tmp = vault / "New" / ".moved.md.swp"
+    tmp.write_text("The quokka left; a wombat arrived.\n")
+    os.replace(tmp, vault / "New" / "moved.md")  # how editors save atomically
+    assert _search_words(deps, "wombat") == ["New/moved.md"]
+    (vault / "New" / "moved.md").rename(vault / "New" / "hidden.txt")  # out of scope
+    assert _search(deps, "wombat")["count"] == 0
+    import shutil
+
+    shutil.rmtree(vault / "New")
+    (vault / "Journal" / "2024-05-01.md").unlink()
+    assert _search_words(deps, "kernel") == ["Projects/Alpha launch.md", "Reading/Deep Work.md"]
+
+
+def test_without_a_watcher_the_index_stats_every_file(vault):
+    from co_kernel.tools._vault import VaultIndex
+
+    index = VaultIndex(vault.resolve(), 1_000_000, use_watcher=False)
+    assert [n.rel for n, _ in index.search("quokka")] == []
+    (vault / "Inbox" / "q.md").write_text("A quokka.\n")
+    assert [n.rel for n, _ in index.search("quokka")] == ["Inbox/q.md"]
+    (vault / "Inbox" / "q.md").unlink()
+    assert index.search("quokka") == []
+    index.close()
+
+
+def test_front_matter_simple_quoted_nested_and_broken(tmp_path):
+    from co_kernel.tools._vault import parse_note
+
+    simple = parse_note("a.md", "---\ntitle: 'Plan: Q3'\ntags: [plan, \"q3\"]\n---\nbody #extra\n")
+    assert (simple.title, simple.tags) == ("Plan: Q3", ("plan", "q3", "extra"))
+    nested = parse_note(
+        "b.md", "---\ntitle: Nested # a comment\nmeta:\n  owner: dana\ntags:\n- x/y\n---\n"
+    )
+    assert (nested.title, nested.tags) == ("Nested", ("x/y",))  # YAML decided
+    broken = parse_note("c.md", "---\ntitle: a: b\ntags: [unclosed\n---\n#real tag\n")
+    assert (broken.title, broken.tags) == ("c", ("real",))
+    not_front = parse_note("d.md", "Text first\n---\ntags: [no]\n---\n")
+    assert not_front.tags == ()
