@@ -51,7 +51,12 @@ class Note:
     """The whole text, lower-cased, for searching (line numbers match the file's)."""
     stamp: tuple[int, int]
     """(size, mtime_ns) when read."""
+    title_lower: str = ""
+    """The title, lower-cased."""
 
+
+BROAD_QUERY = 2000
+"""Matches beyond which results are ranked by title hits only."""
 
 _KEY = re.compile(r"([A-Za-z_][\w-]*):(?:[ \t]+(.*))?$")
 _PLAIN = re.compile(r"[^\"'{}\[\]|>&*!%@`#]*")
@@ -188,7 +193,8 @@ def parse_note(rel: str, text: str, stamp: tuple[int, int] = (0, 0)) -> Note:
     title = meta.get("title")
     if not isinstance(title, str) or not title.strip():
         title = rel.rsplit("/", 1)[-1].removesuffix(".md")
-    return Note(rel, title.strip(), tuple(tags), text.lower(), stamp)
+    title = title.strip()
+    return Note(rel, title, tuple(tags), text.lower(), stamp, title.lower())
 
 
 def tag_matches(note: Note, tag: str) -> bool:
@@ -346,25 +352,32 @@ class VaultIndex:
     def search(self, query: str, tag: str | None = None) -> list[tuple[Note, int]]:
         """Notes containing every keyword as a whole word (in text or title), best first.
 
-        Returns (note, score) pairs: keywords in the title weigh most, then how often the
-        keywords occur (counted as substrings: a cheap ranking signal, not a filter).
+        Returns (note, score) pairs: a keyword in the title weighs most, then how often
+        the keywords occur (counted as substrings: a ranking signal, not a filter). Past
+        BROAD_QUERY matches only titles rank: counting would rescan most of the vault to
+        order results of a query too broad to be read anyway.
         """
         notes = self.refresh()
+        if tag is not None:
+            notes = [n for n in notes if tag_matches(n, tag)]
         words = [(w, word_tail(w)) for w in keywords(query)]
+        # Substring tests first, one keyword at a time over what is left: most notes
+        # fail the first, and the loop is a comprehension over C-speed `in`.
+        for w, _ in words:
+            notes = [n for n in notes if w in n.lower or w in n.title_lower]
         found: list[tuple[Note, int]] = []
         for note in notes:
-            if tag is not None and not tag_matches(note, tag):
-                continue
-            text = note.lower
-            title = note.title.lower()
-            # Cheap substring tests first: most notes fail them.
-            if not all(w in text or w in title for w, _ in words):
-                continue
-            in_title = [has_word(title, w, t) for w, t in words]
-            if all(it or has_word(text, w, t) for it, (w, t) in zip(in_title, words, strict=True)):
-                score = sum(
-                    100 * it + text.count(w) for it, (w, _) in zip(in_title, words, strict=True)
-                )
+            score = 0
+            for w, tail in words:
+                if w in note.title_lower and has_word(note.title_lower, w, tail):
+                    score += 100
+                elif not has_word(note.lower, w, tail):
+                    break
+            else:
                 found.append((note, score))
+        if len(found) <= BROAD_QUERY:
+            found = [
+                (note, score + sum(note.lower.count(w) for w, _ in words)) for note, score in found
+            ]
         found.sort(key=lambda pair: (-pair[1], pair[0].rel))
         return found

@@ -19,7 +19,7 @@ from ._audit import record_access
 from ._paging import paginate, result
 from ._scope import guarded
 from ._textfile import TextFileError, read_text
-from ._vault import Note, VaultIndex, keyword_patterns
+from ._vault import BROAD_QUERY, Note, VaultIndex, keyword_patterns
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -115,6 +115,11 @@ def search_notes(
     if (end := part.past_end()) is not None:
         return end
     lines = [f"Found {part.total} notes matching {what} (page {page} of {part.pages}):", ""]
+    if part.total > BROAD_QUERY:
+        lines[1:1] = [
+            "A broad query, ranked by titles only: add keywords or a tag to narrow it.",
+            "",
+        ]
     for n, (note, _) in enumerate(part.items, start=part.start + 1):
         tags = f" {_tags(note)}" if note.tags else ""
         lines.append(f"{n}. **{note.title}** ({note.rel}){tags}")

@@ -198,15 +198,27 @@ def _save_step(text: str) -> dict:
     return {"tool_calls": [{"name": "save_memory", "arguments": {"text": text, "tags": ["prefs"]}}]}
 
 
-def test_save_memory_approved_feeds_the_next_prompt(start_kernel, model_server, co_home):
+def test_save_memory_approved_feeds_the_next_prompt(
+    start_kernel, model_server, co_home, workspace
+):
     from co_kernel.memory import MemoryStore
 
+    (co_home / "config" / "knowledge").mkdir(parents=True)
+    (co_home / "config" / "knowledge" / "me.md").write_text("The user works in Lisbon.")
+    (workspace / ".co" / "knowledge").mkdir(parents=True)
+    (workspace / ".co" / "knowledge" / "project.md").write_text("This project uses uv.")
     fact = "The user's favourite colour is teal."
     model_server.extend(
         [
             _save_step(fact),
             {"expect": {"tool_result_contains": "Saved memory 1"}, "text": "Noted."},
-            {"expect": {"system_contains": f"- [1] {fact} (prefs)"}, "text": "Teal."},
+            {
+                "expect": {
+                    "system_contains": f"- [1] {fact} (prefs)",
+                    "messages_contain": ["The user works in Lisbon.", "This project uses uv."],
+                },
+                "text": "Teal.",
+            },
         ]
     )
     kernel = start_kernel({"CO_APPROVAL_MODE": "approve"})

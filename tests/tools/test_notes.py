@@ -285,3 +285,13 @@ def test_front_matter_simple_quoted_nested_and_broken(tmp_path):
     assert (broken.title, broken.tags) == ("c", ("real",))
     not_front = parse_note("d.md", "Text first\n---\ntags: [no]\n---\n")
     assert not_front.tags == ()
+
+
+def test_ranking_titles_first_then_how_often(make_deps, tmp_path):
+    root = tmp_path / "ranked"
+    root.mkdir()
+    (root / "once.md").write_text("A heron once.\n")
+    (root / "often.md").write_text("Heron, heron, heron: herons everywhere. Heron!\n")
+    (root / "Heron sightings.md").write_text("Nothing else here but a heron.\n")
+    found = _search(make_deps(obsidian_vault_path=root), "heron")
+    assert found["notes"] == ["Heron sightings.md", "often.md", "once.md"]
