@@ -113,7 +113,9 @@ def _check_spelling(raw: object, action: str) -> PurePosixPath:
     """Refuse spellings that are only useful to escape the scope; return the parsed path."""
     if not isinstance(raw, str) or not raw.strip():
         raise ScopeViolation("the path is empty", str(raw), action)
-    shown = raw if len(raw) <= 120 else raw[:117] + "..."
+    # Control characters are shown escaped: the message goes to the model and the cell.
+    shown = "".join(f"\\x{ord(c):02x}" if unicodedata.category(c) == "Cc" else c for c in raw[:120])
+    shown += "..." if len(raw) > 120 else ""
 
     def refuse(why: str) -> ScopeViolation:
         return ScopeViolation(f"path '{shown}' {why}", raw[:500], action)

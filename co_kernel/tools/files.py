@@ -235,21 +235,25 @@ class _Change:
         return f"{verb} {_shown(self.found)} ({len(after)} lines, +{added} -{removed})"
 
 
-def _target(ctx: RunContext[CoDeps], tool: str, path: str, size: int) -> Resolved:
+def _target(ctx: RunContext[CoDeps], tool: str, path: str) -> Resolved:
     found = guarded(ctx.deps, tool, path, files_scope(ctx.deps), "write")
-    cap = ctx.deps.settings.file_max_bytes
-    if size > cap:
-        raise ToolFailed(
-            f"Refused: the new content of '{_shown(found)}' is {size:,} bytes; files over "
-            f"{cap:,} bytes are not written (setting `file_max_bytes`)."
-        )
     if found.path.is_dir():
         raise ModelRetry(f"'{_shown(found)}' is a folder; give a file path.")
     return found
 
 
+def _fits(ctx: RunContext[CoDeps], found: Resolved, text: str) -> None:
+    size, cap = len(text.encode("utf-8")), ctx.deps.settings.file_max_bytes
+    if size > cap:
+        raise ToolFailed(
+            f"Refused: the new content of '{_shown(found)}' is {size:,} bytes; files over "
+            f"{cap:,} bytes are not written (setting `file_max_bytes`)."
+        )
+
+
 def _plan_write(ctx: RunContext[CoDeps], path: str, content: str) -> _Change:
-    found = _target(ctx, "write_file", path, len(content.encode("utf-8")))
+    found = _target(ctx, "write_file", path)
+    _fits(ctx, found, content)
     before = _read(ctx.deps, found) if found.path.exists() else None
     return _Change(found, before, content)
 
@@ -257,7 +261,7 @@ def _plan_write(ctx: RunContext[CoDeps], path: str, content: str) -> _Change:
 def _plan_edit(
     ctx: RunContext[CoDeps], path: str, old: str, new: str, replace_all: bool
 ) -> _Change:
-    found = guarded(ctx.deps, "edit_file", path, files_scope(ctx.deps), "write")
+    found = _target(ctx, "edit_file", path)
     if not found.path.exists():
         raise ModelRetry(f"No file '{_shown(found)}' to edit; use write_file to create it.")
     before = _read(ctx.deps, found)
@@ -275,7 +279,7 @@ def _plan_edit(
             "surrounding text to pick one, or set replace_all."
         )
     after = before.replace(old, new) if replace_all else before.replace(old, new, 1)
-    _target(ctx, "edit_file", path, len(after.encode("utf-8")))
+    _fits(ctx, found, after)
     return _Change(found, before, after)
 
 
