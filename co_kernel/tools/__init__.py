@@ -34,7 +34,7 @@ class ToolsetBuild:
 
 
 # Integration modules, in the order their tools are offered to the model.
-_INTEGRATIONS: tuple[str, ...] = ("files", "notes", "web", "memory")
+_INTEGRATIONS: tuple[str, ...] = ("python", "files", "notes", "web", "memory", "google", "slack")
 
 
 def collect_toolsets(settings: Settings) -> list[ToolsetBuild]:

@@ -1,16 +1,31 @@
-"""Pagination shared by every tool: one page of a sequence or of a long text.
+"""Pagination shared by every tool: 1-based ``page`` arguments and ``has_more`` answers.
 
-Tools answer ``{"display", "count", "page", "has_more", ...}``; the system prompt tells
-the model to show ``display`` verbatim and to ask for ``page + 1`` when ``has_more``.
+Two sources of pages, one module:
+
+- Local results (notes, files, memories, a fetched page): the whole list is at hand, so
+  :func:`paginate` slices it and :func:`text_pages` cuts long text at line ends.
+- Remote listings (Drive, Gmail, Slack): page N+1 needs the token page N returned, kept
+  per listing in ``CoDeps.page_tokens`` by :class:`Pages` (:func:`pages`). A listing is
+  keyed by tool and arguments (e.g. ``drive:quarterly report``), so two searches page
+  independently; page 1 needs no token.
+
+Tools answer ``{"display", "count", "page", "has_more", ...}`` (:func:`result`); the
+system prompt tells the model to show ``display`` verbatim and to ask for ``page + 1``
+when ``has_more``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-__all__ = ["Page", "paginate", "result", "text_pages"]
+from pydantic_ai import ModelRetry
+
+if TYPE_CHECKING:
+    from ..turn import CoDeps
+
+__all__ = ["Page", "Pages", "pages", "paginate", "result", "text_pages"]
 
 T = TypeVar("T")
 
@@ -52,8 +67,6 @@ class Page(Generic[T]):
 def paginate(items: Sequence[T], page: int, per_page: int) -> Page[T]:
     """The ``page``-th slice of ``per_page`` items; raises ModelRetry for a page below 1."""
     if page < 1:
-        from pydantic_ai import ModelRetry
-
         raise ModelRetry("`page` starts at 1.")
     start = (page - 1) * per_page
     return Page(list(items[start : start + per_page]), page, len(items), start, per_page)
@@ -92,3 +105,57 @@ def result(
         out["next_page"] = page + 1
     out.update(extra)
     return out
+
+
+# -- remote listings: page tokens ---------------------------------------------
+
+
+@dataclass
+class Pages:
+    """The tokens of one listing."""
+
+    tokens: dict[int, str] = field(default_factory=dict)
+    """Page number -> the token that fetches it (page 1 has none)."""
+    last: int | None = None
+    """The last page, once a page came back without a next token."""
+    context: dict[str, str] = field(default_factory=dict)
+    """Arguments page 1 was fetched with that later pages must repeat (a time window)."""
+
+    def token_for(self, page: int) -> str | None:
+        """The token for ``page``; a hint to the model when that page cannot be asked for."""
+        if page < 1:
+            raise ModelRetry("`page` starts at 1; call again with page=1 for the first results.")
+        if page == 1:
+            return None
+        if self.last is not None and page > self.last:
+            raise ModelRetry(
+                f"There is no page {page}: page {self.last} was the last (has_more was false). "
+                "Tell the person there are no more results."
+            )
+        token = self.tokens.get(page)
+        if token is None:
+            known = max(self.tokens, default=1)
+            raise ModelRetry(
+                f"Page {page} cannot be fetched yet: pages are fetched in order and the next "
+                f"one available is page {known}. Call with page={known}."
+            )
+        return token
+
+    def record(self, page: int, next_token: str | None) -> bool:
+        """Keep the token of the page after ``page``; returns has_more."""
+        if next_token:
+            self.tokens[page + 1] = next_token
+            if self.last is not None and self.last <= page:
+                self.last = None
+            return True
+        self.last = page
+        return False
+
+
+def pages(deps: CoDeps, key: str) -> Pages:
+    """The session's page tokens for one listing, created on first use."""
+    found = deps.page_tokens.get(key)
+    if not isinstance(found, Pages):
+        found = Pages()
+        deps.page_tokens[key] = found
+    return found

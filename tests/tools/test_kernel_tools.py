@@ -198,9 +198,7 @@ def _save_step(text: str) -> dict:
     return {"tool_calls": [{"name": "save_memory", "arguments": {"text": text, "tags": ["prefs"]}}]}
 
 
-def test_save_memory_approved_feeds_the_next_prompt(
-    start_kernel, model_server, co_home, workspace
-):
+def test_save_memory_approved_feeds_the_next_prompt(start_kernel, model_server, co_home, workspace):
     from co_kernel.memory import MemoryStore
 
     (co_home / "config" / "knowledge").mkdir(parents=True)
