@@ -189,7 +189,8 @@ class Settings(BaseSettings):
     )
     web_private_hosts: list[str] = Field(
         default_factory=list,
-        description="host:port pairs on private or loopback addresses web_fetch may reach",
+        description="host:port pairs (IPv6 in brackets) on private or loopback addresses "
+        "web_fetch may reach, spelled as in the URL",
     )
     web_fetch_max_bytes: int = Field(2_000_000, ge=1024, description="Largest page web_fetch reads")
     web_fetch_timeout: float = Field(15.0, gt=0, description="Seconds a whole fetch may take")

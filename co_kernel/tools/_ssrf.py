@@ -170,7 +170,8 @@ async def check_url(
             f"'{host}' is not on the allowed domains list (web_allowed_domains)", url
         )
     addresses = await _resolve(host, port)
-    exempt = f"{host}:{port}" in {h.strip().casefold() for h in private_hosts}
+    spelled = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"  # IPv6 in brackets
+    exempt = spelled in {h.strip().casefold() for h in private_hosts}
     if not exempt:
         for address in addresses:
             reason = blocked_reason(address)

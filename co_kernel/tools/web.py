@@ -154,7 +154,7 @@ async def web_fetch(ctx: RunContext[CoDeps], url: str, page: int = 1) -> dict[st
     if page < 1:
         raise ModelRetry("`page` starts at 1.")
     cache = _page_cache(ctx.deps)
-    if url not in cache:
+    if page == 1 or url not in cache:  # page 1 is always fresh; later pages reuse it
         try:
             got = await fetch(
                 url,

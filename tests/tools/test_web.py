@@ -345,3 +345,15 @@ def test_domain_allow_list_applies_before_anything_else(fetch_deps, site, audit)
     with pytest.raises(ToolFailed, match="blocked domains list"):
         _fetch(blocked, f"{site.url}/article")
     assert site.seen == []
+
+
+def test_private_host_exemptions_are_exact_host_and_port():
+    from co_kernel.tools._ssrf import FetchRefused, check_url
+
+    allowed = asyncio.run(check_url("http://127.0.0.1:8080/x", private_hosts=["127.0.0.1:8080"]))
+    assert allowed.addresses == ("127.0.0.1",)
+    v6 = asyncio.run(check_url("http://[::1]:8080/", private_hosts=["[::1]:8080"]))
+    assert v6.addresses == ("::1",)
+    for url in ("http://127.0.0.1:8081/", "http://localhost:8080/", "http://127.1:8080/"):
+        with pytest.raises(FetchRefused, match="loopback"):
+            asyncio.run(check_url(url, private_hosts=["127.0.0.1:8080"]))
