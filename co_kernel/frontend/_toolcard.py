@@ -49,6 +49,9 @@ def short_args(args: dict[str, Any] | str | None, limit: int = 60) -> str:
 def _result_text(content: Any) -> str:
     if content is None:
         return ""
+    if isinstance(content, dict) and isinstance(content.get("display"), str):
+        # Tools return {"display": ..., ...}: the display text is what a person reads.
+        content = content["display"]
     if isinstance(content, str):
         text = content
     else:

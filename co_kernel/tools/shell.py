@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+# pydantic-ai reads the tool's type hints at registration, so these are real imports.
+from pydantic_ai import RunContext
+
+from ..turn._deps import CoDeps
 from . import ToolsetBuild
 
 if TYPE_CHECKING:
-    from pydantic_ai import RunContext
-
     from ..config import Settings
-    from ..turn._deps import CoDeps
 
 __all__ = ["build", "run_shell_command"]
 
@@ -46,8 +47,7 @@ async def run_shell_command(
         cmd: The command line to run.
         timeout: Seconds after which the command is killed.
     """
-    from ..sandbox import SandboxUnavailable
-    from ..sandbox._session import ensure_sandbox
+    from ..sandbox import SandboxUnavailable, ensure_sandbox
 
     settings = ctx.deps.settings
     try:
