@@ -10,6 +10,7 @@ turn's loop with ``call_soon_threadsafe``; every widget change happens on that l
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import html
 import uuid
 from collections.abc import Callable
@@ -104,7 +105,9 @@ class WidgetApprover:
 
         def on_choice(choice: ApprovalDecision) -> None:
             # May run on a subshell thread: hand the answer over, touch nothing else.
-            loop.call_soon_threadsafe(_settle, answer, choice)
+            # A click on a card whose loop has gone (a stale output) has nobody to tell.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(_settle, answer, choice)
 
         card = ApprovalCard(request.call, on_choice)
         self.cards.append(card)
