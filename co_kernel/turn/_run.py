@@ -235,7 +235,8 @@ class _TurnRunner:
                 getattr(part, "tool_name", None) or "tool",
                 content,
                 status=status,
-                duration=(time.monotonic() - started) if started else None,
+                # A refused call never ran: it has no duration to show.
+                duration=(time.monotonic() - started) if started and status != "denied" else None,
                 decision=decision,
             )
         )
