@@ -191,7 +191,7 @@ def _probe_listing(
             if provider == "ollama"
             else " Check that the server runs and `CO_BASE_URL` points at it."
         )
-        return ProviderProbe(False, f"{base} does not answer ({reason}).{fix}", base_url=base)
+        return ProviderProbe(False, f"{base} is unreachable ({reason}).{fix}", base_url=base)
     took = (time.monotonic() - started) * 1000
     if status in (401, 403):
         return ProviderProbe(
@@ -227,24 +227,6 @@ def _session_rows(report: StatusReport, session: Any) -> None:
     report.add("session", "auto-approve (%yolo)", "on" if deps.auto_confirm else "off")
 
 
-def _sandbox_rows(report: StatusReport, settings: Settings, session: Any) -> None:
-    sandbox = session.deps.sandbox if session is not None else None
-    if sandbox is not None:
-        try:
-            described = sandbox.describe()
-        except Exception as exc:  # a sandbox that cannot describe itself is still reported
-            described = {"error": str(exc)}
-        value = ", ".join(f"{k}: {v}" for k, v in described.items()) or "running"
-        report.add("sandbox", "running", value)
-        return
-    report.add(
-        "sandbox",
-        "mode",
-        f"{settings.sandbox} (image {settings.sandbox_image}, network {settings.sandbox_network}); "
-        "not started yet: it starts on the first `!` cell or shell tool call",
-    )
-
-
 def _integration_rows(report: StatusReport, settings: Settings, session: Any) -> None:
     from .tools import collect_toolsets
 
@@ -258,15 +240,16 @@ def _integration_rows(report: StatusReport, settings: Settings, session: Any) ->
             report.add("integrations", build.name, f"not registered: {build.reason or 'unknown'}")
 
 
-def _store_rows(report: StatusReport, data_dir: Path) -> None:
+def _store_rows(report: StatusReport) -> None:
     from .memory import memory_store_path
     from .store import session_store_path
+    from .telemetry import telemetry_db_path
 
-    telemetry = sorted(data_dir.glob("telemetry*.db"))
-    report.add(
-        "stores", "telemetry", ", ".join(str(p) for p in telemetry) or "no telemetry database yet"
-    )
-    for label, path in (("sessions", session_store_path()), ("memory", memory_store_path())):
+    for label, path in (
+        ("telemetry", telemetry_db_path()),
+        ("sessions", session_store_path()),
+        ("memory", memory_store_path()),
+    ):
         report.add("stores", label, str(path) if path.exists() else f"{path} (not created yet)")
 
 
@@ -293,12 +276,11 @@ def collect_status(
         else:
             report.add("model", "model", f"{provider}:{name} ({PROVIDERS[provider]})")
             if check_provider:
-                handle = getattr(session, "_handle", None)
                 probe = probe_provider(
                     settings,
                     model,
                     base_dir=project_dir,
-                    replay_base=handle.base_url if handle is not None else None,
+                    replay_base=getattr(session, "model_base_url", None),
                 )
                 mark = "✅" if probe.ok else "❌"
                 report.add("model", "reachable", f"{mark} {probe.detail}")
@@ -306,12 +288,58 @@ def collect_status(
     report.add("model", "keys set", ", ".join(keys) or "none")
     if session is not None:
         _session_rows(report, session)
-    _sandbox_rows(report, settings, session)
+    _sandbox_rows(report, settings, project_dir, session)
     _integration_rows(report, settings, session)
-    _store_rows(report, where.data_dir)
+    _store_rows(report)
     report.add("paths", "config", str(where.config_dir))
     report.add("paths", "data", str(where.data_dir))
     return report
+
+
+def _sandbox_rows(report: StatusReport, settings: Any, project_dir: Path, session: Any) -> None:
+    """Backend, engine, image and container, without creating anything."""
+    from .sandbox import create_sandbox
+
+    sandbox = session.deps.sandbox if session is not None else None
+    report.add(
+        "sandbox",
+        "mode",
+        f"{settings.sandbox} (image {settings.sandbox_image}, network {settings.sandbox_network})"
+        + ("" if sandbox is not None else "; starts on the first `!` cell or shell tool call"),
+    )
+    if sandbox is None:
+        try:
+            sandbox = create_sandbox(
+                mode=settings.sandbox,
+                image=settings.sandbox_image,
+                workspace=project_dir,
+                session_id=session.deps.session_id if session is not None else "status",
+                kernel_id="status",
+                network=settings.sandbox_network,
+            )
+        except ValueError as exc:
+            report.add("sandbox", "backend", str(exc))
+            return
+    info = sandbox.describe()
+    report.add("sandbox", "backend", str(info.get("backend")))
+    if info.get("backend") == "subprocess":
+        report.add("sandbox", "isolation", "none: commands run on the host")
+        return
+    engine = (
+        "reachable"
+        if info.get("engine_reachable")
+        else f"not reachable ({info.get('engine_error', 'no answer')})"
+    )
+    report.add("sandbox", "engine", engine)
+    present = info.get("image_present")
+    report.add(
+        "sandbox",
+        "image",
+        f"{info.get('image')} ({'present' if present else 'missing' if present is False else 'unknown'})",
+    )
+    container = info.get("container") or {}
+    if isinstance(container, dict):
+        report.add("sandbox", "container", f"{container.get('name')}: {container.get('status')}")
 
 
 def _cell(text: str) -> str:

@@ -400,6 +400,10 @@ class ChatSession:
         start = len(self.history)
         turn_number = len(self.turns)
         self.deps.turn_index = turn_number + 1
+        if self.deps.audit is None:
+            from ..telemetry import AuditLog, telemetry_db_path
+
+            self.deps.audit = AuditLog(telemetry_db_path())
         result = await run_turn(
             agent,
             prompt,
@@ -427,7 +431,9 @@ class ChatSession:
         return result
 
     def close(self) -> None:
-        """Stop what the session started (replay server, store connection)."""
+        """Stop what the session started (replay server, store and audit connections)."""
         self._drop_agent()
         if self._store is not None:
             self._store.close()
+        if self.deps.audit is not None:
+            self.deps.audit.close()

@@ -116,7 +116,8 @@ def test_status_reports_model_sandbox_integrations_stores_and_settings(
     assert "| model | model | compat:scripted" in status
     assert "| model | reachable | ✅" in status
     assert "| session | notebook | reports/q3.ipynb |" in status
-    assert "| sandbox | mode | subprocess" in status and "not started yet" in status
+    assert "| sandbox | mode | subprocess" in status and "starts on the first `!` cell" in status
+    assert "| sandbox | backend | subprocess |" in status
     assert "| integrations |" in status
     assert "| stores | telemetry |" in status
     assert f"{co_home}/data/sessions.db" in status
@@ -127,7 +128,7 @@ def test_status_reports_model_sandbox_integrations_stores_and_settings(
 def test_status_shows_an_unreachable_provider(start_kernel: Callable[..., CoKernel]) -> None:
     kernel = start_kernel({"CO_BASE_URL": "http://127.0.0.1:9/v1"})
     status = kernel.execute("%status").markdown()
-    assert "| model | reachable | ❌ http://127.0.0.1:9/v1 does not answer" in status
+    assert "| model | reachable | ❌ http://127.0.0.1:9/v1 is unreachable" in status
     assert "Check that the server runs and `CO_BASE_URL` points at it." in status
 
 
