@@ -1,6 +1,6 @@
 """History governance and the session store on a long conversation, beside naive baselines.
 
-1. Per turn on a 500-turn conversation with tool calls (~1,500 messages, 3 KB tool
+1. Per turn on a 500-turn conversation with tool calls (2,000 messages, 3 KB tool
    outputs): the history processors before each model request of the turn plus the
    session write after it (Co writes only the turn's rows). Baseline in the same run: what
    a store that rewrites the whole conversation each turn pays, the raw
@@ -19,23 +19,18 @@ import argparse
 import asyncio
 import json
 import os
-import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from _common import median, print_table, verdict
+from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelResponse
 
-from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelResponse  # noqa: E402
-
-from co_kernel.config import Settings  # noqa: E402
-from co_kernel.store import SessionStore, TurnRow  # noqa: E402
-from co_kernel.testing import synthetic_history, synthetic_turn  # noqa: E402
-from co_kernel.turn._history import govern_history  # noqa: E402
+from co_kernel.config import Settings
+from co_kernel.store import SessionStore, TurnRow
+from co_kernel.testing import synthetic_history, synthetic_turn
+from co_kernel.turn._history import govern_history
 
 TURN_TARGET_MS = 5.0
 SESSIONS_TARGET_MS = 100.0
@@ -43,22 +38,6 @@ SESSIONS_TARGET_MS = 100.0
 
 def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.2f} ms"
-
-
-def _median(values: Sequence[float]) -> float:
-    return statistics.median(values)
-
-
-def _table(title: str, headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
-    cells = [[str(h) for h in headers], *[[str(c) for c in row] for row in rows]]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    line = "  ".join("-" * w for w in widths)
-    print(f"\n{title}\n{line}")
-    for n, row in enumerate(cells):
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
-        if n == 0:
-            print(line)
-    print(line)
 
 
 def _time(fn: Callable[[], object]) -> float:
@@ -107,9 +86,9 @@ def bench_turns(turns: int, measured: int, folder: Path) -> None:
         co_times.append(p + w)
         base_times.append(_time(baseline))
     store.close()
-    co = _median(co_times)
-    base = _median(base_times)
-    _table(
+    co = median(co_times)
+    base = median(base_times)
+    print_table(
         f"Per turn on a {turns}-turn conversation ({initial:,} messages to start), "
         f"median of {measured} turns",
         ["what", "median", "p90", "vs baseline"],
@@ -120,10 +99,10 @@ def bench_turns(turns: int, measured: int, folder: Path) -> None:
                 _ms(_p90(co_times)),
                 f"{co / base:.2f}x",
             ),
-            ("  of which processors", _ms(_median(process_times)), _ms(_p90(process_times)), ""),
+            ("  of which processors", _ms(median(process_times)), _ms(_p90(process_times)), ""),
             (
                 "  of which session write (turn rows only)",
-                _ms(_median(write_times)),
+                _ms(median(write_times)),
                 _ms(_p90(write_times)),
                 "",
             ),
@@ -136,7 +115,7 @@ def bench_turns(turns: int, measured: int, folder: Path) -> None:
         ],
     )
     print(
-        f"target: Co under {TURN_TARGET_MS:.0f} ms per turn -> {'met' if co * 1000 < TURN_TARGET_MS else 'MISSED'}"
+        f"target: Co under {TURN_TARGET_MS:.0f} ms per turn: {verdict(co * 1000 < TURN_TARGET_MS)}"
     )
 
 
@@ -197,11 +176,11 @@ def bench_sessions(count: int, repeats: int, folder: Path) -> None:
         return listed
 
     assert f"of {count}" in run("")  # warm: connection, imports
-    default = _median([_time(lambda: run("")) for _ in range(repeats)])
-    everything = _median([_time(lambda: run("all")) for _ in range(repeats)])
-    base = _median([_time(baseline) for _ in range(max(3, repeats // 3))])
+    default = median([_time(lambda: run("")) for _ in range(repeats)])
+    everything = median([_time(lambda: run("all")) for _ in range(repeats)])
+    base = median([_time(baseline) for _ in range(max(3, repeats // 3))])
     session.close()
-    _table(
+    print_table(
         f"%sessions with {count:,} stored sessions, median of {repeats} runs",
         ["what", "median", "vs baseline"],
         [
@@ -211,9 +190,7 @@ def bench_sessions(count: int, repeats: int, folder: Path) -> None:
         ],
     )
     worst = max(default, everything) * 1000
-    print(
-        f"target: under {SESSIONS_TARGET_MS:.0f} ms -> {'met' if worst < SESSIONS_TARGET_MS else 'MISSED'}"
-    )
+    print(f"target: under {SESSIONS_TARGET_MS:.0f} ms: {verdict(worst < SESSIONS_TARGET_MS)}")
 
 
 def main() -> None:
