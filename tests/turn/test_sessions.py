@@ -196,3 +196,54 @@ def test_secrets_are_never_written_to_the_store(
     assert files, "the session was written"
     for path in files:
         assert secret.encode() not in path.read_bytes(), path
+
+
+def test_sessions_can_be_turned_off(
+    start_kernel: Callable[..., CoKernel], model_server: ScriptedModelServer, co_home: Path
+) -> None:
+    kernel = start_kernel({"CO_SAVE_SESSIONS": "false"})
+    model_server.extend([{"text": "Not saved."}])
+    assert kernel.execute("Hello").status == "ok"
+    assert not (co_home / "data" / "sessions.db").exists()
+    assert (
+        kernel.execute("%sessions").markdown()
+        == "Saving sessions is off (setting `save_sessions`)."
+    )
+    resumed = kernel.execute("%resume")
+    assert resumed.status == "error"
+    assert "Saving sessions is off" in resumed.stderr
+
+
+def test_an_unwritable_store_is_reported_once_and_the_turns_go_on(
+    start_kernel: Callable[..., CoKernel], model_server: ScriptedModelServer, co_home: Path
+) -> None:
+    (co_home / "data" / "sessions.db").mkdir(parents=True)  # a folder where the file should be
+    kernel = start_kernel()
+    model_server.extend([{"text": "First."}, {"text": "Second."}])
+    first = kernel.execute("One")
+    assert first.status == "ok"
+    assert "Co could not save this conversation" in first.markdown()
+    assert "First." in first.markdown()
+    second = kernel.execute("Two")
+    assert second.status == "ok"
+    assert "could not save" not in second.markdown(), "the warning is shown once"
+    listed = kernel.execute("%sessions")
+    assert listed.status == "error"
+    assert "could not be read" in listed.stderr and "\n" not in listed.stderr.strip()
+
+
+def test_a_regenerated_turn_replaces_the_stored_one(
+    kernel: CoKernel, model_server: ScriptedModelServer, co_home: Path
+) -> None:
+    model_server.extend([{"text": "Kept answer."}, {"text": "Draft one."}, {"text": "Draft two."}])
+    assert kernel.execute("Keep this", cell_id="cell-a").status == "ok"
+    assert kernel.execute("Write a haiku", cell_id="cell-b").status == "ok"
+    assert kernel.execute("Write a haiku", cell_id="cell-b").status == "ok"  # run the cell again
+    store = _store(co_home)
+    (info,) = store.recent()
+    loaded = store.load(info.id)
+    store.close()
+    assert [t.prompt for t in loaded.turns] == ["Keep this", "Write a haiku"]
+    saved = json.dumps([m.parts[0].content for m in loaded.messages])  # type: ignore[union-attr]
+    assert "Draft two." in saved and "Draft one." not in saved and "Kept answer." in saved
+    assert info.turns == 2 and info.messages == 4
