@@ -132,10 +132,23 @@ def test_status_shows_an_unreachable_provider(start_kernel: Callable[..., CoKern
     assert "Check that the server runs and `CO_BASE_URL` points at it." in status
 
 
-def test_tools_says_none_are_registered(kernel: CoKernel) -> None:
-    assert kernel.execute("%tools").markdown() == (
-        "No tools are registered: Co answers from the conversation alone."
+def test_tools_lists_each_tool_with_its_approval_and_why_others_are_missing(
+    kernel: CoKernel,
+) -> None:
+    tools = kernel.execute("%tools").markdown()
+    assert "| `run_python` | python | asks first |" in tools
+    assert "| `inspect_variable` | python | runs without asking |" in tools
+    assert "**Not registered**" in tools
+    assert "| slack | " in tools and "slack_bot_token" in tools
+    assert "| google | " in tools
+    kernel.execute("%yolo on")
+    assert (
+        "| `run_python` | python | auto-approved (%yolo on) |"
+        in kernel.execute("%tools").markdown()
     )
+    status = kernel.execute("%status").markdown()
+    assert "| integrations | python | registered |" in status
+    assert "| integrations | slack | not registered: " in status
 
 
 def test_model_shows_validates_and_switches(
