@@ -131,11 +131,27 @@ class Settings(BaseSettings):
     sandbox_max_output: int = Field(1_000_000, ge=1024)
 
     # --- history governance ---
-    max_history_messages: int = Field(40, ge=4)
-    tool_output_trim_chars: int = Field(2000, ge=100)
-    summarization_model: str | None = None
-    context_window_tokens: int = Field(32_000, ge=1024)
-    auto_compact_ratio: float = Field(0.8, gt=0, le=1)
+    max_history_messages: int = Field(
+        40, ge=4, description="Messages the model is sent before the oldest turns are dropped"
+    )
+    tool_output_trim_chars: int = Field(
+        2000, ge=100, description="Tool outputs older than the last turn are cut to this length"
+    )
+    summarization_model: str | None = Field(
+        None, description="provider:model that writes `%compact` summaries (default: the model)"
+    )
+    context_window_tokens: int = Field(32_000, ge=1024, description="The model's context window")
+    auto_compact_ratio: float = Field(
+        0.8, gt=0, le=1, description="Compact when the prompt passes this share of the window"
+    )
+    compact_keep_turns: int = Field(
+        2, ge=0, description="Latest turns `%compact` keeps verbatim after the summary"
+    )
+
+    # --- sessions ---
+    save_sessions: bool = Field(
+        True, description="Write each conversation to the session store for `%resume`"
+    )
 
     # --- integrations ---
     google_client_secrets: Path | None = Field(

@@ -157,6 +157,56 @@ class CoKernel:
         result.replied_at = time.monotonic()
         return result
 
+    def send(self, code: str, *, mode: Mode = "notebook", cell_id: str | None = None) -> str:
+        """Send a cell without waiting for it; returns the request's msg_id."""
+        content = {
+            "code": code,
+            "silent": False,
+            "store_history": True,
+            "user_expressions": {},
+            "allow_stdin": mode != "headless",
+            "stop_on_error": False,
+        }
+        msg = self.kc.session.msg("execute_request", content)
+        if mode == "notebook":
+            msg["metadata"]["cellId"] = cell_id or str(uuid.uuid4())
+        self.kc.shell_channel.send(msg)
+        return str(msg["header"]["msg_id"])
+
+    def wait_for(self, msg_id: str, predicate: Any, *, timeout: float = 60) -> list[dict[str, Any]]:
+        """Read iopub messages of one request until ``predicate(msg)`` holds; returns them."""
+        seen: list[dict[str, Any]] = []
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"no matching message for {msg_id} within {timeout}s")
+            try:
+                m = self.kc.get_iopub_msg(timeout=min(remaining, 0.05))
+            except Exception:  # queue.Empty
+                continue
+            if m["parent_header"].get("msg_id") != msg_id:
+                continue
+            seen.append(m)
+            if predicate(m):
+                return seen
+
+    def restart(self) -> None:
+        """Restart the kernel process (as the Restart button does) and wait until it answers."""
+        self.km.restart_kernel(now=False)
+        self.kc.wait_for_ready(timeout=60)
+
+    def kill(self) -> None:
+        """SIGKILL the kernel process: no shutdown, no cleanup, as in a crash."""
+        import signal
+
+        provisioner = self.km.provisioner
+        assert provisioner is not None and provisioner.pid is not None
+        os.kill(provisioner.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while self.km.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+
     def _poll_stdin(self, msg_id: str, result: CellResult, on_input: Any) -> None:
         while self.kc.stdin_channel.msg_ready():
             m = self.kc.get_stdin_msg(timeout=0)

@@ -25,6 +25,7 @@ def build_agent(
     from pydantic_ai import Agent, DeferredToolRequests, RunContext
 
     from ._deps import CoDeps
+    from ._govern import GovernHistory
 
     config_dir = paths().config_dir
 
@@ -44,4 +45,5 @@ def build_agent(
         toolsets=toolsets,
         retries=settings.tool_retries,
         model_settings={"max_retries": 0, "timeout": settings.request_timeout},
+        capabilities=[GovernHistory()],
     )
