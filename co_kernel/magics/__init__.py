@@ -22,6 +22,7 @@ __all__ = ["MAGICS", "MagicContext", "MagicError", "find_magic", "magic_help", "
 # name -> module under co_kernel.magics
 MAGICS: dict[str, str] = {
     "help": "help",
+    "model": "model",
 }
 
 

@@ -1,0 +1,28 @@
+"""Where Co runs shell commands: a locked-down Docker container per session, or the host if asked.
+
+`create_sandbox` picks the backend; both follow `SandboxProtocol`.
+"""
+
+from ._docker import DEFAULT_IMAGE, DockerSandbox
+from ._factory import MODES, create_sandbox
+from ._protocol import (
+    CommandResult,
+    OutputCallback,
+    SandboxProtocol,
+    SandboxUnavailable,
+    StatusCallback,
+)
+from ._subprocess import SubprocessSandbox
+
+__all__ = [
+    "DEFAULT_IMAGE",
+    "MODES",
+    "CommandResult",
+    "DockerSandbox",
+    "OutputCallback",
+    "SandboxProtocol",
+    "SandboxUnavailable",
+    "StatusCallback",
+    "SubprocessSandbox",
+    "create_sandbox",
+]

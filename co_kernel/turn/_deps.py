@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..config import Settings
     from ..sandbox import SandboxProtocol
+    from ..telemetry import AuditLog
 
 __all__ = ["CoDeps"]
 
@@ -41,5 +42,7 @@ class CoDeps:
     """Pagination state of tools, keyed by tool and query."""
     todos: list[dict[str, Any]] = field(default_factory=list)
     """The agent's checklist for the session."""
+    audit: AuditLog | None = None
+    """Where tool calls and guarded accesses are recorded; None disables auditing."""
     extras: dict[str, Any] = field(default_factory=dict)
     """Per-integration cached clients and credentials (never module globals)."""

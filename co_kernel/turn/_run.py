@@ -157,6 +157,7 @@ class _TurnRunner:
         self.tool_started: dict[str, float] = {}
         self.decisions: dict[str, str] = {}
         self.shown_calls: set[str] = set()
+        self.call_args: dict[str, Any] = {}
         self.verbose = settings.verbose
         self.retries_used = 0
         self.reflected: set[str] = set()
@@ -254,10 +255,38 @@ class _TurnRunner:
         if self.pending_text:
             self._commit_text()
         self.tool_started[part.tool_call_id] = time.monotonic()
+        self.call_args[part.tool_call_id] = part.args
         if part.tool_call_id in self.shown_calls:
             return
         self.shown_calls.add(part.tool_call_id)
         self.frontend.on_tool_call(ToolCallView(part.tool_call_id, part.tool_name, part.args))
+
+    def _audit(self, result: ToolResultView, args: Any) -> None:
+        audit = self.deps.audit
+        if audit is None:
+            return
+        from ..telemetry import AuditEvent, audit_target
+
+        content = result.content
+        size = (
+            len(content)
+            if isinstance(content, str)
+            else len(str(content))
+            if content is not None
+            else 0
+        )
+        audit.record(
+            AuditEvent(
+                session_id=self.deps.session_id,
+                turn=self.deps.turn_index,
+                tool=result.name,
+                target=audit_target(normalise_args(args)),
+                decision=result.decision or "auto",
+                status=result.status,
+                result_size=size,
+                duration_ms=result.duration * 1000 if result.duration is not None else None,
+            )
+        )
 
     def _tool_result(self, part: Any) -> None:
         started = self.tool_started.pop(part.tool_call_id, None)
@@ -273,16 +302,16 @@ class _TurnRunner:
             content = part.model_response() if hasattr(part, "model_response") else content
         elif isinstance(content, dict) and content.get("error") is True:
             status = "error"  # a terminal tool error (tools/_errors.py)
-        self.frontend.on_tool_result(
-            ToolResultView(
-                part.tool_call_id,
-                getattr(part, "tool_name", None) or "tool",
-                content,
-                status=status,
-                duration=(time.monotonic() - started) if started else None,
-                decision=decision or ("auto" if part.tool_call_id not in self.decisions else None),
-            )
+        view = ToolResultView(
+            part.tool_call_id,
+            getattr(part, "tool_name", None) or "tool",
+            content,
+            status=status,
+            duration=(time.monotonic() - started) if started else None,
+            decision=decision or "auto",
         )
+        self.frontend.on_tool_result(view)
+        self._audit(view, self.call_args.pop(part.tool_call_id, None))
 
     # -- approvals ---------------------------------------------------------
 
@@ -292,6 +321,7 @@ class _TurnRunner:
         results = DeferredToolResults()
         for call in requests.approvals:
             args = normalise_args(call.args)
+            self.call_args[call.tool_call_id] = call.args
             view = ToolCallView(call.tool_call_id, call.tool_name, call.args, needs_approval=True)
             meta = requests.metadata.get(call.tool_call_id, {})
             view.detail = meta.get("detail") if isinstance(meta, dict) else None

@@ -123,6 +123,10 @@ class ChatSession:
             self.history = self.history[: last.start]
         start = len(self.history)
         self.deps.turn_index = len(self.turns) + 1
+        if self.deps.audit is None:
+            from ..telemetry import AuditLog, telemetry_db_path
+
+            self.deps.audit = AuditLog(telemetry_db_path())
         result = await run_turn(
             agent,
             prompt,
@@ -138,5 +142,7 @@ class ChatSession:
         return result
 
     def close(self) -> None:
-        """Stop what the session started (replay server)."""
+        """Stop what the session started (replay server, audit connection)."""
         self._drop_agent()
+        if self.deps.audit is not None:
+            self.deps.audit.close()

@@ -1,0 +1,650 @@
+"""Runs commands in one locked-down Docker container per kernel session.
+
+The container (`co-sandbox-<session>`) is created on first use and reused. It
+runs as a non-root user with every capability dropped, no-new-privileges, a
+read-only root filesystem with a tmpfs /tmp (HOME), memory/CPU/pids limits, no
+network unless asked for, and only the workspace mounted (at /workspace).
+
+Each command runs as a `docker exec` of a small /bin/sh wrapper that records its
+pid (the exec is a session leader under runc, so that pid is also its process
+group) and carries a `CO_EXEC=<id>` environment marker. Killing a command, on
+timeout or cancellation, is a second exec that kills that process group and
+every process still carrying the marker, so the whole tree dies inside the
+container, not only the host-side wait. If even that exec cannot start (a fork
+bomb has used up the pids limit), the container is removed and the next
+command gets a fresh one.
+
+The docker SDK is synchronous: API calls run in worker threads and each
+command's output is read by its own thread, which hands chunks to the event
+loop, where `on_output` is called.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import docker  # type: ignore[import-untyped]
+import docker.errors  # type: ignore[import-untyped]
+from docker.types import Mount  # type: ignore[import-untyped]
+
+from ._protocol import (
+    EOF,
+    GRACE_SECONDS,
+    CommandResult,
+    OutputBuffer,
+    OutputCallback,
+    SandboxUnavailable,
+    StatusCallback,
+    process_start,
+    pump,
+)
+
+__all__ = ["DEFAULT_IMAGE", "DockerSandbox"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_IMAGE = "python:3.12-slim"
+NETWORKS = ("none", "bridge")
+WORKDIR = "/workspace"
+
+# $1 is the command; $CO_EXEC names the pid file so the killer can find the group.
+_WRAPPER = (
+    'echo $$ >"/tmp/.co-exec-$CO_EXEC" 2>/dev/null; /bin/sh -c "$1"; s=$?; '
+    'rm -f "/tmp/.co-exec-$CO_EXEC"; exit $s'
+)
+# $1 is the marker. Group kill first: it is atomic and needs no fork, which
+# matters when the pids limit is exhausted. Then anything that left the group
+# (setsid, daemons) but still carries the marker in its environment.
+_KILLER = """
+f="/tmp/.co-exec-$1"
+if [ -r "$f" ] && read -r p <"$f" && [ -n "$p" ]; then
+  kill -KILL "-$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null
+fi
+for d in /proc/[0-9]*; do
+  grep -qxzF "CO_EXEC=$1" "$d/environ" 2>/dev/null && kill -KILL "${d#/proc/}" 2>/dev/null
+done
+rm -f "$f"
+exit 0
+"""
+
+_NETWORK_ERRORS = (
+    "temporary failure in name resolution",
+    "temporary failure resolving",
+    "unable to resolve",
+    "network is unreachable",
+    "could not resolve host",
+    "name or service not known",
+    "no address associated with hostname",
+    "failed to resolve",
+    "failed to establish a new connection",
+    "no route to host",
+    "getaddrinfo",
+)
+_FORK_ERRORS = ("resource temporarily unavailable", "cannot fork", "can't fork", "fork: retry")
+
+_HOST = socket.gethostname()
+
+
+def _boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _owner_alive(labels: dict[str, str], boot: str) -> bool:
+    """Whether the kernel process that labelled a container still runs on this host."""
+    try:
+        pid = int(labels["co.pid"])
+    except (KeyError, ValueError):
+        return True  # not ours to judge
+    if boot and labels.get("co.boot") and labels["co.boot"] != boot:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # alive, owned by someone else
+    started = labels.get("co.pid_start")
+    now = process_start(pid)
+    return not (started and now and started != now)
+
+
+def _default_user() -> str:
+    uid, gid = os.getuid(), os.getgid()
+    return "1000:1000" if uid == 0 else f"{uid}:{gid}"
+
+
+def _engine_unreachable(mode: str, error: object) -> SandboxUnavailable:
+    auto = " (sandbox mode auto never falls back to running on the host)" if mode == "auto" else ""
+    return SandboxUnavailable(
+        f"Docker is not reachable: {error}{auto}. Start it (`sudo systemctl start docker`, "
+        "or run `dockerd` in the background; scripts/start-docker.sh does both), or opt in to "
+        "running commands unsandboxed on the host: set sandbox = subprocess in "
+        ".co/settings.json or CO_SANDBOX=subprocess."
+    )
+
+
+def _close_stream(stream: Any) -> None:
+    with contextlib.suppress(Exception):
+        stream.close()
+    # CancellableStream.close() only closes the socket; the HTTP response must
+    # be closed too or its socket object is reported as leaked.
+    with contextlib.suppress(Exception):
+        stream._response.close()
+
+
+def _wake(stream: Any) -> None:
+    """Unblock a reader thread stuck on `stream` without closing the fd under it."""
+    try:
+        raw = stream._response.raw._fp.fp.raw
+        sock = getattr(raw, "_sock", None) or raw.sock
+        sock.shutdown(socket.SHUT_RDWR)
+    except Exception:
+        _close_stream(stream)
+
+
+class _Reader(threading.Thread):
+    """Reads one exec's demultiplexed output and hands it to the event loop."""
+
+    def __init__(
+        self,
+        stream: Any,
+        buffer: OutputBuffer,
+        loop: asyncio.AbstractEventLoop,
+        queue: asyncio.Queue[object],
+    ) -> None:
+        super().__init__(name="co-sandbox-output", daemon=True)
+        self.stream = stream
+        self._buffer = buffer
+        self._loop = loop
+        self._queue = queue
+
+    def run(self) -> None:
+        try:
+            for out, err in self.stream:
+                if out:
+                    self._push(self._buffer.feed("stdout", out))
+                if err:
+                    self._push(self._buffer.feed("stderr", err))
+        except Exception:
+            log.debug("sandbox output stream ended with an error", exc_info=True)
+        finally:
+            self._push(self._buffer.feed("stdout", b"", final=True))
+            self._push(self._buffer.feed("stderr", b"", final=True))
+            _close_stream(self.stream)
+            self._push([EOF])
+
+    def _push(self, items: list[Any]) -> None:
+        for item in items:
+            try:
+                self._loop.call_soon_threadsafe(self._queue.put_nowait, item)
+            except RuntimeError:  # the loop is closed: nobody is listening any more
+                return
+
+
+class DockerSandbox:
+    """Runs commands in this kernel session's own locked-down container."""
+
+    backend = "docker"
+
+    def __init__(
+        self,
+        *,
+        workspace: Path,
+        session_id: str,
+        kernel_id: str,
+        image: str = DEFAULT_IMAGE,
+        mode: str = "docker",
+        network: str = "none",
+        memory: str = "1g",
+        cpus: float = 1.0,
+        pids_limit: int = 256,
+        max_timeout: float = 600,
+        on_status: StatusCallback | None = None,
+    ) -> None:
+        if network not in NETWORKS:
+            raise ValueError(
+                f"sandbox_network must be one of {', '.join(NETWORKS)}, not {network!r}"
+            )
+        if cpus <= 0 or pids_limit <= 0 or max_timeout <= 0:
+            raise ValueError("sandbox cpus, pids_limit and max_timeout must be positive")
+        self.mode = mode
+        self.image = image or DEFAULT_IMAGE
+        self.workspace = Path(workspace)
+        self.session_id = session_id
+        self.kernel_id = kernel_id
+        self.network = network
+        self.memory = memory
+        self.cpus = cpus
+        self.pids_limit = pids_limit
+        self.max_timeout = max_timeout
+        self.on_status = on_status
+        self.user = _default_user()
+        self.container_name = f"co-sandbox-{session_id[:12]}"
+        self._client: Any = None
+        self._container_id: str | None = None
+        self._lock = threading.Lock()
+        self._generation = 0  # bumped by close(): runs in flight become "interrupted"
+
+    # -- public API -------------------------------------------------------------
+
+    async def run(
+        self,
+        command: str,
+        *,
+        timeout: float,
+        on_output: OutputCallback | None = None,
+        max_output: int = 1_000_000,
+    ) -> CommandResult:
+        limit = max(0.0, min(timeout, self.max_timeout))
+        loop = asyncio.get_running_loop()
+        status = self._status_sink(loop)
+        if self._container_id is None:
+            # Creation may pull an image: cancelling it only stops the wait.
+            await asyncio.to_thread(self._ensure_container, status)
+        generation = self._generation
+        buffer = OutputBuffer(max_output)
+        queue: asyncio.Queue[object] = asyncio.Queue()
+        marker = secrets.token_hex(8)
+        started = loop.time()
+        start = loop.run_in_executor(None, self._start_exec, command, marker, status)
+        reader: _Reader | None = None
+        exit_code: int | None = None
+        timed_out = restarted = False
+        try:
+            api, exec_id, stream = await asyncio.shield(start)
+            reader = _Reader(stream, buffer, loop, queue)
+            reader.start()
+            try:
+                async with asyncio.timeout(limit):
+                    await pump(queue, on_output)
+                    reader = None  # its stream has ended
+                    if generation == self._generation:
+                        exit_code = await asyncio.to_thread(self._exit_code, api, exec_id)
+            except TimeoutError:
+                timed_out = True
+                restarted = await self._kill(marker)
+                if reader is not None:
+                    await self._finish(reader, queue, on_output)
+        except BaseException:
+            # Cancelled (an interrupt) or on_output raised: kill the tree, then propagate.
+            await asyncio.shield(self._abort(start, reader, marker, queue))
+            raise
+        duration = loop.time() - started
+
+        interrupted = generation != self._generation
+        notes: list[str] = []
+        if timed_out:
+            exit_code = None
+            notes.append(f"[timed out after {limit:g} s; the command was killed]")
+            if restarted:
+                notes.append(
+                    "[the sandbox container was removed to stop it; the next command gets a new one]"
+                )
+        elif interrupted:
+            exit_code = None
+            notes.append("[interrupted: the sandbox was closed]")
+        notes += self._hints(buffer.text(), exit_code, timed_out)
+        for line in notes:
+            piece = buffer.note(line)
+            if on_output is not None:
+                on_output(*piece)
+        return CommandResult(
+            exit_code=exit_code,
+            output=buffer.text(),
+            timed_out=timed_out,
+            truncated=buffer.truncated,
+            interrupted=interrupted,
+            duration=duration,
+        )
+
+    def describe(self) -> dict[str, object]:
+        info: dict[str, object] = {
+            "backend": self.backend,
+            "mode": self.mode,
+            "sandboxed": True,
+            "engine_reachable": False,
+            "engine_version": None,
+            "image": self.image,
+            "image_present": None,
+            "container": {
+                "name": self.container_name,
+                "id": None,
+                "status": "not created",
+                "running": False,
+            },
+            "network": self.network,
+            "user": self.user,
+            "workspace": str(self.workspace),
+            "read_only_root": True,
+            "limits": {
+                "memory": self.memory,
+                "cpus": self.cpus,
+                "pids": self.pids_limit,
+                "max_timeout": self.max_timeout,
+            },
+        }
+        try:
+            client = docker.from_env(timeout=3)
+        except docker.errors.DockerException as e:
+            info["engine_error"] = str(e)
+            return info
+        try:
+            info["engine_reachable"] = bool(client.ping())
+            info["engine_version"] = client.version().get("Version")
+            try:
+                client.images.get(self.image)
+                info["image_present"] = True
+            except docker.errors.ImageNotFound:
+                info["image_present"] = False
+            try:
+                c = client.containers.get(self._container_id or self.container_name)
+                info["container"] = {
+                    "name": c.name,
+                    "id": c.short_id,
+                    "status": c.status,
+                    "running": c.status == "running",
+                }
+            except docker.errors.NotFound:
+                pass
+        except docker.errors.DockerException as e:
+            info["engine_error"] = str(e)
+        finally:
+            client.close()
+        return info
+
+    async def close(self) -> None:
+        self._generation += 1
+        await asyncio.to_thread(self._close_sync)
+
+    # -- container lifecycle (worker threads) -----------------------------------
+
+    def _status_sink(self, loop: asyncio.AbstractEventLoop) -> StatusCallback:
+        def status(message: str) -> None:
+            if self.on_status is not None:
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(self.on_status, message)
+
+        return status
+
+    def _get_client(self) -> Any:
+        if self._client is None:
+            try:
+                self._client = docker.from_env()
+            except docker.errors.DockerException as e:
+                raise _engine_unreachable(self.mode, e) from e
+        return self._client
+
+    def _ensure_container(self, status: StatusCallback) -> str:
+        with self._lock:
+            if self._container_id is None:
+                self._container_id = self._create_container(self._get_client(), status)
+            return self._container_id
+
+    def _create_container(self, client: Any, status: StatusCallback) -> str:
+        workspace = self.workspace.resolve()
+        if not workspace.is_dir():
+            raise SandboxUnavailable(f"The sandbox workspace {workspace} is not a directory.")
+        try:
+            self._ensure_image(client, status)
+            self._reap_orphans(client)
+            container = client.containers.create(
+                self.image,
+                ["sleep", "infinity"],
+                name=self.container_name,
+                labels=self._labels(),
+                detach=True,
+                init=True,  # reaps the zombies of killed process trees
+                user=self.user,
+                hostname="co-sandbox",
+                working_dir=WORKDIR,
+                environment={"HOME": "/tmp"},
+                mounts=[Mount(WORKDIR, str(workspace), type="bind", read_only=False)],
+                network_mode=self.network,
+                cap_drop=["ALL"],
+                security_opt=["no-new-privileges"],
+                read_only=True,
+                tmpfs={"/tmp": f"rw,nosuid,nodev,size={self.memory}"},
+                mem_limit=self.memory,
+                memswap_limit=self.memory,
+                nano_cpus=int(self.cpus * 1e9),
+                pids_limit=self.pids_limit,
+                ipc_mode="private",
+            )
+        except docker.errors.APIError as e:
+            raise SandboxUnavailable(
+                f"Could not create the sandbox container from {self.image}: {e.explanation or e}"
+            ) from e
+        except docker.errors.DockerException as e:
+            raise _engine_unreachable(self.mode, e) from e
+        try:
+            container.start()
+        except docker.errors.DockerException as e:
+            with contextlib.suppress(docker.errors.DockerException):
+                container.remove(force=True)
+            raise SandboxUnavailable(
+                f"Could not start the sandbox container from {self.image}: {e}"
+            ) from e
+        return str(container.id)
+
+    def _labels(self) -> dict[str, str]:
+        pid = os.getpid()
+        return {
+            "co.kernel": "1",
+            "co.session": self.session_id,
+            "co.kernel_id": self.kernel_id,
+            "co.pid": str(pid),
+            "co.pid_start": process_start(pid),
+            "co.host": _HOST,
+            "co.boot": _boot_id(),
+        }
+
+    def _ensure_image(self, client: Any, status: StatusCallback) -> None:
+        try:
+            client.images.get(self.image)
+            return
+        except docker.errors.ImageNotFound:
+            pass
+        status(f"Pulling {self.image}…")
+        layers: dict[str, tuple[int, int]] = {}
+        last = time.monotonic()
+        try:
+            for event in client.api.pull(self.image, stream=True, decode=True):
+                if "error" in event:
+                    raise SandboxUnavailable(self._pull_failed(event["error"]))
+                detail = event.get("progressDetail") or {}
+                if event.get("id") and detail.get("total"):
+                    layers[event["id"]] = (detail.get("current", 0), detail["total"])
+                if time.monotonic() - last > 0.5 and layers:
+                    done = sum(c for c, _ in layers.values()) / 1e6
+                    total = sum(t for _, t in layers.values()) / 1e6
+                    status(f"Pulling {self.image}… {done:.0f}/{total:.0f} MB")
+                    last = time.monotonic()
+            client.images.get(self.image)
+        except docker.errors.DockerException as e:
+            raise SandboxUnavailable(self._pull_failed(e)) from e
+        status(f"Pulled {self.image}.")
+
+    def _pull_failed(self, error: object) -> str:
+        return (
+            f"The sandbox image {self.image} is not present and pulling it failed: {error}. "
+            f"Pull it (`docker pull {self.image}`), build a local one "
+            "(scripts/build-sandbox-image.sh builds co-sandbox-test:bookworm), "
+            "or set sandbox_image in .co/settings.json to an image this engine has."
+        )
+
+    def _reap_orphans(self, client: Any) -> None:
+        """Remove containers of kernels on this host that died without cleaning up."""
+        boot = _boot_id()
+        mine = self._labels()
+        for c in client.containers.list(all=True, filters={"label": "co.kernel=1"}):
+            labels = c.labels
+            if labels.get("co.host") != _HOST:
+                continue  # another machine or pid namespace: its pids mean nothing here
+            ours = all(labels.get(k) == mine[k] for k in ("co.pid", "co.pid_start", "co.boot"))
+            if not ours and _owner_alive(labels, boot):
+                if c.name == self.container_name:
+                    raise SandboxUnavailable(
+                        f"The container name {self.container_name} is taken by a live kernel "
+                        f"(pid {labels.get('co.pid')}); session ids must be unique."
+                    )
+                continue
+            if ours and c.name != self.container_name:
+                continue  # another sandbox of this same process
+            log.info("removing orphaned sandbox container %s", c.name)
+            with contextlib.suppress(docker.errors.NotFound, docker.errors.APIError):
+                c.remove(force=True)
+
+    def _forget_container(self, api: Any, container_id: str) -> None:
+        with self._lock:
+            if self._container_id == container_id:
+                self._container_id = None
+        with contextlib.suppress(docker.errors.DockerException):
+            api.remove_container(container_id, force=True)
+
+    def _close_sync(self) -> None:
+        with self._lock:
+            container_id, self._container_id = self._container_id, None
+            client, self._client = self._client, None
+        if client is None:
+            return
+        try:
+            if container_id is not None:
+                with contextlib.suppress(docker.errors.NotFound):
+                    client.api.remove_container(container_id, force=True)
+        except docker.errors.DockerException:
+            log.warning("could not remove sandbox container %s", container_id, exc_info=True)
+        finally:
+            client.close()
+
+    # -- commands (worker threads) ----------------------------------------------
+
+    def _start_exec(
+        self, command: str, marker: str, status: StatusCallback
+    ) -> tuple[Any, str, Any]:
+        for attempt in (1, 2):
+            container_id = self._ensure_container(status)
+            api = self._get_client().api
+            try:
+                exec_id = api.exec_create(
+                    container_id,
+                    ["/bin/sh", "-c", _WRAPPER, "sh", command],
+                    environment={"CO_EXEC": marker},
+                    workdir=WORKDIR,
+                )["Id"]
+                return api, exec_id, api.exec_start(exec_id, stream=True, demux=True)
+            except docker.errors.APIError as e:
+                # Gone or stopped (removed by hand, killed to stop a fork bomb): start afresh.
+                if attempt == 2 or e.status_code not in (404, 409):
+                    raise SandboxUnavailable(
+                        f"Could not run the command in the sandbox: {e}"
+                    ) from e
+                status("The sandbox container is gone; creating a new one…")
+                self._forget_container(api, container_id)
+        raise AssertionError("unreachable")
+
+    def _exit_code(self, api: Any, exec_id: str) -> int | None:
+        delay = 0.01
+        while True:
+            try:
+                info = api.exec_inspect(exec_id)
+            except docker.errors.DockerException:
+                return None  # the container went away (close(), or removed by hand)
+            # The stream can end (all writers closed their output) before the process exits.
+            if not info.get("Running"):
+                code = info.get("ExitCode")
+                return None if code is None else int(code)
+            time.sleep(delay)
+            delay = min(delay * 2, 0.2)
+
+    def _kill_sync(self, marker: str) -> bool:
+        """Kill the command's process tree in the container; return True if the container had to go."""
+        with self._lock:
+            container_id, client = self._container_id, self._client
+        if container_id is None or client is None:
+            return False  # closed: the container and its processes are gone
+        api = client.api
+        for attempt in range(3):
+            try:
+                exec_id = api.exec_create(container_id, ["/bin/sh", "-c", _KILLER, "sh", marker])[
+                    "Id"
+                ]
+                api.exec_start(exec_id)
+                if api.exec_inspect(exec_id).get("ExitCode") == 0:
+                    return False
+            except docker.errors.NotFound:
+                return False  # no container, no process
+            except docker.errors.APIError:
+                log.debug("sandbox kill exec failed (attempt %d)", attempt + 1, exc_info=True)
+            time.sleep(0.1 * (attempt + 1))
+        # Probably out of pids: the only sure way to stop the tree is to stop the container.
+        log.warning("could not kill a command in %s; removing the container", self.container_name)
+        self._forget_container(api, container_id)
+        return True
+
+    # -- commands (event loop) ---------------------------------------------------
+
+    async def _kill(self, marker: str) -> bool:
+        try:
+            return await asyncio.to_thread(self._kill_sync, marker)
+        except docker.errors.DockerException:
+            log.warning("could not kill a sandboxed command", exc_info=True)
+            return False
+
+    async def _finish(
+        self, reader: _Reader, queue: asyncio.Queue[object], on_output: OutputCallback | None
+    ) -> None:
+        """After a kill, forward the last output; don't wait on stragglers holding the stream."""
+        try:
+            async with asyncio.timeout(GRACE_SECONDS):
+                await pump(queue, on_output)
+                return
+        except TimeoutError:
+            _wake(reader.stream)
+        await pump(queue, on_output)
+
+    async def _abort(
+        self,
+        start: asyncio.Future[tuple[Any, str, Any]],
+        reader: _Reader | None,
+        marker: str,
+        queue: asyncio.Queue[object],
+    ) -> None:
+        try:
+            _, _, stream = await start  # the exec may be starting right now: wait, then kill it
+        except Exception:
+            return
+        await self._kill(marker)
+        if reader is None:
+            await asyncio.to_thread(_close_stream, stream)
+        else:
+            await self._finish(reader, queue, None)
+
+    def _hints(self, output: str, exit_code: int | None, timed_out: bool) -> list[str]:
+        text = output.lower()
+        hints = []
+        failed = timed_out or exit_code not in (0, None)
+        if self.network == "none" and failed and any(s in text for s in _NETWORK_ERRORS):
+            hints.append("(the sandbox has no network: set sandbox_network = bridge to allow it)")
+        if exit_code == 137:
+            hints.append(
+                f"(exit code 137: the process was killed, most likely for going over the "
+                f"sandbox memory limit of {self.memory})"
+            )
+        if any(s in text for s in _FORK_ERRORS):
+            hints.append(
+                f"(the sandbox allows at most {self.pids_limit} processes; "
+                "that limit may be what stopped this command)"
+            )
+        return hints

@@ -1,0 +1,156 @@
+"""The audit log of agent actions (seed 003 ``AgentActionLog``), in SQLite (WAL).
+
+One row per decision about a tool call or a guarded access: who (session, turn), what
+(tool, target such as a path, URL, channel or command), how it was decided (auto,
+approved, denied, yolo, safe-prefix, scope-refused, ...), and what came of it (status,
+result size, duration). Several kernels may write at once.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["DECISIONS", "AuditEvent", "AuditLog", "audit_target"]
+
+DECISIONS = (
+    "auto",
+    "approved",
+    "denied",
+    "yolo",
+    "safe-prefix",
+    "scope-refused",
+    "policy-denied",
+    "interrupted",
+    "timed-out",
+)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS agent_actions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    ts REAL NOT NULL,
+    session_id TEXT NOT NULL,
+    turn INTEGER NOT NULL DEFAULT 0,
+    tool TEXT NOT NULL,
+    action TEXT NOT NULL DEFAULT 'call',
+    target TEXT,
+    decision TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'ok',
+    result_size INTEGER,
+    duration_ms REAL,
+    detail TEXT
+);
+CREATE INDEX IF NOT EXISTS agent_actions_session ON agent_actions(session_id, ts);
+CREATE INDEX IF NOT EXISTS agent_actions_tool ON agent_actions(tool, ts);
+"""
+
+
+@dataclass
+class AuditEvent:
+    """One audited action."""
+
+    session_id: str
+    """The Co session the action belongs to."""
+    tool: str
+    """Tool (or guarded operation) name."""
+    decision: str
+    """How it was allowed or refused; one of DECISIONS."""
+    turn: int = 0
+    """Turn number within the session."""
+    action: str = "call"
+    """call, read, write, create, delete, fetch, ..."""
+    target: str | None = None
+    """Path, URL, channel or command the action is about (never a secret)."""
+    status: str = "ok"
+    """ok, error, denied, refused, interrupted."""
+    result_size: int | None = None
+    """Characters returned to the model."""
+    duration_ms: float | None = None
+    """How long the action ran."""
+    detail: str | None = None
+    """A short reason (why refused, what failed)."""
+    ts: float = field(default_factory=time.time)
+    """Unix time of the decision."""
+
+
+class AuditLog:
+    """Append and query audit rows; one connection per thread, WAL for concurrent kernels."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._local = threading.local()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as db:
+            db.executescript(_SCHEMA)
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is None:
+            db = sqlite3.connect(self.path, timeout=10, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.row_factory = sqlite3.Row
+            self._local.db = db
+        yield db
+
+    def record(self, event: AuditEvent) -> int:
+        """Append one row; returns its id."""
+        row = asdict(event)
+        columns = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        with self._connect() as db:
+            cur = db.execute(
+                f"INSERT INTO agent_actions ({columns}) VALUES ({marks})", list(row.values())
+            )
+            return int(cur.lastrowid or 0)
+
+    def query(
+        self,
+        *,
+        session_id: str | None = None,
+        tool: str | None = None,
+        decision: str | None = None,
+        since: float | None = None,
+        limit: int = 500,
+    ) -> list[dict[str, Any]]:
+        """Rows newest first, filtered by any of the arguments."""
+        clauses, params = [], []
+        for column, value in (("session_id", session_id), ("tool", tool), ("decision", decision)):
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                params.append(value)
+        if since is not None:
+            clauses.append("ts >= ?")
+            params.append(since)
+        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        with self._connect() as db:
+            rows = db.execute(
+                f"SELECT * FROM agent_actions {where} ORDER BY ts DESC, id DESC LIMIT ?",
+                [*params, limit],
+            ).fetchall()
+        return [dict(r) for r in rows]
+
+    def close(self) -> None:
+        db = getattr(self._local, "db", None)
+        if db is not None:
+            db.close()
+            self._local.db = None
+
+
+_TARGET_KEYS = ("path", "url", "channel", "cmd", "command", "file_id", "to", "query", "name")
+
+
+def audit_target(args: dict[str, Any]) -> str | None:
+    """The thing a tool call is about, from its arguments (first known key wins)."""
+    for key in _TARGET_KEYS:
+        value = args.get(key)
+        if isinstance(value, str) and value:
+            return value[:500]
+    return None

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Set up Co in a local virtual environment (.venv) and register the "Co" kernelspec.
+#
+# Idempotent: re-running only reinstalls when pyproject.toml changed.
+# Usage: scripts/setup.sh            (used by scripts/start.sh and scripts/test.sh)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON="${PYTHON:-python3}"
+VENV=.venv
+say() { printf 'setup: %s\n' "$*" >&2; }
+
+"$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+    || { say "error: Co needs Python 3.11 or newer (found $("$PYTHON" --version 2>&1))"; exit 1; }
+
+if [ ! -x "$VENV/bin/python" ]; then
+    say "creating $VENV with $("$PYTHON" --version)"
+    "$PYTHON" -m venv "$VENV"
+fi
+
+stamp="$VENV/.co-installed"
+want="$(sha256sum pyproject.toml | cut -c1-16)"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ] || ! "$VENV/bin/python" -c 'import co_kernel' 2>/dev/null; then
+    say "installing Co and its dependencies into $VENV (a minute or two the first time)"
+    "$VENV/bin/python" -m pip install -q --upgrade pip
+    "$VENV/bin/python" -m pip install -q -e ".[lab,test]"
+    echo "$want" > "$stamp"
+fi
+
+"$VENV/bin/co-kernel" install --sys-prefix >/dev/null
+say "ready: the Co kernel is registered in $VENV"

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# README command 2: set everything up and run the whole test suite.
+#
+# Installs what the tests need on a fresh Debian/Ubuntu machine (root or sudo):
+# Chromium for the browser tests, a Docker engine, and the local sandbox image
+# (built with debootstrap: no image registry is needed). Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+say() { printf 'test: %s\n' "$*" >&2; }
+
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then "$@"
+    elif command -v sudo >/dev/null 2>&1; then sudo "$@"
+    else say "error: need root for: $*"; exit 1; fi
+}
+
+scripts/setup.sh
+
+missing=()
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+if [ ${#missing[@]} -gt 0 ]; then
+    say "installing ${missing[*]} with apt-get"
+    export DEBIAN_FRONTEND=noninteractive
+    as_root apt-get update -q
+    as_root apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+scripts/start-docker.sh
+scripts/build-sandbox-image.sh co-sandbox-test:bookworm
+
+export CO_TEST_SANDBOX_IMAGE=co-sandbox-test:bookworm
+exec .venv/bin/python -m pytest --nbval tests notebooks "$@"
