@@ -11,6 +11,7 @@ Whatever a toolset's tools raise reaches the model as a readable tool error
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
     from ..config import Settings
 
 __all__ = ["ENTRY_POINT_GROUP", "ToolsetBuild", "collect_toolsets"]
+
+log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "co_kernel.toolsets"
 """Entry points of installed packages that add toolsets: ``build(settings) -> ToolsetBuild``."""
@@ -64,6 +67,7 @@ def _plugin_builds(settings: Settings) -> list[ToolsetBuild]:
         try:
             build = entry.load()(settings)
         except Exception as exc:
+            log.warning("toolset plugin %s failed", entry.value, exc_info=True)
             build = ToolsetBuild(entry.name, reason=f"plugin {entry.value} failed: {exc}")
         if not isinstance(build, ToolsetBuild):
             build = ToolsetBuild(

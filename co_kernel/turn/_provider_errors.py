@@ -201,13 +201,28 @@ def classify_provider_error(exc: BaseException, *, provider: str, model: str) ->
     if isinstance(exc, x.ModelTimeoutError):
         message = f"{who} did not answer in time (setting `request_timeout`)"
     elif isinstance(exc, x.ModelConnectionError):
-        message = f"Lost the connection to the {provider} provider ({_short(exc)})"
+        if _never_connected(exc):
+            message = f"Could not reach the {provider} provider ({_short(exc)})"
+        else:
+            message = f"Lost the connection to the {provider} provider ({_short(exc)})"
     elif isinstance(exc, x.ModelServerError | x.ModelUnavailableError):
         message = f"{who} is unavailable ({_short(exc)})"
     else:
         # A malformed stream (invalid SSE chunk) and anything else a retry may cure.
         message = f"{who} sent a response Co could not read ({_short(exc)})"
     return ErrorAction(ProviderErrorKind.BACKOFF, message, status=status)
+
+
+def _never_connected(exc: BaseException) -> bool:
+    """True when the connection failed before any byte (refused, DNS), not mid-answer."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # the cause chain is short; the bound only guards against cycles
+        if seen is None:
+            return False
+        if type(seen).__name__ in ("ConnectError", "ConnectTimeout", "ConnectionRefusedError"):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def backoff_delay(

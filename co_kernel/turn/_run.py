@@ -428,7 +428,8 @@ class _TurnRunner:
         if action.kind is ProviderErrorKind.REFLECT and action.body in self.reflected:
             return self._stop(f"{action.message}. The model could not correct it.", resume)
         if self.retries_used >= allowed:
-            tried = f" (gave up after {attempts} attempts, setting `model_http_retries`)"
+            plural = "s" if attempts != 1 else ""
+            tried = f" (gave up after {attempts} attempt{plural}; setting `model_http_retries`)"
             return self._stop(f"{action.message}{tried}.", resume)
         self.retries_used += 1
         if resume is not None and resume and _ends_with_request(resume):
