@@ -67,7 +67,7 @@ def _plugin_builds(settings: Settings) -> list[ToolsetBuild]:
         try:
             build = entry.load()(settings)
         except Exception as exc:
-            log.warning("toolset plugin %s failed", entry.value, exc_info=True)
+            log.debug("toolset plugin %s failed", entry.value, exc_info=True)
             build = ToolsetBuild(entry.name, reason=f"plugin {entry.value} failed: {exc}")
         if not isinstance(build, ToolsetBuild):
             build = ToolsetBuild(

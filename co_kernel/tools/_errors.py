@@ -26,7 +26,7 @@ from pydantic_ai.exceptions import ModelRetry, UnexpectedModelBehavior
 
 if TYPE_CHECKING:
     from pydantic_ai import RunContext
-    from pydantic_ai.capabilities import ValidatedToolArgs, WrapToolExecuteHandler
+    from pydantic_ai.capabilities import ValidatedToolArgs
     from pydantic_ai.messages import ToolCallPart
     from pydantic_ai.tools import ToolDefinition
 
@@ -117,12 +117,19 @@ class ToolErrorGuard(AbstractCapability[Any]):
         error: Exception,
     ) -> Any:
         name = call.tool_name
+        if isinstance(error, UnexpectedModelBehavior):
+            # The tool raised ModelRetry itself once too often: pydantic-ai would end the
+            # whole run here; the model gets a terminal result instead and can still answer.
+            return tool_error_result(
+                f"`{name}` failed too many times ({error.message}); "
+                "do not call it again for this, use what you have or explain the problem."
+            )
         if isinstance(error, ToolError):
             kind, message, hint = error.kind, f"`{name}` failed: {error.message}", error.hint
         else:
             # A bug or an unplanned failure in the tool: log it for whoever maintains the
             # tool, and let the model read what happened.
-            log.warning("tool %s raised", name, exc_info=error)
+            log.debug("tool %s raised", name, exc_info=error)
             kind, message, hint = (
                 ToolErrorKind.MISUSE,
                 f"`{name}` raised an unexpected error: {_describe(error)}.",
@@ -134,22 +141,3 @@ class ToolErrorGuard(AbstractCapability[Any]):
                 "do not call it again for this, use what you have or explain the problem."
             )
         return handle_tool_error(kind, message, hint=hint)
-
-    async def wrap_tool_execute(
-        self,
-        ctx: RunContext[Any],
-        *,
-        call: ToolCallPart,
-        tool_def: ToolDefinition,
-        args: ValidatedToolArgs,
-        handler: WrapToolExecuteHandler,
-    ) -> Any:
-        try:
-            return await handler(args)
-        except UnexpectedModelBehavior as exc:
-            # A tool that raised ModelRetry itself once too often: pydantic-ai would end the
-            # whole run here; the model gets a terminal result instead and can still answer.
-            return tool_error_result(
-                f"`{call.tool_name}` failed too many times ({exc.message}); "
-                "do not call it again for this, use what you have or explain the problem."
-            )

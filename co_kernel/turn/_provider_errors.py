@@ -201,7 +201,7 @@ def classify_provider_error(exc: BaseException, *, provider: str, model: str) ->
     if isinstance(exc, x.ModelTimeoutError):
         message = f"{who} did not answer in time (setting `request_timeout`)"
     elif isinstance(exc, x.ModelConnectionError):
-        if _never_connected(exc):
+        if exc.phase in ("pool", "connect") or (exc.phase is None and _never_connected(exc)):
             message = f"Could not reach the {provider} provider ({_short(exc)})"
         else:
             message = f"Lost the connection to the {provider} provider ({_short(exc)})"

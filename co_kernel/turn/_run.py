@@ -17,7 +17,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._approval import auto_decision, normalise_args
 from ._frontend import ApprovalRequest, FrontendProtocol, ToolCallView, ToolResultView, TurnSummary
@@ -295,7 +295,7 @@ class _TurnRunner:
         status = "ok"
         if decision == "denied":
             status = "denied"
-        elif kind == "retry-prompt" or getattr(part, "outcome", "success") == "failed":
+        elif kind == "retry-prompt" or getattr(part, "outcome", "success") in ("failed", "retried"):
             status = "error"
         content = getattr(part, "content", None)
         if kind == "retry-prompt":
@@ -416,7 +416,7 @@ class _TurnRunner:
             )
         action = classify_provider_error(exc, provider=self.provider, model=self.model_label)
         if action is None:
-            log.exception("turn failed")
+            log.debug("turn failed", exc_info=exc)
             return self._stop(
                 f"The turn stopped on an unexpected error: {type(exc).__name__}: {exc}", resume
             )
@@ -498,7 +498,7 @@ class _TurnRunner:
             # Nothing came back: leave the conversation as it was, the cell can simply run again.
             messages = list(self.history)
         else:
-            messages = patch_dangling_tool_calls(messages, f"Not run: {message}")
+            messages = self._answer_dangling(messages, f"Not run: {message}", "error")
             if isinstance(messages[-1], ModelRequest):
                 messages.append(
                     ModelResponse(parts=[TextPart(f"[Co stopped this turn] {message}")])
@@ -532,8 +532,26 @@ class _TurnRunner:
         if partial:
             self.text_parts.append(partial)
         self.response_text = self.pending_text = ""
-        self.messages = patch_dangling_tool_calls(messages)
+        self.messages = self._answer_dangling(messages, INTERRUPTED_TOOL_RETURN, "interrupted")
         return self._end(interrupted=True)
+
+    def _answer_dangling(
+        self, messages: list[ModelMessage], content: str, status: Literal["error", "interrupted"]
+    ) -> list[ModelMessage]:
+        """Patch the unanswered calls and close their cards (and audit rows) with ``status``."""
+        patched = patch_dangling_tool_calls(messages, content)
+        before = _returned_ids(messages)
+        for call_id, name in _returned_ids(patched).items():
+            if call_id in before:
+                continue
+            self.tool_started.pop(call_id, None)
+            view = ToolResultView(
+                call_id, name, content, status=status, decision=self.decisions.get(call_id)
+            )
+            if call_id in self.shown_calls:
+                self.frontend.on_tool_result(view)
+            self._audit(view, self.call_args.pop(call_id, None))
+        return patched
 
     def _end(self, *, interrupted: bool = False, error: str | None = None) -> TurnResult:
         if self.pending_text:
@@ -552,6 +570,19 @@ class _TurnRunner:
             requests=self.usage.requests,
             decisions=dict(self.decisions),
         )
+
+
+def _returned_ids(messages: list[ModelMessage]) -> dict[str, str]:
+    """tool_call_id -> tool name of every tool return in ``messages``."""
+    from pydantic_ai.messages import ModelRequest, ToolReturnPart
+
+    return {
+        p.tool_call_id: p.tool_name
+        for m in messages
+        if isinstance(m, ModelRequest)
+        for p in m.parts
+        if isinstance(p, ToolReturnPart)
+    }
 
 
 def _ends_with_request(messages: list[ModelMessage]) -> bool:

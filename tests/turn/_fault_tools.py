@@ -87,12 +87,27 @@ def build(settings: Any) -> ToolsetBuild:
         return f"flaky {key} worked on attempt {seen[key]}"
 
     @toolset.tool
-    async def wait(ctx: RunContext[CoDeps], seconds: float) -> str:
+    async def wait(ctx: RunContext[CoDeps], seconds: int) -> str:
         """Sleep, to have something to interrupt."""
         record(ctx, f"wait {seconds}")
         await asyncio.sleep(seconds)
         record(ctx, "wait done")
         return "waited"
 
-    approval = {"echo": False, "write_note": True, "fail": False, "flaky": False, "wait": False}
+    @toolset.tool(requires_approval=True)
+    async def approved_wait(ctx: RunContext[CoDeps], seconds: int) -> str:
+        """Sleep after approval, to interrupt an approved tool (needs approval)."""
+        record(ctx, f"approved_wait {seconds}")
+        await asyncio.sleep(seconds)
+        record(ctx, "approved_wait done")
+        return "waited"
+
+    approval = {
+        "echo": False,
+        "write_note": True,
+        "fail": False,
+        "flaky": False,
+        "wait": False,
+        "approved_wait": True,
+    }
     return ToolsetBuild(PLUGIN_NAME, toolset, approval=approval)
