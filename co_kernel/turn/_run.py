@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -409,11 +410,7 @@ class _TurnRunner:
         if isinstance(exc, UnexpectedModelBehavior):
             # Tool calls that stayed invalid after `tool_retries` corrections, an empty or
             # unusable reply: the model's mistake, reported as such.
-            return self._stop(
-                f"The model's reply could not be used: {exc.message} "
-                "(setting `tool_retries`). The turn stopped; ask again or rephrase.",
-                resume,
-            )
+            return self._stop(_unusable_reply(exc.message), resume)
         action = classify_provider_error(exc, provider=self.provider, model=self.model_label)
         if action is None:
             log.debug("turn failed", exc_info=exc)
@@ -570,6 +567,15 @@ class _TurnRunner:
             requests=self.usage.requests,
             decisions=dict(self.decisions),
         )
+
+
+def _unusable_reply(detail: str) -> str:
+    """The person's version of pydantic-ai's UnexpectedModelBehavior message."""
+    exceeded = re.match(r"Tool '([^']+)' exceeded max retries count of (\d+)", detail)
+    if exceeded:
+        name, count = exceeded.groups()
+        detail = f"its calls to `{name}` were still invalid after {count} corrections (setting `tool_retries`)"
+    return f"The model's reply could not be used: {detail.rstrip('.')}. The turn stopped; ask again or rephrase."
 
 
 def _returned_ids(messages: list[ModelMessage]) -> dict[str, str]:
