@@ -232,4 +232,4 @@ def backoff_delay(
     if action.retry_after is not None:
         return min(action.retry_after, cap)
     first = RATE_LIMIT_DEFAULT if action.rate_limited else base
-    return min(first * (2 ** (attempt - 1)), cap)
+    return min(first * 2.0 ** (attempt - 1), cap)

@@ -293,7 +293,7 @@ class _TurnRunner:
         started = self.tool_started.pop(part.tool_call_id, None)
         decision = self.decisions.get(part.tool_call_id)
         kind = getattr(part, "part_kind", "")
-        status = "ok"
+        status: Literal["ok", "error", "denied", "interrupted"] = "ok"
         if decision == "denied":
             status = "denied"
         elif kind == "retry-prompt" or getattr(part, "outcome", "success") in ("failed", "retried"):
