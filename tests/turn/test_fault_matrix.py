@@ -4,6 +4,9 @@ Faults {400, 401, 403, 404, 429 with and without Retry-After, 500, 502, 503, res
 the first byte, drop mid-stream, malformed SSE chunk, stall past the read timeout, tool
 args that are not JSON, an unknown tool} x phases {first request, after a tool call,
 after an approval resume}, each against a real kernel and the scripted server over HTTP.
+Both tool phases run twice: with the fault-tools plugin (``echo``; ``write_note``, which
+needs approval) and with the shell tool (``echo``, approved by its safe prefix; a
+command that writes a file, approved by the headless policy).
 
 Every scenario checks that the cell shows the recovered answer or the expected message,
 that the server saw exactly the requests the retry policy allows, that a tool that ran
@@ -26,15 +29,18 @@ from co_kernel.testing import ScriptedModelServer
 
 from ..kernel_harness import CellResult, CoKernel, Mode
 from ._fault_tools import calls
-from ._faults import follow_up, serialised, start_fault_kernel
+from ._faults import follow_up, serialised, start_fault_kernel, tool_results
 
 ANSWER = "Recovered: here is the answer."
 REQUEST_TIMEOUT = 3.0
 TOOL_RETRIES = 2
 HTTP_RETRIES = 2
 
-Phase = Literal["first", "tool", "approval"]
-PHASES: tuple[Phase, ...] = ("first", "tool", "approval")
+Phase = Literal["first", "tool", "approval", "shell", "shell-approval"]
+PHASES: tuple[Phase, ...] = ("first", "tool", "approval", "shell", "shell-approval")
+HEADLESS_PHASES = ("approval", "shell-approval")
+"""Approvals there are decided by `approval_mode = approve`, as nbclient runs get them."""
+SHELL_RUNS = "shell-runs.txt"
 
 
 @dataclass(frozen=True)
@@ -201,10 +207,10 @@ def phase_kernels(
                 model_backoff_cap=1.0,
                 approval_mode="approve",
             )
-            # The approval phase runs headless (approvals decided by `approval_mode`);
+            # The approval phases run headless (approvals decided by `approval_mode`);
             # the others in notebook mode, where the retry status line is live.
             started[phase] = PhaseKernel(
-                kernel, workspace, "headless" if phase == "approval" else "notebook"
+                kernel, workspace, "headless" if phase in HEADLESS_PHASES else "notebook"
             )
             self[phase] = started[phase]
             return started[phase]
@@ -215,11 +221,34 @@ def phase_kernels(
 
 
 def _prefix(phase: Phase, tag: str) -> list[dict[str, Any]]:
-    if phase == "tool":
-        return [{"tool_calls": [{"name": "echo", "arguments": {"text": tag}}]}]
-    if phase == "approval":
-        return [{"tool_calls": [{"name": "write_note", "arguments": {"text": tag}}]}]
-    return []
+    call = {
+        "first": None,
+        "tool": ("echo", {"text": tag}),
+        "approval": ("write_note", {"text": tag}),
+        "shell": ("run_shell_command", {"cmd": f"echo {tag}"}),
+        "shell-approval": ("run_shell_command", {"cmd": f"printf '%s\\n' {tag} >> {SHELL_RUNS}"}),
+    }[phase]
+    if call is None:
+        return []
+    name, args = call
+    return [{"tool_calls": [{"name": name, "arguments": args}]}]
+
+
+def _runs(
+    phase: Phase, workspace: Path, tag: str, before: list[str], body: dict[str, Any]
+) -> list[str]:
+    """What the phase's tool did during the turn, to check it ran exactly once."""
+    if phase == "shell":
+        return [r for r in tool_results(body).values() if f"$ echo {tag}" in r]
+    if phase == "shell-approval":
+        runs = workspace / SHELL_RUNS
+        return (
+            [line for line in runs.read_text().splitlines() if line == tag] if runs.exists() else []
+        )
+    return calls(workspace)[len(before) :]
+
+
+_ONE_RUN: dict[Phase, int] = {"first": 0, "tool": 1, "approval": 1, "shell": 1, "shell-approval": 1}
 
 
 @pytest.mark.parametrize("phase", PHASES)
@@ -256,16 +285,14 @@ def test_fault(
     for needle in fault.reaches_model:
         assert needle in serialised(requests[-1]), f"{needle!r} did not reach the model"
 
-    # A tool that ran before the fault ran exactly once: retries continue from the
-    # failed request instead of starting the turn again.
-    new_calls = calls(pk.workspace)[len(before) :]
-    expected = {"first": [], "tool": [f"echo {tag}"], "approval": [f"write_note {tag}"]}[phase]
-    assert new_calls == expected
-    if phase == "approval":
+    if phase in HEADLESS_PHASES:
         assert "approved" in text
 
     body = follow_up(pk.kernel, server, pk.mode)
     history = serialised(body)
+    # A tool that ran before the fault ran exactly once: retries continue from the
+    # failed request instead of starting the turn again.
+    assert len(_runs(phase, pk.workspace, tag, before, body)) == _ONE_RUN[phase]
     if phase != "first":
         assert tag in history, "the tool call that ran is kept in the conversation"
     if fault.recovers:
