@@ -100,7 +100,15 @@ class Settings(BaseSettings):
     verbose: bool = Field(False, description="Show the model's thinking, collapsed")
     personality: str = Field("friendly", description="Tone of the assistant")
     max_request_limit: int = Field(25, ge=1, description="Model requests allowed in one turn")
-    model_http_retries: int = Field(2, ge=0, description="Retries of a failed model request")
+    model_http_retries: int = Field(
+        2, ge=0, description="Retries of failed model requests in one turn (all kinds together)"
+    )
+    model_backoff_base: float = Field(
+        2.0, ge=0, description="Seconds before the first retry of a 5xx or network failure; doubles"
+    )
+    model_backoff_cap: float = Field(
+        30.0, ge=0, description="Longest wait before a retry, even when a provider asks for more"
+    )
     tool_retries: int = Field(2, ge=0, description="Retries a tool may ask the model for")
     stream_max_updates_per_second: float = Field(20.0, gt=0, le=60)
     max_prompt_chars: int = Field(200_000, ge=1000, description="Longest cell sent as a prompt")

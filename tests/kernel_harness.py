@@ -6,6 +6,7 @@ import os
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -35,6 +36,7 @@ class CellResult:
     messages: list[dict[str, Any]] = field(default_factory=list)
     sent_at: float = 0.0
     replied_at: float = 0.0
+    interrupt_sent: bool = False
 
     @property
     def status(self) -> str:
@@ -97,11 +99,15 @@ class CoKernel:
         cell_id: str | None = None,
         timeout: float = 60,
         interrupt_after: float | None = None,
+        interrupt_when: Callable[[], bool] | None = None,
         on_message: Any = None,
         on_input: Any = None,
     ) -> CellResult:
         """Run one cell and collect its iopub messages until the kernel is idle again.
 
+        ``interrupt_after`` interrupts after a delay; ``interrupt_when`` as soon as the
+        condition holds (checked between messages, at least every 50 ms), so the
+        interrupt lands in the phase a test is about however slow the machine is.
         ``on_message(kernel, msg)`` sees each iopub message of the cell as it arrives (it
         may send comm messages, e.g. a ``WidgetClicker``). ``input_request`` messages on
         the stdin channel are added to the result; ``on_input(kernel, msg)`` may return
@@ -129,10 +135,9 @@ class CoKernel:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise TimeoutError(f"cell did not finish within {timeout}s: {code[:60]!r}")
-            if (
-                interrupt_after is not None
-                and not interrupted
-                and time.monotonic() - sent_at >= interrupt_after
+            if not interrupted and (
+                (interrupt_after is not None and time.monotonic() - sent_at >= interrupt_after)
+                or (interrupt_when is not None and interrupt_when())
             ):
                 self.km.interrupt_kernel()
                 interrupted = True
@@ -155,6 +160,7 @@ class CoKernel:
             reply = self.kc.get_shell_msg(timeout=max(1.0, deadline - time.monotonic()))
         result.reply = reply
         result.replied_at = time.monotonic()
+        result.interrupt_sent = interrupted
         return result
 
     def send(self, code: str, *, mode: Mode = "notebook", cell_id: str | None = None) -> str:

@@ -24,6 +24,7 @@ def build_agent(
     """An agent whose output is text or a batch of calls waiting for approval."""
     from pydantic_ai import Agent, DeferredToolRequests, RunContext
 
+    from ..tools._errors import ToolErrorGuard
     from ._deps import CoDeps
     from ._govern import GovernHistory
 
@@ -43,6 +44,8 @@ def build_agent(
         output_type=[str, DeferredToolRequests],
         instructions=instructions,
         toolsets=toolsets,
+        # Every toolset's failures become readable tool errors, never a dead turn.
+        capabilities=[ToolErrorGuard()],
         retries=settings.tool_retries,
         model_settings={"max_retries": 0, "timeout": settings.request_timeout},
         capabilities=[GovernHistory()],
