@@ -7,8 +7,17 @@ itself. The script format is documented in `co_kernel.testing._script`. `generat
 writes a deterministic Obsidian vault for the notes tools' tests and benchmarks.
 """
 
+from ._histories import synthetic_history, synthetic_turn
 from ._script import Script, ScriptSource, Step
 from ._server import ScriptedModelServer
 from ._vaultgen import generate_vault
 
-__all__ = ("Script", "ScriptSource", "ScriptedModelServer", "Step", "generate_vault")
+__all__ = (
+    "Script",
+    "ScriptSource",
+    "ScriptedModelServer",
+    "Step",
+    "generate_vault",
+    "synthetic_history",
+    "synthetic_turn",
+)
