@@ -44,9 +44,9 @@ def build_agent(
         output_type=[str, DeferredToolRequests],
         instructions=instructions,
         toolsets=toolsets,
-        # Every toolset's failures become readable tool errors, never a dead turn.
-        capabilities=[ToolErrorGuard()],
+        # ToolErrorGuard: every toolset's failures become readable tool errors, never a
+        # dead turn. GovernHistory: trimming and windowing before each model request.
+        capabilities=[ToolErrorGuard(), GovernHistory()],
         retries=settings.tool_retries,
         model_settings={"max_retries": 0, "timeout": settings.request_timeout},
-        capabilities=[GovernHistory()],
     )
