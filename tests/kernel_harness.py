@@ -85,10 +85,13 @@ class CoKernel:
         self.km = KernelManager(kernel_name="co")
         full_env = {k: v for k, v in os.environ.items() if not k.startswith("CO_")}
         full_env.update(env)
+        # Kernels import this checkout, whatever the environment has installed.
+        repo = str(Path(__file__).resolve().parents[1])
+        full_env["PYTHONPATH"] = os.pathsep.join(p for p in (repo, full_env.get("PYTHONPATH")) if p)
         self.km.start_kernel(env=full_env, cwd=str(cwd))
         self.kc = self.km.client()
         self.kc.start_channels()
-        self.kc.wait_for_ready(timeout=60)
+        self.kc.wait_for_ready(timeout=120)
         self.cwd = cwd
 
     def execute(
@@ -200,7 +203,7 @@ class CoKernel:
     def restart(self) -> None:
         """Restart the kernel process (as the Restart button does) and wait until it answers."""
         self.km.restart_kernel(now=False)
-        self.kc.wait_for_ready(timeout=60)
+        self.kc.wait_for_ready(timeout=120)
 
     def kill(self) -> None:
         """SIGKILL the kernel process: no shutdown, no cleanup, as in a crash."""
