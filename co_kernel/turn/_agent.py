@@ -32,10 +32,14 @@ def build_agent(
 
     async def instructions(ctx: RunContext[CoDeps]) -> str:
         # async: a sync function would cost a thread hop on every request
+        from ..tools.memory import memory_prompt
+
+        prompt = ctx.prompt if isinstance(ctx.prompt, str) else None
         return build_system_prompt(
             personality=ctx.deps.settings.personality,
             project_dir=ctx.deps.workspace,
             config_dir=config_dir,
+            extra_sections=[memory_prompt(ctx.deps, prompt)],
         )
 
     return Agent(

@@ -437,3 +437,7 @@ class ChatSession:
             self._store.close()
         if self.deps.audit is not None:
             self.deps.audit.close()
+        for resource in self.deps.extras.values():  # tools' stores and watchers
+            close = getattr(resource, "close", None)
+            if callable(close):
+                close()
