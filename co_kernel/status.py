@@ -55,7 +55,13 @@ def collect_status(project_dir: Path, session: Any = None) -> StatusReport:
     where = paths()
     files = ", ".join(str(p) for p in loaded.files) or "none (defaults and environment only)"
     report.add("settings", "files in force", files)
+    from .turn._providers import default_model_string
+
     model = (session.model_string if session is not None else None) or settings.model
+    is_default = False
+    if not model:
+        model = default_model_string()
+        is_default = model is not None
     if not model:
         report.add("model", "model", "not configured: set CO_MODEL or use %model provider:model")
     else:
@@ -64,7 +70,8 @@ def collect_status(project_dir: Path, session: Any = None) -> StatusReport:
         except Exception as exc:
             report.add("model", "model", f"{model}: {exc}")
         else:
-            report.add("model", "model", f"{provider}:{name} ({PROVIDERS[provider]})")
+            default = " (the default: nothing is configured)" if is_default else ""
+            report.add("model", "model", f"{provider}:{name} ({PROVIDERS[provider]}){default}")
             base = None
             if provider == "ollama":
                 base = settings.ollama_host.rstrip("/") + "/v1"
@@ -72,7 +79,10 @@ def collect_status(project_dir: Path, session: Any = None) -> StatusReport:
                 base = settings.base_url
             elif provider == "replay" and session is not None and session._handle is not None:
                 base = session._handle.base_url
-            report.add("model", "reachable", check_model_reachable(base))
+            if provider == "local":
+                _local_rows(report, name, project_dir, session)
+            else:
+                report.add("model", "reachable", check_model_reachable(base))
     keys = [n for n in sorted(SECRET_FIELDS) if getattr(settings, n) is not None]
     report.add("model", "keys set", ", ".join(keys) or "none")
     report.add(
@@ -84,6 +94,26 @@ def collect_status(project_dir: Path, session: Any = None) -> StatusReport:
     report.add("paths", "config", str(where.config_dir))
     report.add("paths", "data", str(where.data_dir))
     return report
+
+
+def _local_rows(report: StatusReport, name: str, project_dir: Path, session: Any) -> None:
+    """The local model's file, size, load time and speed, without starting it."""
+    from .exceptions import ConfigError
+    from .turn._local import local_status_rows, resolve_local_model
+
+    handle = session.model_handle if session is not None else None
+    if handle is not None and handle.local is not None:
+        rows = handle.local.describe(session.history)
+    else:
+        base = session.deps.workspace if session is not None else project_dir
+        try:
+            spec = resolve_local_model(name, base_dir=base)
+        except ConfigError as exc:
+            report.add("model", "local model", str(exc))
+            return
+        rows = local_status_rows(spec, None, [])
+    for item, value in rows:
+        report.add("model", item, value)
 
 
 def _sandbox_rows(report: StatusReport, settings: Any, project_dir: Path, session: Any) -> None:

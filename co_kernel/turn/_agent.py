@@ -19,9 +19,18 @@ __all__ = ["build_agent"]
 
 
 def build_agent(
-    model: Model, settings: Settings, toolsets: list[AbstractToolset[Any]]
+    model: Model,
+    settings: Settings,
+    toolsets: list[AbstractToolset[Any]],
+    *,
+    compact_prompt: bool = False,
+    model_settings: dict[str, Any] | None = None,
 ) -> Agent[CoDeps, Any]:
-    """An agent whose output is text or a batch of calls waiting for approval."""
+    """An agent whose output is text or a batch of calls waiting for approval.
+
+    ``compact_prompt`` and ``model_settings`` come from the model handle (a tiny local
+    model gets the short system prompt and a generation cap).
+    """
     from pydantic_ai import Agent, DeferredToolRequests, RunContext
 
     from ._deps import CoDeps
@@ -34,6 +43,7 @@ def build_agent(
             personality=ctx.deps.settings.personality,
             project_dir=ctx.deps.workspace,
             config_dir=config_dir,
+            compact=compact_prompt,
         )
 
     return Agent(
@@ -43,5 +53,9 @@ def build_agent(
         instructions=instructions,
         toolsets=toolsets,
         retries=settings.tool_retries,
-        model_settings={"max_retries": 0, "timeout": settings.request_timeout},
+        model_settings={
+            "max_retries": 0,
+            "timeout": settings.request_timeout,
+            **(model_settings or {}),
+        },
     )

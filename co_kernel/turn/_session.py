@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,6 +53,9 @@ class ChatSession:
         self._handle: ModelHandle | None = None
         self._agent: Agent[CoDeps, Any] | None = None
         self.toolsets: list[ToolsetBuild] = []
+        self.tools_unavailable: str | None = None
+        """Why the model gets no tools at all (a tiny local model), for `%tools`."""
+        self._default_notice_shown = False
 
     @property
     def settings(self) -> Any:
@@ -60,7 +63,15 @@ class ChatSession:
 
     @property
     def model_string(self) -> str | None:
-        return self.model_override or self.settings.model
+        """The model in use: chosen with `%model`, configured, or the bundled default."""
+        from ._providers import default_model_string
+
+        return self.model_override or self.settings.model or default_model_string()
+
+    @property
+    def model_handle(self) -> ModelHandle | None:
+        """The model built for the last turn, if any (for `%status`)."""
+        return self._handle
 
     def set_model(self, value: str) -> str:
         """Switch the model for the rest of the session; returns provider:model."""
@@ -81,12 +92,44 @@ class ChatSession:
             from ..tools import collect_toolsets
             from ._agent import build_agent
 
-            handle = build_model(self.settings, self.model_string, base_dir=self.deps.workspace)
+            configured = self.model_override or self.settings.model
+            handle = build_model(self.settings, configured, base_dir=self.deps.workspace)
             self.toolsets = collect_toolsets(self.settings)
+            self.tools_unavailable = None
+            if not handle.supports_tools:
+                self.tools_unavailable = (
+                    f"`{handle.label}` has no tool support, so Co offers it no tools. "
+                    "Choose a tool-capable model with `%model` to use them."
+                )
+                self.toolsets = [
+                    replace(b, toolset=None, reason=b.reason or self.tools_unavailable)
+                    for b in self.toolsets
+                ]
             toolsets = [b.toolset for b in self.toolsets if b.toolset is not None]
-            self._agent = build_agent(handle.model, self.settings, toolsets)
+            self._agent = build_agent(
+                handle.model,
+                self.settings,
+                toolsets,
+                compact_prompt=handle.compact_prompt,
+                model_settings=handle.model_settings,
+            )
             self._handle = handle
         return self._agent, self._handle
+
+    async def _prepare(self, handle: ModelHandle, frontend: FrontendProtocol) -> bool:
+        """Start what the model needs (a local server) and say once that it is the default."""
+        if handle.local is not None:
+            try:
+                await handle.local.prepare(frontend)
+            except ConfigError as exc:
+                frontend.on_notice(str(exc), "error")
+                # Rebuilt on the next turn, so a fixed file or setting is picked up.
+                self._drop_agent()
+                return False
+        if handle.default and not self._default_notice_shown:
+            self._default_notice_shown = True
+            frontend.on_notice(_default_notice(handle), "info")
+        return True
 
     def clear(self) -> None:
         """Forget the conversation (the model and deps stay)."""
@@ -117,6 +160,8 @@ class ChatSession:
         except ConfigError as exc:
             frontend.on_notice(str(exc), "error")
             return None
+        if not await self._prepare(handle, frontend):
+            return None
         if cell_id and self.turns and self.turns[-1].cell_id == cell_id:
             # Regenerate: the last turn's cell ran again, so its turn is replaced.
             last = self.turns.pop()
@@ -142,7 +187,18 @@ class ChatSession:
         return result
 
     def close(self) -> None:
-        """Stop what the session started (replay server, audit connection)."""
+        """Stop what the session started (replay or local model server, audit connection)."""
         self._drop_agent()
         if self.deps.audit is not None:
             self.deps.audit.close()
+
+
+def _default_notice(handle: ModelHandle) -> str:
+    name = handle.local.spec.label if handle.local is not None else handle.label
+    return (
+        f"No model is configured, so Co is using **{name}**, a very small local model "
+        "that runs offline on this machine: expect short, simple answers and no tools. "
+        "For a better assistant choose another model with `%model`, e.g. "
+        "`%model ollama:qwen2.5-coder:1.5b`, `%model local:/path/to/model.gguf`, or "
+        "`%model gemini:gemini-2.5-flash` with `GEMINI_API_KEY` set."
+    )
