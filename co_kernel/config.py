@@ -97,6 +97,10 @@ class Settings(BaseSettings):
     )
 
     # --- local model ---
+    local_default: bool = Field(
+        True,
+        description="With no model configured, use the small bundled local model if installed",
+    )
     local_threads: int | None = Field(
         None,
         ge=1,

@@ -60,7 +60,7 @@ def collect_status(project_dir: Path, session: Any = None) -> StatusReport:
     model = (session.model_string if session is not None else None) or settings.model
     is_default = False
     if not model:
-        model = default_model_string()
+        model = default_model_string(settings)
         is_default = model is not None
     if not model:
         report.add("model", "model", "not configured: set CO_MODEL or use %model provider:model")

@@ -123,8 +123,10 @@ def _catalogue_file(entry: CatalogueEntry) -> Path | None:
     return path if path.is_file() else None
 
 
-def default_model_string() -> str | None:
+def default_model_string(settings: Settings) -> str | None:
     """``local:smollm2-135m`` when its package and the server are installed, else None."""
+    if not settings.local_default:
+        return None
     entry = CATALOGUE[DEFAULT_LOCAL_MODEL]
     if _catalogue_file(entry) is None or importlib.util.find_spec("xllamacpp") is None:
         return None

@@ -128,7 +128,7 @@ def build_model(
     value = model_string or settings.model
     default = False
     if not value:
-        value = default_model_string()
+        value = default_model_string(settings)
         if not value:
             raise ProviderNotConfigured(NO_MODEL_MESSAGE)
         default = True
@@ -170,11 +170,11 @@ def build_model(
     return _replay(name, settings, base_dir, label)
 
 
-def default_model_string() -> str | None:
+def default_model_string(settings: Settings) -> str | None:
     """The model used when none is configured: the bundled local one, if installed."""
     from ._local import default_model_string as local_default
 
-    return local_default()
+    return local_default(settings)
 
 
 def _local(name: str, settings: Settings, base_dir: Path, label: str, default: bool) -> ModelHandle:

@@ -66,7 +66,7 @@ class ChatSession:
         """The model in use: chosen with `%model`, configured, or the bundled default."""
         from ._providers import default_model_string
 
-        return self.model_override or self.settings.model or default_model_string()
+        return self.model_override or self.settings.model or default_model_string(self.settings)
 
     @property
     def model_handle(self) -> ModelHandle | None:
