@@ -57,7 +57,7 @@ def collect_status(project_dir: Path, session: Any = None) -> StatusReport:
     report.add("settings", "files in force", files)
     from .turn._providers import default_model_string
 
-    model = (session.model_string if session is not None else None) or settings.model
+    model = (session.model_override if session is not None else None) or settings.model
     is_default = False
     if not model:
         model = default_model_string(settings)

@@ -134,11 +134,11 @@ def default_model_string(settings: Settings) -> str | None:
 
 
 def human_size(size: int) -> str:
-    if size >= 1_000_000_000:
-        return f"{size / 1e9:.1f} GB"
-    if size >= 1_000_000:
-        return f"{size / 1e6:.0f} MB"
-    return f"{size / 1e3:.0f} kB"
+    """Binary units, as file managers and the model's download page show them (93 MB)."""
+    for unit, scale in (("GB", 1 << 30), ("MB", 1 << 20), ("kB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}" if unit == "GB" else f"{size / scale:.0f} {unit}"
+    return f"{size} bytes"
 
 
 def _fix_hint() -> str:
