@@ -44,7 +44,8 @@ NO_MODEL_MESSAGE = (
     "No model is configured. Choose one with `%model provider:model` or set `CO_MODEL`, "
     "for example `CO_MODEL=ollama:llama3.2` (local), `CO_MODEL=gemini:gemini-2.5-flash` with "
     "`GEMINI_API_KEY`, `CO_MODEL=openai:gpt-4o-mini` with `OPENAI_API_KEY`, or "
-    "`CO_MODEL=anthropic:claude-sonnet-4-5` with `ANTHROPIC_API_KEY`. "
+    "`CO_MODEL=anthropic:claude-sonnet-4-5` with `ANTHROPIC_API_KEY`, or a GGUF file run "
+    "on this machine with `CO_MODEL=local:/path/to/model.gguf`. "
     "Settings can also live in `~/.config/co/settings.json` or `.co/settings.json`."
 )
 
