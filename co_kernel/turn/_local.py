@@ -201,7 +201,11 @@ def default_threads() -> int:
     """Half the cores: llama.cpp's threads spin while they wait, and on a busy machine
     one thread per core slows generation many times over (measured: 27 vs 0.9 tokens/s
     on 2 loaded cores)."""
-    return max(1, (os.cpu_count() or 2) // 2)
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 2
+    return max(1, cores // 2)
 
 
 class LocalServer:
@@ -265,7 +269,9 @@ class LocalServer:
             assert proc.stdout is not None
             line = await asyncio.to_thread(proc.stdout.readline)
         except BaseException:
-            self.stop()
+            # Interrupted while loading: nothing to save, and a loading child reads no
+            # stdin yet, so kill it rather than wait for it.
+            self.stop(kill=True)
             raise
         message = _parse(line)
         if "address" not in message:
@@ -283,6 +289,12 @@ class LocalServer:
                 "The local provider needs the `xllamacpp` package: run `pip install xllamacpp`, "
                 "or pick another model with `%model`."
             )
+        if "couldn't bind" in reason:
+            return (
+                f"The local model server could not listen on 127.0.0.1 port {self.port}: it is "
+                "in use (another kernel's local model?). Set `local_port` to 0 (any free "
+                "port) or to another port."
+            )
         return (
             f"llama.cpp could not load the local model `{path}`: {reason}. The file may be "
             "truncated or corrupt (download it again), or too large for this machine's "
@@ -290,12 +302,14 @@ class LocalServer:
             f"Full log: `{self.log_path}`."
         )
 
-    def stop(self) -> None:
-        """Close the child's stdin (it exits at once) and make sure it is gone."""
+    def stop(self, *, kill: bool = False) -> None:
+        """Close the child's stdin (a loaded server exits at once) and make sure it is gone."""
         proc, self._proc = self._proc, None
         self.address = None
         if proc is None:
             return
+        if kill:
+            proc.kill()
         with contextlib.suppress(OSError):
             if proc.stdin is not None:
                 proc.stdin.close()

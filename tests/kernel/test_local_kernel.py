@@ -71,9 +71,10 @@ def _kernel_pid(kernel: CoKernel) -> int:
     return int(kernel.km.provisioner.process.pid)  # type: ignore[union-attr]
 
 
-def _server_pid(kernel: CoKernel) -> int:
-    """The kernel's llama.cpp child, found by its parent and command line in /proc."""
+def _children(kernel: CoKernel) -> list[int]:
+    """The kernel's live llama.cpp children, found by parent and command line in /proc."""
     parent = _kernel_pid(kernel)
+    found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -82,9 +83,15 @@ def _server_pid(kernel: CoKernel) -> int:
             cmdline = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if int(stat[1]) == parent and b"_local_server.py" in cmdline:
-            return int(entry.name)
-    raise AssertionError("the kernel has no llama.cpp child")
+        if int(stat[1]) == parent and b"_local_server.py" in cmdline and stat[0] != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def _server_pid(kernel: CoKernel) -> int:
+    children = _children(kernel)
+    assert len(children) == 1, f"expected one llama.cpp child, found {children}"
+    return children[0]
 
 
 class SlotWatcher:
@@ -188,6 +195,19 @@ def test_an_interrupt_stops_generation_on_the_server(local_kernel: Callable[...,
     port = _free_port()
     limit = 600
     kernel = local_kernel(CO_LOCAL_MAX_TOKENS=str(limit), CO_LOCAL_PORT=str(port))
+
+    # While the model loads: the load waits in a thread, so the interrupt lands at once
+    # and the half-loaded server is stopped.
+    def interrupt_while_loading(k: CoKernel, message: dict[str, Any]) -> None:
+        if message["msg_type"] == "display_data" and "Loading local model" in str(
+            message["content"]["data"]
+        ):
+            k.km.interrupt_kernel()
+
+    loading = kernel.execute("Say OK.", timeout=TURN_TIMEOUT, on_message=interrupt_while_loading)
+    assert loading.reply["content"]["ename"] == "KeyboardInterrupt"
+    assert not _children(kernel), "the half-loaded server was left running"
+
     updates = 0
 
     def interrupt_after_a_few_updates(k: CoKernel, message: dict[str, Any]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -106,6 +107,21 @@ def test_a_truncated_gguf_gives_llama_cpps_reason_and_leaves_no_process(tmp_path
     assert "failed to" in message  # llama.cpp's own words, from its log
     assert "truncated or corrupt" in message and "%model" in message
     assert not server.running and server.pid is None
+
+
+@needs_smollm2
+def test_a_port_in_use_names_the_setting(tmp_path: Path) -> None:
+    spec = resolve_local_model("smollm2-135m", base_dir=tmp_path)
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        server = LocalServer(spec, threads=1, context=512, port=port, log_path=tmp_path / "l")
+        with pytest.raises(ProviderNotConfigured) as caught:
+            asyncio.run(server.start())
+    message = str(caught.value)
+    assert f"could not listen on 127.0.0.1 port {port}" in message and "`local_port`" in message
+    assert server.pid is None
 
 
 @pytest.mark.slow
