@@ -8,13 +8,24 @@ where `%status` reads the speed of the last turn.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
 
 from openai.types import chat
 from openai.types.chat import ChatCompletionChunk
+from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
 from pydantic_ai.models.openai import OpenAIChatModel, OpenAIStreamedResponse
+from pydantic_ai.models.wrapper import WrapperModel
 
-__all__ = ["LlamaCppChatModel", "timings_of"]
+if TYPE_CHECKING:
+    from pydantic_ai import RunContext
+    from pydantic_ai.messages import ModelMessage, ModelResponse
+    from pydantic_ai.settings import ModelSettings
+
+    from ._local import LocalRuntime
+
+__all__ = ["LlamaCppChatModel", "LocalServerModel", "timings_of"]
 
 _TIMING_KEYS = ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "predicted_per_second")
 
@@ -46,3 +57,38 @@ class LlamaCppChatModel(OpenAIChatModel):
         if timings:
             details["timings"] = timings
         return details or None
+
+
+class LocalServerModel(WrapperModel):
+    """Makes sure the local server runs before each request.
+
+    A turn starts it first, with a progress line; this covers every other caller of the
+    model (the evals runner, a server that died between turns).
+    """
+
+    def __init__(self, wrapped: Model, runtime: LocalRuntime) -> None:
+        super().__init__(wrapped)
+        self.runtime = runtime
+
+    async def request(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        await self.runtime.prepare()
+        return await self.wrapped.request(messages, model_settings, model_request_parameters)
+
+    @asynccontextmanager
+    async def request_stream(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+        run_context: RunContext[Any] | None = None,
+    ) -> AsyncGenerator[StreamedResponse]:
+        await self.runtime.prepare()
+        async with self.wrapped.request_stream(
+            messages, model_settings, model_request_parameters, run_context
+        ) as stream:
+            yield stream

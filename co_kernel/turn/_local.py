@@ -363,17 +363,29 @@ class LocalRuntime:
         self.provider = provider
         self.default = default
         """Chosen because nothing was configured: the first turn says so."""
+        self._lock = asyncio.Lock()
 
-    async def prepare(self, frontend: FrontendProtocol) -> None:
-        """Start the server before a turn if it is not running, with a progress line."""
+    async def prepare(self, frontend: FrontendProtocol | None = None) -> None:
+        """Start the server if it is not running; with a frontend, show a progress line.
+
+        A turn calls this first (with its frontend); the model calls it again before
+        each request (without), so any caller of the model gets a running server.
+        """
         if self.server.running:
             return
-        frontend.on_status(f"Loading local model {self.spec.label} ({human_size(self.spec.size)})…")
-        try:
-            address = await self.server.start()
-        finally:
-            frontend.clear_status()
-        self.provider.client.base_url = f"{address}/v1"
+        async with self._lock:
+            if self.server.running:
+                return
+            if frontend is not None:
+                frontend.on_status(
+                    f"Loading local model {self.spec.label} ({human_size(self.spec.size)})…"
+                )
+            try:
+                address = await self.server.start()
+            finally:
+                if frontend is not None:
+                    frontend.clear_status()
+            self.provider.client.base_url = f"{address}/v1"
 
     def close(self) -> None:
         self.server.stop()
@@ -445,7 +457,7 @@ def build_local(
     """Resolve the model file and prepare (not start) its server."""
     from pydantic_ai.providers.openai import OpenAIProvider
 
-    from ._llamacpp import LlamaCppChatModel
+    from ._llamacpp import LlamaCppChatModel, LocalServerModel
     from ._textcall_model import TextToolCallModel
 
     spec = resolve_local_model(name, base_dir=base_dir)
@@ -458,7 +470,8 @@ def build_local(
     )
     # The port is known once the server is up; prepare() points the client at it.
     provider = OpenAIProvider(base_url="http://127.0.0.1:9/v1", api_key="local")
-    model: Model = LlamaCppChatModel(spec.label, provider=provider)
+    runtime = LocalRuntime(spec, server, provider, default)
+    model: Model = LocalServerModel(LlamaCppChatModel(spec.label, provider=provider), runtime)
     if spec.supports_tools:
         model = TextToolCallModel(model)
     model_settings = {
@@ -466,4 +479,4 @@ def build_local(
         # A long prompt on a CPU takes a while before the first token.
         "timeout": max(settings.request_timeout, 300.0),
     }
-    return LocalBuild(model, LocalRuntime(spec, server, provider, default), model_settings)
+    return LocalBuild(model, runtime, model_settings)
