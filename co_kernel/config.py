@@ -134,7 +134,7 @@ class Settings(BaseSettings):
     shell_safe_commands: list[str] = Field(
         default_factory=lambda: [
             "ls", "pwd", "cat", "head", "tail", "wc", "echo", "date", "whoami", "id",
-            "uname", "grep", "find", "which", "env", "df", "du", "file", "stat",
+            "uname", "grep", "find", "which", "df", "du", "file", "stat",
             "git status", "git log", "git diff", "git branch", "python3 --version",
         ],
         description="Shell command prefixes approved without asking",
