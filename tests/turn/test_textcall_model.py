@@ -155,3 +155,84 @@ def test_the_non_streamed_path_recognises_calls_too(tmp_path: Path) -> None:
         result = asyncio.run(scenario())
         assert server.errors == []
     assert calls == ["list"] and result.output == "Listed."
+
+
+# -- with Co's own agent and shell tool ---------------------------------------------------
+
+
+def _shell_turn(server: ScriptedModelServer, frontend: RecordingFrontend, workspace: Path) -> Any:
+    """One turn through Co's agent factory with the real shell tool (subprocess sandbox)."""
+    from co_kernel.tools import shell
+    from co_kernel.turn._agent import build_agent
+
+    settings = Settings(sandbox="subprocess")
+    build = shell.build(settings)
+    assert build.toolset is not None
+    chat = OpenAIChatModel("qwen", provider=OpenAIProvider(base_url=server.base_url, api_key="x"))
+    agent = build_agent(TextToolCallModel(chat), settings, [build.toolset])
+    deps = CoDeps(settings=settings, session_id="s", kernel_id="k", workspace=workspace)
+
+    async def scenario() -> Any:
+        try:
+            async with agent:
+                return await run_turn(
+                    agent,
+                    "Make a file",
+                    deps=deps,
+                    history=[],
+                    frontend=frontend,
+                    provider="local",
+                    model_label="local:qwen",
+                )
+        finally:
+            if deps.sandbox is not None:
+                await deps.sandbox.close()
+
+    return asyncio.run(scenario())
+
+
+def _shell_call(cmd: str) -> str:
+    return f'```json\n{{"name": "run_shell_command", "arguments": {{"cmd": "{cmd}"}}}}\n```'
+
+
+@pytest.mark.parametrize("decision", ["approve", "deny"])
+def test_a_written_shell_call_waits_for_the_person(tmp_path: Path, decision: str) -> None:
+    with ScriptedModelServer(
+        [
+            {"text": _shell_call("echo made by co > note.txt")},
+            {
+                "text": "Finished.",
+                "expect": {"tool_result_contains": "" if decision == "approve" else "denied"},
+            },
+        ],
+        tokens_per_second=400.0,
+    ) as server:
+        frontend = RecordingFrontend(decisions=[decision])
+        result = _shell_turn(server, frontend, tmp_path)
+        assert server.errors == []
+    asked = [p for n, p in frontend.events if n == "approval"]
+    assert [a.call.name for a in asked] == ["run_shell_command"]
+    assert asked[0].call.args == {"cmd": "echo made by co > note.txt"}
+    note = tmp_path / "note.txt"
+    if decision == "approve":
+        assert note.read_text() == "made by co\n"
+        assert set(result.decisions.values()) == {"approved"}
+    else:
+        assert not note.exists()
+        assert set(result.decisions.values()) == {"denied"}
+
+
+def test_a_written_safe_command_runs_without_asking(tmp_path: Path) -> None:
+    (tmp_path / "data.csv").write_text("a,b\n")
+    with ScriptedModelServer(
+        [
+            {"text": _shell_call("ls")},
+            {"text": "One file.", "expect": {"tool_result_contains": "data.csv"}},
+        ],
+        tokens_per_second=400.0,
+    ) as server:
+        frontend = RecordingFrontend()
+        result = _shell_turn(server, frontend, tmp_path)
+        assert server.errors == []
+    assert not [e for e in frontend.events if e[0] == "approval"]
+    assert set(result.decisions.values()) == {"safe-prefix"}
