@@ -10,6 +10,11 @@ server's own ``/tokenize``) over the time from the first piece of text to the la
 content). Every Co trial re-runs the same cell, so Co regenerates one turn and the
 prompt stays the same.
 
+Beside each client-side rate, the server's own: ``/slots`` is sampled 20 times a second
+during every answer, and the slope of its decoded-token count says how fast llama.cpp
+generated. When Co's client rate is lower, this tells whether Co delivered tokens late
+(server rate unchanged) or the machine gave llama.cpp less CPU while Co ran (both lower).
+
 Also: an interrupt sent after the third update, to the execute_reply and to the moment
 llama.cpp's ``/slots`` shows the slot idle (generation really stopped).
 
@@ -26,6 +31,7 @@ import json
 import os
 import socket
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -55,6 +61,38 @@ def count_tokens(base: str, text: str) -> int:
     )
     with urllib.request.urlopen(request, timeout=30) as resp:
         return len(json.loads(resp.read())["tokens"])
+
+
+class DecodeRate:
+    """Samples llama.cpp's ``/slots`` while it generates; the slope is its tokens/s."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self.samples: list[tuple[float, int, int]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> DecodeRate:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.05):
+            with urllib.request.urlopen(f"{self.base}/slots", timeout=10) as resp:
+                slot = json.loads(resp.read())[0]
+            if slot["is_processing"]:
+                decoded = slot["next_token"][0]["n_decoded"]
+                self.samples.append((time.perf_counter(), slot["id_task"], decoded))
+
+    def rate(self) -> float:
+        task = max(t for _, t, _ in self.samples)
+        points = [(when, n) for when, t, n in self.samples if t == task and n > 0]
+        (t0, n0), (t1, n1) = points[0], points[-1]
+        return (n1 - n0) / (t1 - t0)
 
 
 def co_trial(kernel: CoKernel, cell_id: str, base: str) -> tuple[float, int]:
@@ -143,6 +181,8 @@ def main() -> None:
     co_rates: list[float] = []
     direct_rates: list[float] = []
     server_rates: list[float] = []
+    co_server: list[float] = []
+    direct_server: list[float] = []
     co_tokens: list[int] = []
     direct_tokens: list[int] = []
     to_reply: list[float] = []
@@ -180,15 +220,20 @@ def main() -> None:
             for n in range(args.trials):
                 order = ("co", "direct") if n % 2 == 0 else ("direct", "co")
                 for side in order:
+                    with DecodeRate(base) as decode:
+                        if side == "co":
+                            rate, tokens = co_trial(kernel, cell_id, base)
+                        else:
+                            rate, tokens, server = direct_trial(base, system, args.max_tokens)
                     if side == "co":
-                        rate, tokens = co_trial(kernel, cell_id, base)
                         co_rates.append(rate)
                         co_tokens.append(tokens)
+                        co_server.append(decode.rate())
                     else:
-                        rate, tokens, server = direct_trial(base, system, args.max_tokens)
                         direct_rates.append(rate)
                         direct_tokens.append(tokens)
                         server_rates.append(server)
+                        direct_server.append(decode.rate())
             for _ in range(args.interrupts):
                 reply, idle = interrupt_trial(kernel, base)
                 to_reply.append(reply)
@@ -207,6 +252,7 @@ def main() -> None:
             "Co median",
             "direct median",
             "ratio",
+            "paired ratio",
             "Co min..max",
             "direct min..max",
             "verdict",
@@ -227,7 +273,11 @@ def main() -> None:
     print("Co samples (tokens/s):", " ".join(f"{r:.1f}" for r in co_rates))
     print("direct samples (tokens/s):", " ".join(f"{r:.1f}" for r in direct_rates))
     print(f"Co tokens per answer: {co_tokens}; direct: {direct_tokens}")
-    print(f"llama.cpp's own predicted_per_second on the direct calls: {median(server_rates):.1f}")
+    print(
+        f"llama.cpp's decode rate from /slots, median: during Co's answers "
+        f"{median(co_server):.1f}/s, during the direct calls {median(direct_server):.1f}/s "
+        f"(its own predicted_per_second on the direct calls: {median(server_rates):.1f}/s)"
+    )
     if to_reply:
         print_table(
             f"Interrupt after the third update ({len(to_reply)} trials)",
