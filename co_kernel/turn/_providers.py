@@ -95,6 +95,8 @@ class ModelHandle:
     """Request settings the model needs on top of Co's (a local model's generation cap)."""
     default: bool = False
     """Chosen because no model was configured."""
+    context_tokens: int | None = None
+    """The model's context size when Co sets it (a local model's `local_context`)."""
 
     def close(self) -> None:
         for close in self.closers:
@@ -196,6 +198,7 @@ def _local(name: str, settings: Settings, base_dir: Path, label: str, default: b
         compact_prompt=spec.compact_prompt,
         model_settings=built.model_settings,
         default=default,
+        context_tokens=settings.local_context,
     )
 
 

@@ -1,0 +1,79 @@
+"""List the tools Co may call and whether each asks before it runs.
+
+Integrations that are not registered are listed too, with the setting that would enable
+them. `%yolo on` makes every tool run without asking for the rest of the session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+from . import MagicContext, MagicError
+from ._render import table
+
+if TYPE_CHECKING:
+    from ..tools import ToolsetBuild
+
+USAGE = "%tools"
+
+
+def _tools_of(build: ToolsetBuild) -> dict[str, bool]:
+    """Tool name -> needs approval, from the build or from the toolset itself."""
+    if build.approval:
+        return dict(build.approval)
+    tools: dict[str, Any] = getattr(build.toolset, "tools", {}) or {}
+    return {name: bool(getattr(tool, "requires_approval", False)) for name, tool in tools.items()}
+
+
+def format_tools(
+    builds: list[ToolsetBuild], *, auto_confirm: bool, unavailable: str | None = None
+) -> str:
+    """The `%tools` report for a list of integration builds.
+
+    ``unavailable`` says why the model gets no tools at all (a model without tool support).
+    """
+    rows = []
+    for build in builds:
+        if build.toolset is None:
+            continue
+        for name, needs in sorted(_tools_of(build).items()):
+            if not needs:
+                approval = "runs without asking"
+            elif auto_confirm:
+                approval = "auto-approved (%yolo on)"
+            else:
+                approval = "asks first"
+            rows.append((f"`{name}`", build.name, approval))
+    missing = [(b.name, b.reason or "not configured") for b in builds if b.toolset is None]
+    parts = []
+    if rows:
+        parts.append(
+            f"**Tools Co may call** ({len(rows)})\n\n"
+            + table(["tool", "integration", "approval"], rows)
+        )
+    elif unavailable:
+        parts.append(f"**No tools for this model.** {unavailable}")
+    else:
+        parts.append("No tools are registered: Co answers from the conversation alone.")
+    if missing:
+        parts.append("**Not registered**\n\n" + table(["integration", "why"], missing))
+    return "\n\n".join(parts)
+
+
+async def run(ctx: MagicContext, args: str) -> str:
+    from ..exceptions import ConfigError
+    from ..tools import collect_toolsets
+
+    if args:
+        raise MagicError(f"%tools takes no arguments (got '{args}').")
+    session = ctx.session
+    if not session.toolsets:
+        # Building the agent starts nothing (a local model loads on its first turn) and
+        # says which tools this model gets: none for a model without tool support.
+        with contextlib.suppress(ConfigError):
+            session.ensure_agent()
+    builds = session.toolsets or collect_toolsets(session.settings)
+    return format_tools(
+        builds, auto_confirm=session.deps.auto_confirm, unavailable=session.tools_unavailable
+    )
