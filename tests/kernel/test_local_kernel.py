@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import threading
@@ -190,6 +191,20 @@ def test_a_conversation_with_the_bundled_model(local_kernel: Callable[..., CoKer
     assert task["n_prompt_tokens_cache"] >= first_prompt
     assert task["n_prompt_tokens"] > first_prompt
 
+    # What the magics report about it.
+    history = kernel.execute("%history")
+    assert re.search(r"\|\s*turns\s*\|\s*2\s*\|", history.markdown()), history.markdown()
+    status = kernel.execute("%status").markdown()
+    assert "local:smollm2-135m" in status and "the default" in status
+    assert str(SMOLLM2) in status and "local load time" in status
+    assert re.search(r"local load time \| [\d.]+ s", status), status
+    assert re.search(r"[\d.]+ tokens/s over the last turn", status), status
+    tools = kernel.execute("%tools").markdown()
+    assert "No tools for this model" in tools and "no tool support" in tools
+    refused = kernel.execute("%model local:nothing-here.gguf")
+    assert refused.status == "error" and "not found" in refused.text()
+    assert "local:smollm2-135m" in kernel.execute("%model").markdown()
+
 
 def test_an_interrupt_stops_generation_on_the_server(local_kernel: Callable[..., CoKernel]) -> None:
     port = _free_port()
@@ -270,9 +285,10 @@ def test_missing_and_corrupt_model_files_are_clear_messages(
 
     text_file = tmp_path / "notes.gguf"
     text_file.write_text("not a model")
-    assert kernel.execute(f"%model local:{text_file}").status == "ok"
-    result = kernel.execute("hello")
-    assert "is not a GGUF model file" in result.text()
+    # %model checks the file before switching (the signature; loading waits for a turn).
+    result = kernel.execute(f"%model local:{text_file}")
+    assert result.status == "error" and "is not a GGUF model file" in result.text()
+    assert f"local:{broken}" in kernel.execute("%model").markdown(), "the model is unchanged"
 
     # The kernel and the conversation carry on with a working model.
     assert kernel.execute("%model local:smollm2-135m").status == "ok"
