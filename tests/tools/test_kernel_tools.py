@@ -251,3 +251,11 @@ def test_save_memory_denied_stores_nothing(start_kernel, model_server, co_home):
             assert store.list() == []
         finally:
             store.close()
+
+
+def test_tools_magic_says_why_notes_and_web_search_are_missing(kernel):
+    result = kernel.execute("%tools")
+    assert result.status == "ok"
+    text = result.text()
+    assert "`read_file`" in text and "`web_fetch`" in text and "`save_memory`" in text
+    assert "obsidian_vault_path" in text and "brave_search_api_key" in text
