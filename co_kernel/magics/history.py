@@ -69,8 +69,7 @@ async def run(ctx: MagicContext, args: str) -> str:
         ),
         (
             "auto-compaction",
-            f"at ~{limit:,} tokens ({settings.auto_compact_ratio:.0%} of "
-            f"{window:,})",
+            f"at ~{limit:,} tokens ({settings.auto_compact_ratio:.0%} of {window:,})",
         ),
     ]
     out = [f"**Conversation** `{session.session_id[:8]}`", table(["", ""], rows)]
