@@ -19,6 +19,7 @@ from .frontend import (
     KernelPublisher,
     NotebookFrontend,
     Publisher,
+    RedactingPublisher,
     policy_approver,
 )
 from .magics import MagicContext, MagicError, find_magic, parse_magic
@@ -74,7 +75,9 @@ class CellDispatcher:
         self._session_factory = session_factory
         self._session: ChatSession | None = None
         self._kernel = kernel
-        self.publisher: Publisher = KernelPublisher(shell)
+        # Every output of every cell passes the session's redactor (API keys, tokens).
+        self._redacting = RedactingPublisher(KernelPublisher(shell), self._redact)
+        self.publisher: Publisher = self._redacting
         self.approvers: dict[str, Approver] = {}
         self._warned_settings = False
         self.warmup: Any = None
@@ -87,7 +90,20 @@ class CellDispatcher:
             self._session = self._session_factory()
         return self._session
 
+    def _redact(self, text: str) -> str:
+        try:
+            return self.session.telemetry.redact(text)
+        except Exception:  # no session (settings failed to load): the environment's secrets
+            from .telemetry import Redactor
+
+            return Redactor.from_settings(None).redact(text)
+
     def make_frontend(self, request: CellRequest) -> BaseFrontend:
+        frontend = self._make_frontend(request)
+        frontend.footer_mode = self.session.settings.show_footer
+        return frontend
+
+    def _make_frontend(self, request: CellRequest) -> BaseFrontend:
         settings = self.session.settings
         kind = frontend_kind(request)
         rate = settings.stream_max_updates_per_second
@@ -112,6 +128,15 @@ class CellDispatcher:
         self.publisher.flush()
 
     async def execute(self, request: CellRequest) -> Outcome:
+        try:
+            outcome = await self._execute(request)
+        finally:
+            self._redacting.drain()
+        if outcome.evalue:
+            outcome.evalue = self._redact(outcome.evalue)
+        return outcome
+
+    async def _execute(self, request: CellRequest) -> Outcome:
         code = request.code
         stripped = code.strip()
         if not stripped:

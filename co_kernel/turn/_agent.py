@@ -8,7 +8,10 @@ from ..config import paths
 from ._prompt import build_system_prompt
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from pydantic_ai import Agent
+    from pydantic_ai.capabilities import AbstractCapability
     from pydantic_ai.models import Model
     from pydantic_ai.toolsets import AbstractToolset
 
@@ -19,9 +22,16 @@ __all__ = ["build_agent"]
 
 
 def build_agent(
-    model: Model, settings: Settings, toolsets: list[AbstractToolset[Any]]
+    model: Model,
+    settings: Settings,
+    toolsets: list[AbstractToolset[Any]],
+    *,
+    capabilities: Sequence[AbstractCapability[Any]] = (),
 ) -> Agent[CoDeps, Any]:
-    """An agent whose output is text or a batch of calls waiting for approval."""
+    """An agent whose output is text or a batch of calls waiting for approval.
+
+    ``capabilities`` come from telemetry: OpenTelemetry instrumentation and rate limits.
+    """
     from pydantic_ai import Agent, DeferredToolRequests, RunContext
 
     from ._deps import CoDeps
@@ -37,10 +47,12 @@ def build_agent(
 
     return Agent(
         model,
+        name="co",
         deps_type=CoDeps,
         output_type=[str, DeferredToolRequests],
         instructions=instructions,
         toolsets=toolsets,
         retries=settings.tool_retries,
         model_settings={"max_retries": 0, "timeout": settings.request_timeout},
+        capabilities=list(capabilities),
     )

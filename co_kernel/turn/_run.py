@@ -332,11 +332,10 @@ class _TurnRunner:
                 self.messages = self._salvage(self.messages)
                 return self._end(interrupted=True)
             except UsageLimitExceeded as exc:
+                from ..telemetry import usage_limit_message
+
                 self.frontend.clear_status()
-                return self._end(
-                    error=f"Stopped: this turn reached its budget ({exc}). "
-                    "Raise `max_request_limit` or ask for a smaller step."
-                )
+                return self._end(error=usage_limit_message(exc, self.deps.settings))
             except Exception as exc:
                 action = classify_provider_error(
                     exc, provider=self.provider, model=self.model_label

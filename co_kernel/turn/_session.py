@@ -40,12 +40,17 @@ class ChatSession:
     """The conversation of one kernel session and what it needs to run turns."""
 
     def __init__(self, loaded: LoadedSettings, *, workspace: Path, kernel_id: str) -> None:
+        from ..telemetry import SessionTelemetry
+
         self.loaded = loaded
         self.deps = CoDeps(
             settings=loaded.settings,
             session_id=uuid.uuid4().hex,
             kernel_id=kernel_id,
             workspace=workspace,
+        )
+        self.telemetry = SessionTelemetry(
+            loaded.settings, session_id=self.deps.session_id, kernel_id=kernel_id
         )
         self.history: list[ModelMessage] = []
         self.turns: list[TurnRecord] = []
@@ -84,7 +89,9 @@ class ChatSession:
             handle = build_model(self.settings, self.model_string, base_dir=self.deps.workspace)
             self.toolsets = collect_toolsets(self.settings)
             toolsets = [b.toolset for b in self.toolsets if b.toolset is not None]
-            self._agent = build_agent(handle.model, self.settings, toolsets)
+            self._agent = build_agent(
+                handle.model, self.settings, toolsets, capabilities=self.telemetry.capabilities()
+            )
             self._handle = handle
         return self._agent, self._handle
 
@@ -124,25 +131,27 @@ class ChatSession:
         start = len(self.history)
         self.deps.turn_index = len(self.turns) + 1
         if self.deps.audit is None:
-            from ..telemetry import AuditLog, telemetry_db_path
-
-            self.deps.audit = AuditLog(telemetry_db_path())
-        result = await run_turn(
-            agent,
-            prompt,
-            deps=self.deps,
-            history=self.history,
-            frontend=frontend,
-            provider=handle.provider,
-            model_label=handle.label,
-        )
+            self.deps.audit = self.telemetry.audit_log()
+        with self.telemetry.turn(
+            turn=self.deps.turn_index, model=handle.label, prompt=prompt
+        ) as span:
+            result = await run_turn(
+                agent,
+                prompt,
+                deps=self.deps,
+                history=self.history,
+                frontend=frontend,
+                provider=handle.provider,
+                model_label=handle.label,
+            )
+            span.finish(result)
         self.history = result.messages
         if len(self.history) > start:
             self.turns.append(TurnRecord(cell_id, prompt, start))
         return result
 
     def close(self) -> None:
-        """Stop what the session started (replay server, audit connection)."""
+        """Stop what the session started (replay server, spans still to export, audit)."""
         self._drop_agent()
-        if self.deps.audit is not None:
-            self.deps.audit.close()
+        self.telemetry.close()
+        self.deps.audit = None

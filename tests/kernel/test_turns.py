@@ -185,7 +185,9 @@ def test_one_megabyte_cell_is_refused_and_conversation_kept(kernel, model_server
     assert "heron" in follow_up and "xxxxxxxxxx" not in follow_up
 
 
-def test_invalid_project_setting_is_reported_and_kernel_starts(start_kernel, model_server, workspace):
+def test_invalid_project_setting_is_reported_and_kernel_starts(
+    start_kernel, model_server, workspace
+):
     settings_dir = workspace / ".co"
     settings_dir.mkdir()
     (settings_dir / "settings.json").write_text(
