@@ -80,9 +80,50 @@ def collect_status(project_dir: Path, session: Any = None) -> StatusReport:
         "mode",
         f"{settings.sandbox} (image {settings.sandbox_image}, network {settings.sandbox_network})",
     )
+    _sandbox_rows(report, settings, project_dir, session)
     report.add("paths", "config", str(where.config_dir))
     report.add("paths", "data", str(where.data_dir))
     return report
+
+
+def _sandbox_rows(report: StatusReport, settings: Any, project_dir: Path, session: Any) -> None:
+    """Backend, engine, image and container, without creating anything."""
+    from .sandbox import create_sandbox
+
+    sandbox = session.deps.sandbox if session is not None else None
+    if sandbox is None:
+        try:
+            sandbox = create_sandbox(
+                mode=settings.sandbox,
+                image=settings.sandbox_image,
+                workspace=project_dir,
+                session_id=session.deps.session_id if session is not None else "status",
+                kernel_id="status",
+                network=settings.sandbox_network,
+            )
+        except ValueError as exc:
+            report.add("sandbox", "backend", str(exc))
+            return
+    info = sandbox.describe()
+    report.add("sandbox", "backend", str(info.get("backend")))
+    if info.get("backend") == "subprocess":
+        report.add("sandbox", "isolation", "none: commands run on the host")
+        return
+    engine = (
+        "reachable"
+        if info.get("engine_reachable")
+        else f"not reachable ({info.get('engine_error', 'no answer')})"
+    )
+    report.add("sandbox", "engine", engine)
+    present = info.get("image_present")
+    report.add(
+        "sandbox",
+        "image",
+        f"{info.get('image')} ({'present' if present else 'missing' if present is False else 'unknown'})",
+    )
+    container = info.get("container") or {}
+    if isinstance(container, dict):
+        report.add("sandbox", "container", f"{container.get('name')}: {container.get('status')}")
 
 
 def format_status(report: StatusReport, *, markdown: bool) -> str:

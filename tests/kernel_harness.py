@@ -153,5 +153,9 @@ class CoKernel:
         return self.km.is_alive()
 
     def shutdown(self) -> None:
+        """Stop the kernel the way a frontend does; safe to call twice."""
+        if getattr(self, "_shut", False):
+            return
+        self._shut = True
         self.kc.stop_channels()
         self.km.shutdown_kernel(now=False)

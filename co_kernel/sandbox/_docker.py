@@ -125,6 +125,20 @@ def _default_user() -> str:
     return "1000:1000" if uid == 0 else f"{uid}:{gid}"
 
 
+def _writable_by(path: Path, user: str) -> bool:
+    """Whether `user` ("uid:gid") may create files in `path`, by its mode bits (ACLs aside)."""
+    uid, gid = (int(n) for n in user.split(":"))
+    try:
+        st = path.stat()
+    except OSError:
+        return False
+    if st.st_uid == uid:
+        return bool(st.st_mode & 0o300 == 0o300)
+    if st.st_gid == gid:
+        return bool(st.st_mode & 0o030 == 0o030)
+    return bool(st.st_mode & 0o003 == 0o003)
+
+
 def _engine_unreachable(mode: str, error: object) -> SandboxUnavailable:
     auto = " (sandbox mode auto never falls back to running on the host)" if mode == "auto" else ""
     return SandboxUnavailable(
@@ -250,8 +264,9 @@ class DockerSandbox:
         limit = max(0.0, min(timeout, self.max_timeout))
         loop = asyncio.get_running_loop()
         status = self._status_sink(loop)
-        # Creation may pull an image: cancelling it only stops the wait.
-        await asyncio.to_thread(self._ensure_container, status)
+        if self._container_id is None:
+            # Creation may pull an image: cancelling it only stops the wait.
+            await asyncio.to_thread(self._ensure_container, status)
         generation = self._generation
         buffer = OutputBuffer(max_output)
         queue: asyncio.Queue[object] = asyncio.Queue()
@@ -639,11 +654,16 @@ class DockerSandbox:
         if exit_code == 137:
             hints.append(
                 f"(exit code 137: the process was killed, most likely for going over the "
-                f"sandbox memory limit of {self.memory})"
+                f"sandbox memory limit of {self.memory}; sandbox_memory raises it)"
+            )
+        if failed and "permission denied" in text and not _writable_by(self.workspace, self.user):
+            hints.append(
+                f"(the workspace {self.workspace} is not writable by uid {self.user.split(':')[0]}, "
+                "the sandbox user: change its owner or mode, or run the kernel as its owner)"
             )
         if any(s in text for s in _FORK_ERRORS):
             hints.append(
                 f"(the sandbox allows at most {self.pids_limit} processes; "
-                "that limit may be what stopped this command)"
+                "that limit, sandbox_pids_limit, may be what stopped this command)"
             )
         return hints

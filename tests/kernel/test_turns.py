@@ -137,17 +137,16 @@ def test_no_provider_gives_the_settings_to_set(start_kernel):
     assert kernel.execute("%help").status == "ok"
 
 
-def _closed_port() -> int:
+def test_unreachable_host_is_a_clear_message(start_kernel):
+    # Bound but not listening: connections are refused and no other process can take
+    # the port while the test runs (a closed port could be reused by anything).
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def test_unreachable_host_is_a_clear_message(start_kernel):
-    kernel = start_kernel(
-        {"CO_BASE_URL": f"http://127.0.0.1:{_closed_port()}/v1", "CO_MODEL_HTTP_RETRIES": "0"}
-    )
-    result = kernel.execute("hello")
+        port = sock.getsockname()[1]
+        kernel = start_kernel(
+            {"CO_BASE_URL": f"http://127.0.0.1:{port}/v1", "CO_MODEL_HTTP_RETRIES": "0"}
+        )
+        result = kernel.execute("hello")
     assert result.status == "error"
     assert "Could not reach the compat provider" in result.text()
     assert "Traceback" not in result.text()

@@ -107,6 +107,25 @@ def test_workspace_is_mounted_and_commands_run_as_non_root(
 
 
 @docker_test
+def test_a_workspace_the_sandbox_user_cannot_write_is_explained(
+    make_sandbox: MakeSandbox, workspace: Path
+) -> None:
+    workspace.chmod(0o555)
+    sandbox = make_sandbox()
+
+    result = run(sandbox, "touch made.txt")
+
+    assert result.exit_code == 1
+    assert "Permission denied" in result.output
+    assert result.output.endswith(
+        f"(the workspace {workspace} is not writable by uid {SANDBOX_UID}, the sandbox user: "
+        "change its owner or mode, or run the kernel as its owner)\n"
+    )
+    workspace.chmod(0o755)
+    assert "not writable" not in run(sandbox, "touch /etc/nope").output
+
+
+@docker_test
 def test_container_cannot_see_or_touch_the_host(make_sandbox: MakeSandbox, tmp_path: Path) -> None:
     marker = f"co-marker-{uuid.uuid4().hex}"
     (tmp_path / marker).write_text("secret")  # next to the workspace, not in it
@@ -240,7 +259,10 @@ def test_fork_bomb_hits_the_pids_limit_and_is_stopped(make_sandbox: MakeSandbox)
     forked = result.output.splitlines()[0].split()
     assert forked[0] == "forked" and int(forked[1]) < 64
     assert "Resource temporarily unavailable" in result.output
-    assert "(the sandbox allows at most 64 processes;" in result.output
+    assert result.output.endswith(
+        "(the sandbox allows at most 64 processes; "
+        "that limit, sandbox_pids_limit, may be what stopped this command)\n"
+    )
     # Every forked child is gone and the sandbox still runs commands.
     after = run(sandbox, "echo alive; ps -eo args")
     assert after.output.startswith("alive\n")
@@ -255,7 +277,10 @@ def test_memory_hog_is_killed_and_the_sandbox_survives(make_sandbox: MakeSandbox
 
     assert result.exit_code == 137
     assert "survived" not in result.output
-    assert "memory limit of 128m" in result.output
+    assert result.output.endswith(
+        "(exit code 137: the process was killed, most likely for going over the "
+        "sandbox memory limit of 128m; sandbox_memory raises it)\n"
+    )
     assert run(sandbox, "echo alive").output == "alive\n"
 
 
