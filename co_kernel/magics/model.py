@@ -17,11 +17,7 @@ async def run(ctx: MagicContext, args: str) -> str:
     session = ctx.session
     if not args:
         current = session.model_string
-        return (
-            f"Model: `{current}`"
-            if current
-            else "No model is configured. Use `%model provider:model`."
-        )
+        return f"Model: `{current}`" if current else "No model is configured. Use `%model provider:model`."
     try:
         label = session.set_model(args.split()[0])
     except ConfigError as exc:
