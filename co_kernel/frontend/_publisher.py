@@ -98,14 +98,18 @@ class RedactingPublisher:
         )
 
     def stream(self, name: str, text: str) -> None:
-        # Scrubbed text is stable under scrubbing again, so the held tail is kept scrubbed
-        # and the next piece is scrubbed together with it, context included.
-        text = self._scrub(self._held.pop(name, "") + text)
-        line_start = text.rfind("\n") + 1
-        words = [m.start() for m in re.finditer(r"\S+\s*", text[line_start:])]
+        text = self._held.pop(name, "") + text
+        # An unfinished last word stays raw: scrubbing half a token would redact the half
+        # and let the rest through. Complete words are scrubbed together with the held
+        # ones (scrubbed text is stable under scrubbing again), so context carries over.
+        partial = re.search(r"\S+\Z", text)
+        tail = partial.group(0) if partial else ""
+        done = self._scrub(text[: len(text) - len(tail)])
+        line_start = done.rfind("\n") + 1
+        words = [m.start() for m in re.finditer(r"\S+\s*", done[line_start:])]
         # Fewer words than that: the whole unfinished line waits.
         hold_from = line_start + (words[-self.HOLD_WORDS] if len(words) > self.HOLD_WORDS else 0)
-        ready, held = text[:hold_from], text[hold_from:]
+        ready, held = done[:hold_from], done[hold_from:] + tail
         if held:
             self._held[name] = held
         if ready:
@@ -117,5 +121,5 @@ class RedactingPublisher:
     def drain(self) -> None:
         """Write the held-back words: the cell is over, nothing more will complete them."""
         for name in list(self._held):
-            self.inner.stream(name, self._held.pop(name))
+            self.inner.stream(name, self._scrub(self._held.pop(name)))
         self.inner.flush()

@@ -21,6 +21,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 __all__ = ["REDACTED", "Redactor", "secret_env_names"]
@@ -61,11 +62,28 @@ def _shape(triggers: tuple[str, ...], pattern: str) -> _Shape:
 
 
 _TOKEN = r"[A-Za-z0-9\-._~+/]+=*"
+_KEY_PAIRS = (
+    ("api", "key"),
+    ("access", "token"),
+    ("refresh", "token"),
+    ("id", "token"),
+    ("auth", "token"),
+    ("client", "secret"),
+    ("secret", "key"),
+)
+# Lower-case names of secret keys as written in JSON, URLs and env files.
+_SECRET_KEYS = (
+    *(f"{a}{sep}{b}" for a, b in _KEY_PAIRS for sep in ("_", "-", "")),
+    "password",
+    "passwd",
+)
 _SHAPES: tuple[_Shape, ...] = (
     # A whole header value: "Authorization: Bearer x", '"authorization": "Basic x"'.
     _shape(
         ("authorization",),
-        r"(?P<keep>authorization[\"']?\s*[:=]\s*[\"']?)(?:(?:bearer|basic|token)\s+)?" + _TOKEN,
+        r"(?P<keep>authorization[\"']?\s*[:=]\s*[\"']?)(?:(?:bearer|basic|token)\s+)?"
+        # Not the scheme word itself: "Authorization: Bearer" waits for its token.
+        r"(?!(?:bearer|basic|token)\b)" + _TOKEN,
     ),
     # A credential after its scheme anywhere else; needs a digit or some length so that
     # prose such as "bearer tokens" stays readable.
@@ -76,8 +94,8 @@ _SHAPES: tuple[_Shape, ...] = (
     ),
     # key=value and "key": "value" where the key names a secret.
     _shape(
-        ("key", "token", "secret", "password", "passwd"),
-        r"(?P<keep>\b[\w-]*(?:api[_-]?key|access[_-]?token|refresh[_-]?token|id[_-]?token|"
+        _SECRET_KEYS,
+        r"(?P<keep>(?:api[_-]?key|access[_-]?token|refresh[_-]?token|id[_-]?token|"
         r"auth[_-]?token|client[_-]?secret|secret[_-]?key|password|passwd)[\"']?\s*[:=]\s*[\"']?)"
         r"(?!\[REDACTED\])[^\"'\s,;&}]{4,}",
     ),
@@ -92,11 +110,34 @@ _SHAPES: tuple[_Shape, ...] = (
 )
 
 
+# One search over the lower-cased text decides whether any shape needs trying at all.
+_ANY_TRIGGER = re.compile("|".join(re.escape(t) for shape in _SHAPES for t in shape.triggers))
+
+
 def secret_env_names(environ: Mapping[str, str] | None = None) -> list[str]:
     """Environment variables whose values are credentials."""
     env = os.environ if environ is None else environ
     return [
         name for name in env if name in _PROVIDER_ENV or _SECRET_ENV_NAME.search(name) is not None
+    ]
+
+
+def _file_secrets(path: Path) -> list[str]:
+    """Values of secret settings written in a settings file (unreadable files: none)."""
+    import json
+
+    from ..config import SECRET_FIELDS, _field_name
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    if not isinstance(data, dict):
+        return []
+    return [
+        value
+        for key, value in data.items()
+        if isinstance(value, str) and _field_name(key) in SECRET_FIELDS
     ]
 
 
@@ -123,14 +164,23 @@ class Redactor:
 
     @classmethod
     def from_settings(
-        cls, settings: Any = None, environ: Mapping[str, str] | None = None
+        cls,
+        settings: Any = None,
+        environ: Mapping[str, str] | None = None,
+        files: Iterable[Path] = (),
     ) -> Redactor:
-        """Secrets of these settings (every ``SecretStr``) and of the environment."""
+        """Secrets of these settings (every ``SecretStr``), the environment and the files.
+
+        A key set in a settings file but overridden by a later layer is not in the
+        effective settings, yet it is still a secret: ``files`` are read for them too.
+        """
         env = os.environ if environ is None else environ
         values = [env[name] for name in secret_env_names(env)]
         if settings is not None:
             for name in type(settings).model_fields:
                 values.extend(_secret_values(getattr(settings, name, None)))
+        for path in files:
+            values.extend(_file_secrets(path))
         return cls(values)
 
     def __call__(self, text: str) -> str:
@@ -138,12 +188,14 @@ class Redactor:
 
     def redact(self, text: str) -> str:
         """The text with every secret replaced."""
-        if not text:
+        if len(text) < _MIN_LITERAL:
             return text
         for secret in self.literals:
             if secret in text:
                 text = text.replace(secret, REDACTED)
         lowered = text.lower()
+        if _ANY_TRIGGER.search(lowered) is None:
+            return text
         for shape in _SHAPES:
             if any(t in lowered for t in shape.triggers):
                 text = shape.pattern.sub(_replace, text)

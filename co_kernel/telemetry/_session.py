@@ -38,9 +38,16 @@ class SessionTelemetry:
     """Redaction, audit, tracing and rate limits for one session."""
 
     def __init__(
-        self, settings: Any, *, session_id: str, kernel_id: str, db_path: Path | None = None
+        self,
+        settings: Any,
+        *,
+        session_id: str,
+        kernel_id: str,
+        db_path: Path | None = None,
+        settings_files: list[Path] | None = None,
     ) -> None:
         self.settings = settings
+        self.settings_files = list(settings_files or [])
         self.session_id = session_id
         self.kernel_id = kernel_id
         self._db_path = db_path
@@ -61,7 +68,7 @@ class SessionTelemetry:
     def redactor(self) -> Redactor:
         """Secrets of the settings and the environment, read once per session."""
         if self._redactor is None:
-            self._redactor = Redactor.from_settings(self.settings)
+            self._redactor = Redactor.from_settings(self.settings, files=self.settings_files)
         return self._redactor
 
     def redact(self, text: str) -> str:

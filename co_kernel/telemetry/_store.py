@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SPAN_KINDS", "SpanRow", "connect", "read_spans"]
+__all__ = ["SPAN_KINDS", "SpanRow", "connect", "max_span_id", "read_spans"]
 
 SPAN_KINDS = ("turn", "agent", "model", "tool", "other")
 
@@ -121,6 +121,7 @@ def read_spans(
     session_id: str | None = None,
     kind: str | None = None,
     after_id: int = 0,
+    until_id: int | None = None,
     trace_ids: list[str] | None = None,
     limit: int | None = None,
     newest: bool = False,
@@ -129,6 +130,9 @@ def read_spans(
     if not path.exists():
         return []
     clauses, params = ["id > ?"], [after_id]
+    if until_id is not None:
+        clauses.append("id <= ?")
+        params.append(until_id)
     if session_id:
         # A prefix is enough, as in git: tail and traces print shortened ids.
         clauses.append("session_id LIKE ?")
@@ -152,3 +156,15 @@ def read_spans(
     finally:
         db.close()
     return rows[::-1] if newest else rows
+
+
+def max_span_id(path: Path) -> int:
+    """The id of the newest stored span (0 when there is none)."""
+    if not path.exists():
+        return 0
+    db = connect(path, create=False)
+    try:
+        row = db.execute("SELECT COALESCE(MAX(id), 0) FROM spans").fetchone()
+    finally:
+        db.close()
+    return int(row[0])

@@ -131,6 +131,9 @@ class Tracing:
                 include_content=self.include_content,
                 # Binary parts (images) would bloat the database; their media type stays.
                 include_binary_content=False,
+                # The full request parameters repeat every tool's schema on every request;
+                # `gen_ai.tool.definitions` (always recorded) already names the tools.
+                include_model_request_parameters=False,
             )
         )
 

@@ -50,7 +50,10 @@ class ChatSession:
             workspace=workspace,
         )
         self.telemetry = SessionTelemetry(
-            loaded.settings, session_id=self.deps.session_id, kernel_id=kernel_id
+            loaded.settings,
+            session_id=self.deps.session_id,
+            kernel_id=kernel_id,
+            settings_files=loaded.files,
         )
         self.history: list[ModelMessage] = []
         self.turns: list[TurnRecord] = []
