@@ -11,6 +11,8 @@ turn in ms and percent (target < 3 %), and the export cost per span measured on 
 spans the run produced (target < 1 ms).
 
     PYTHONPATH=. .venv/bin/python benchmarks/bench_tracing.py [--turns 200] [--block 20]
+
+Reports and always exits 0, like the other benchmarks.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from _common import median, ms, print_table, verdict
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic_ai.toolsets import FunctionToolset
@@ -156,22 +159,43 @@ def main() -> None:
         spans = list(captured.get_finished_spans())
         redactor = Redactor.from_settings(on.settings)
         per_span = _export_cost(spans, tmp / "export.db", redactor)
-    base, traced = statistics.median(off.times), statistics.median(on.times)
-    mean_base, mean_traced = statistics.fmean(off.times), statistics.fmean(on.times)
+    base, traced = median(off.times), median(on.times)
     added = traced - base
-    per_turn_spans = len(spans) / max(len(on.times), 1)
-    print(f"turns per arm: {len(on.times)} (blocks of {args.block}, alternating)")
-    print(f"spans per traced turn: {per_turn_spans:.1f}")
-    print(f"baseline, tracing off: median {base * 1000:7.2f} ms/turn (mean {mean_base * 1000:.2f})")
+    mean_base, mean_traced = statistics.fmean(off.times), statistics.fmean(on.times)
     print(
-        f"tracing on:            median {traced * 1000:7.2f} ms/turn (mean {mean_traced * 1000:.2f})"
+        f"{len(on.times)} turns per arm in alternating blocks of {args.block}; "
+        f"{len(spans) / max(len(on.times), 1):.1f} spans per traced turn "
+        f"(turn, agent run, 2 model requests, 2 tool calls)"
     )
-    print(
-        f"added per turn:        {added * 1000:+7.2f} ms = {added / base * 100:+.2f} % "
-        f"(mean {(mean_traced - mean_base) / mean_base * 100:+.2f} %; target < 3 %)"
-    )
-    print(
-        f"export per span:       {per_span * 1000:7.3f} ms (redact + JSON + SQLite; target < 1 ms)"
+    print_table(
+        "Tracing on versus off (same run)",
+        ["measure", "target", "tracing on", "baseline (off)", "difference", "verdict"],
+        [
+            [
+                "time per turn (median)",
+                "< +3 %",
+                ms(traced),
+                ms(base),
+                f"{added * 1000:+.2f} ms = {added / base * 100:+.2f} %",
+                verdict(added / base < 0.03),
+            ],
+            [
+                "time per turn (mean)",
+                "",
+                ms(mean_traced),
+                ms(mean_base),
+                f"{(mean_traced - mean_base) / mean_base * 100:+.2f} %",
+                "",
+            ],
+            [
+                "export per span",
+                "< 1 ms",
+                f"{per_span * 1000:.3f} ms",
+                "-",
+                "redact + JSON + SQLite, batches of 64",
+                verdict(per_span < 0.001),
+            ],
+        ],
     )
     sys.stdout.flush()
 
