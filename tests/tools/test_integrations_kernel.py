@@ -62,12 +62,16 @@ def test_unconfigured_integrations_are_not_offered(
 
 
 def test_integrations_are_collected_in_order_with_reasons(tmp_path: Path) -> None:
-    builds = collect_toolsets(Settings(google_token_path=tmp_path / "missing.json"))
-    assert [b.name for b in builds] == ["google", "slack"]
-    slack = builds[1]
+    builds = {
+        b.name: b for b in collect_toolsets(Settings(google_token_path=tmp_path / "missing.json"))
+    }
+    assert ["google", "slack"] == [n for n in builds if n in ("google", "slack")]
+    slack = builds["slack"]
     assert slack.toolset is None
     assert "slack_bot_token" in slack.reason and "SLACK_BOT_TOKEN" in slack.reason
-    configured = collect_toolsets(Settings(slack_bot_token="xoxb-1"))[1]
+    configured = next(
+        b for b in collect_toolsets(Settings(slack_bot_token="xoxb-1")) if b.name == "slack"
+    )
     assert configured.toolset is not None
     assert {name for name, ask in configured.approval.items() if ask} == {"send_slack_message"}
 
