@@ -81,6 +81,17 @@ def collect_status(project_dir: Path, session: Any = None) -> StatusReport:
         f"{settings.sandbox} (image {settings.sandbox_image}, network {settings.sandbox_network})",
     )
     _sandbox_rows(report, settings, project_dir, session)
+    tracing = "on" if settings.tracing else "off"
+    if settings.tracing and not settings.trace_content:
+        tracing += " (no message content)"
+    if settings.otlp_endpoint:
+        tracing += f", also OTLP to {settings.otlp_endpoint}"
+    report.add("telemetry", "traces", f"{tracing}; {where.data_dir / 'telemetry.db'}")
+    limits = [
+        f"{settings.max_requests_per_hour} requests/hour" if settings.max_requests_per_hour else "",
+        f"{settings.max_tokens_per_turn:,} tokens/turn" if settings.max_tokens_per_turn else "",
+    ]
+    report.add("telemetry", "rate limits", ", ".join(x for x in limits if x) or "none")
     report.add("paths", "config", str(where.config_dir))
     report.add("paths", "data", str(where.data_dir))
     return report

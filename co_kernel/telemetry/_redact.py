@@ -212,6 +212,12 @@ class Redactor:
             return type(value)(self.redact_value(v) for v in value)
         return value
 
+    def redact_bytes(self, data: bytes) -> bytes:
+        """UTF-8 bytes (e.g. messages serialised as JSON for a store), redacted."""
+        text = data.decode("utf-8", errors="surrogateescape")
+        cleaned = self.redact(text)
+        return data if cleaned is text else cleaned.encode("utf-8", errors="surrogateescape")
+
     def contains_secret(self, text: str) -> bool:
         """Whether redaction would change the text."""
         return self.redact(text) != text

@@ -244,3 +244,11 @@ def test_planted_secrets_reach_no_span_row_file_or_output(
     assert REDACTED.encode() in stored
     for secret in SECRETS:
         assert secret.encode() not in stored, f"{secret} stored under {co_home}"
+
+
+def test_serialised_messages_are_redacted_as_bytes() -> None:
+    r = Redactor(["stored-secret-9876"])
+    data = '{"parts":[{"content":"use stored-secret-9876 and Authorization: Bearer ab12cd34ef"}]}'
+    clean = r.redact_bytes(data.encode())
+    assert b"stored-secret-9876" not in clean and b"ab12cd34ef" not in clean
+    assert r.redact_bytes(b'{"parts":[]}') == b'{"parts":[]}'
