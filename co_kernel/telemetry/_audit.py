@@ -164,7 +164,18 @@ class AuditLog:
             self._local.db = None
 
 
-_TARGET_KEYS = ("path", "url", "channel", "cmd", "command", "file_id", "to", "query", "name")
+_TARGET_KEYS = (
+    "path",
+    "url",
+    "channel",
+    "cmd",
+    "command",
+    "file_id",
+    "to",
+    "query",
+    "name",
+    "code",
+)
 
 
 def audit_target(args: dict[str, Any]) -> str | None:

@@ -147,6 +147,7 @@ class ChatSession:
                 provider=handle.provider,
                 model_label=handle.label,
             )
+            self.telemetry.audit_unanswered(result, start, self.deps.turn_index)
             span.finish(result)
         self.history = result.messages
         if len(self.history) > start:

@@ -112,3 +112,27 @@ def test_tool_calls_leave_spans_and_audit_rows_with_their_decisions(
         ("list_slack_channels", "auto"),
         ("send_slack_message", "denied"),
     ]
+
+
+def test_a_call_cut_short_by_an_interrupt_is_audited(start_kernel, model_server, co_home):
+    kernel = start_kernel({"CO_APPROVAL_MODE": "approve"})
+    code = "import asyncio\nawait asyncio.sleep(30)"
+    model_server.extend(
+        [
+            {"text": "Ready."},
+            {"tool_calls": [{"name": "run_python", "arguments": {"code": code}}]},
+            {"text": "Still here."},
+        ]
+    )
+    kernel.execute("warm up")  # the first cell also waits for the model stack's import
+    stopped = kernel.execute("Wait a while in Python", interrupt_after=3.0, timeout=60)
+    assert stopped.reply["content"]["ename"] == "KeyboardInterrupt"
+    assert kernel.execute("Are you there?").markdown() == "Still here."
+    (row,) = AuditLog(telemetry_db(co_home)).query(tool="run_python")
+    assert (row["decision"], row["status"], row["turn"]) == ("approved", "interrupted", 2)
+    assert row["target"] == code
+    spans = wait_for_spans(telemetry_db(co_home), turns_done(3))
+    (turn,) = [s for s in spans if s.kind == "turn" and s.turn == 2]
+    assert turn.attributes["co.status"] == "interrupted"
+    events = [e["attributes"] for e in turn.events if e["name"] == "co.audit"]
+    assert [(e["co.tool"], e["co.status"]) for e in events] == [("run_python", "interrupted")]

@@ -161,3 +161,17 @@ def test_no_span_database_before_the_first_turn(start_kernel, co_home: Path):
     kernel = start_kernel()
     assert kernel.execute("%help").status == "ok"
     assert not telemetry_db(co_home).exists()
+
+
+def test_the_kernel_start_path_does_not_import_the_tracing_stack():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, co_kernel.kernel, co_kernel.dispatch, co_kernel.telemetry\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith(('opentelemetry.sdk', 'rich')))\n"
+        "print(loaded)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
