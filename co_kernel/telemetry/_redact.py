@@ -2,9 +2,11 @@
 
 A ``Redactor`` knows two kinds of secret:
 
-- literal values: every ``SecretStr`` in the settings, and the values of the provider
-  variables and of any environment variable whose name says it holds a credential
-  (``*_API_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*PASSWORD*``, ...);
+- literal values: every ``SecretStr`` in the settings (also one a later layer
+  overrides), the values of the provider variables and of any environment variable
+  whose name says it holds a credential (``*_API_KEY``, ``*_TOKEN``, ``*_SECRET``,
+  ``*PASSWORD*``, ...), and the tokens and client secrets in OAuth files (Google's token
+  and client files, Application Default Credentials);
 - shapes: ``Authorization:`` headers, ``Bearer``/``Basic`` credentials, ``key=value``
   pairs whose key names a secret, and the well-known key formats (``sk-...``,
   ``AIza...``, ``ya29....``, ``xoxb-...``, ``ghp_...``, ``glpat-...``).
@@ -141,6 +143,59 @@ def _file_secrets(path: Path) -> list[str]:
     ]
 
 
+# Keys whose values are credentials in OAuth token, client and service-account files.
+_CREDENTIAL_KEYS = frozenset(
+    {"token", "access_token", "refresh_token", "id_token", "client_secret", "private_key"}
+)
+_CREDENTIAL_FIELD = re.compile(r"token|secret|credential", re.IGNORECASE)
+
+
+def _credential_files(settings: Any, env: Mapping[str, str]) -> list[Path]:
+    """OAuth token and client files: path settings named so, Google's defaults, ADC."""
+    from ..config import paths
+
+    found: list[Path] = []
+    if settings is not None:
+        for name in type(settings).model_fields:
+            value = getattr(settings, name, None)
+            if isinstance(value, Path) and _CREDENTIAL_FIELD.search(name):
+                found.append(value.expanduser())
+    config_dir = paths().config_dir
+    found += [config_dir / "google_token.json", config_dir / "google_client_secrets.json"]
+    if env.get("GOOGLE_APPLICATION_CREDENTIALS"):
+        found.append(Path(env["GOOGLE_APPLICATION_CREDENTIALS"]).expanduser())
+    gcloud = env.get("CLOUDSDK_CONFIG") or str(Path("~/.config/gcloud").expanduser())
+    found.append(Path(gcloud) / "application_default_credentials.json")
+    return found
+
+
+def _json_secrets(path: Path) -> list[str]:
+    """Credential values anywhere in a JSON file (missing or unreadable files: none)."""
+    import json
+
+    try:
+        if not path.is_file() or path.stat().st_size > 1_000_000:
+            return []
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    found: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if key in _CREDENTIAL_KEYS and isinstance(item, str):
+                    found.append(item)
+                else:
+                    walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(data)
+    return found
+
+
 def _secret_values(value: Any) -> Iterable[str]:
     from pydantic import SecretStr
 
@@ -181,6 +236,8 @@ class Redactor:
                 values.extend(_secret_values(getattr(settings, name, None)))
         for path in files:
             values.extend(_file_secrets(path))
+        for path in _credential_files(settings, env):
+            values.extend(_json_secrets(path))
         return cls(values)
 
     def __call__(self, text: str) -> str:

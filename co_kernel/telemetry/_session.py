@@ -7,6 +7,7 @@ and nothing is set up before the first turn.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -55,6 +56,9 @@ class SessionTelemetry:
         self._audit: AuditLog | None = None
         self._tracing: Tracing | None = None
         self._window: RequestWindow | None = None
+        self._broken = False
+        self.problems: list[str] = []
+        """Set-up failures to show in the next cell (telemetry never stops a turn)."""
 
     @property
     def db_path(self) -> Path:
@@ -77,28 +81,52 @@ class SessionTelemetry:
     @property
     def tracing(self) -> Tracing | None:
         """The session's tracer provider, set up on first use; None when `tracing` is off."""
-        if self._tracing is None and self.settings.tracing:
+        if self._tracing is None and self.settings.tracing and not self._broken:
             from .. import __version__
             from ._tracing import Tracing
 
-            self._tracing = Tracing(
-                self.db_path,
-                self.redactor,
-                include_content=self.settings.trace_content,
-                otlp_endpoint=self.settings.otlp_endpoint,
-                batch_delay=self.settings.trace_batch_delay,
-                service_version=__version__,
-            )
+            try:
+                self._tracing = Tracing(
+                    self.db_path,
+                    self.redactor,
+                    include_content=self.settings.trace_content,
+                    otlp_endpoint=self.settings.otlp_endpoint,
+                    batch_delay=self.settings.trace_batch_delay,
+                    service_version=__version__,
+                )
+            except (OSError, sqlite3.Error) as exc:
+                self._fail(exc)
         return self._tracing
 
-    def audit_log(self) -> AuditLog:
-        """The audit log, redacting, whose rows also become events on the current span."""
-        if self._audit is None:
-            self._audit = AuditLog(self.db_path, redact=self.redact)
+    def audit_log(self) -> AuditLog | None:
+        """The audit log, redacting, whose rows also become events on the current span.
+
+        None when the database cannot be written (the turn still runs; the person is told).
+        """
+        if self._audit is None and not self._broken:
+            try:
+                self._audit = AuditLog(self.db_path, redact=self.redact)
+            except (OSError, sqlite3.Error) as exc:
+                self._fail(exc)
+                return None
             tracing = self.tracing
             if tracing is not None:
                 self._audit.listeners.append(tracing.record_decision)
         return self._audit
+
+    def _fail(self, exc: BaseException) -> None:
+        self._broken = True
+        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        self.problems.append(
+            f"Telemetry is off for this session: cannot write `{self.db_path}` ({reason}). "
+            "Turns run as usual; no spans or audit rows are recorded. Check the data "
+            "directory (`CO_HOME`), or set `tracing` to false to silence this."
+        )
+
+    def take_problems(self) -> list[str]:
+        """Problems not yet shown to the person (each is shown once)."""
+        problems, self.problems = self.problems, []
+        return problems
 
     def capabilities(self) -> list[AbstractCapability[Any]]:
         """Capabilities for the session's agent: instrumentation and rate limits."""
@@ -122,7 +150,10 @@ class SessionTelemetry:
         return caps
 
     def _audit_refusal(self, limit: str, message: str, turn: int) -> None:
-        self.audit_log().record(
+        audit = self.audit_log()
+        if audit is None:
+            return
+        audit.record(
             AuditEvent(
                 session_id=self.session_id,
                 turn=turn,
@@ -167,7 +198,10 @@ class SessionTelemetry:
             for part in message.parts:
                 if isinstance(part, ToolReturnPart) and part.content == INTERRUPTED_TOOL_RETURN:
                     decision = decisions.get(part.tool_call_id) or "interrupted"
-                    self.audit_log().record(
+                    audit = self.audit_log()
+                    if audit is None:
+                        return count
+                    audit.record(
                         AuditEvent(
                             session_id=self.session_id,
                             turn=turn,

@@ -135,6 +135,8 @@ class ChatSession:
         self.deps.turn_index = len(self.turns) + 1
         if self.deps.audit is None:
             self.deps.audit = self.telemetry.audit_log()
+        for problem in self.telemetry.take_problems():
+            frontend.on_notice(problem, "warning")
         with self.telemetry.turn(
             turn=self.deps.turn_index, model=handle.label, prompt=prompt
         ) as span:

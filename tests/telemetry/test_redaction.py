@@ -252,3 +252,24 @@ def test_serialised_messages_are_redacted_as_bytes() -> None:
     clean = r.redact_bytes(data.encode())
     assert b"stored-secret-9876" not in clean and b"ab12cd34ef" not in clean
     assert r.redact_bytes(b'{"parts":[]}') == b'{"parts":[]}'
+
+
+def test_oauth_token_files_supply_their_tokens(tmp_path: Path) -> None:
+    token_file = tmp_path / "google_token.json"
+    token_file.write_text(
+        json.dumps(
+            {
+                "token": "oauth-access-4f8e2a",
+                "refresh_token": "oauth-refresh-9d1c7b",
+                "client_id": "co-test.apps.googleusercontent.com",
+                "client_secret": "oauth-client-secret-3e5a",
+            }
+        )
+    )
+    adc = tmp_path / "adc.json"
+    adc.write_text(json.dumps({"type": "service_account", "private_key": "-----BEGIN KEY-----x"}))
+    settings = Settings(google_token_path=token_file)
+    r = Redactor.from_settings(settings, environ={"GOOGLE_APPLICATION_CREDENTIALS": str(adc)})
+    text = "oauth-access-4f8e2a oauth-refresh-9d1c7b oauth-client-secret-3e5a -----BEGIN KEY-----x"
+    assert r.redact(text) == " ".join([REDACTED] * 4)
+    assert r.redact("co-test.apps.googleusercontent.com") == "co-test.apps.googleusercontent.com"

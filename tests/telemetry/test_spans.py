@@ -175,3 +175,18 @@ def test_the_kernel_start_path_does_not_import_the_tracing_stack():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_an_unwritable_data_directory_turns_telemetry_off_not_the_turn(
+    start_kernel, model_server, co_home: Path
+):
+    (co_home / "data").write_text("not a directory")
+    kernel = start_kernel()
+    model_server.extend([{"text": "Answer one."}, {"text": "Answer two."}])
+    first = kernel.execute("hello")
+    assert first.status == "ok"
+    assert "Answer one." in first.markdown()
+    assert "Telemetry is off for this session" in first.text()
+    assert "telemetry.db" in first.text()
+    second = kernel.execute("again")
+    assert second.status == "ok" and "Telemetry is off" not in second.text(), "said once"
