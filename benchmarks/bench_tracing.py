@@ -85,9 +85,10 @@ class _Arm:
         )
         self.deps.audit = self.telemetry.audit_log()
         self.times: list[float] = []
+        self.cpu: list[float] = []
 
     async def turn(self, index: int) -> None:
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         self.deps.turn_index = index
         prompt = f"Count the words, please ({index})."
         with self.telemetry.turn(turn=index, model=self.handle.label, prompt=prompt) as span:
@@ -102,6 +103,9 @@ class _Arm:
             )
             span.finish(result)
         self.times.append(time.perf_counter() - started)
+        # Process CPU time counts every thread (the exporter's too) and is less swayed by
+        # other programs on a busy machine than wall time.
+        self.cpu.append(time.process_time() - cpu)
         if result.error:
             raise SystemExit(f"turn {index} failed: {result.error}")
 
@@ -123,6 +127,7 @@ async def _run(turns: int, block: int, tmp: Path) -> tuple[_Arm, _Arm, InMemoryS
             for i in range(block // 2 or 1):
                 await arm.turn(-i - 1)
             arm.times.clear()
+            arm.cpu.clear()
         captured.clear()
         index = 0
         while index < turns:
@@ -185,6 +190,15 @@ def main() -> None:
                 ms(mean_traced),
                 ms(mean_base),
                 f"{(mean_traced - mean_base) / mean_base * 100:+.2f} %",
+                "",
+            ],
+            [
+                "CPU per turn (median, all threads)",
+                "",
+                ms(median(on.cpu)),
+                ms(median(off.cpu)),
+                f"{(median(on.cpu) - median(off.cpu)) * 1000:+.2f} ms = "
+                f"{(median(on.cpu) - median(off.cpu)) / median(off.cpu) * 100:+.2f} %",
                 "",
             ],
             [
