@@ -75,9 +75,7 @@ class _Arm:
         self.deps = CoDeps(
             settings=settings, session_id=uuid.uuid4().hex, kernel_id="bench", workspace=workspace
         )
-        self.telemetry = SessionTelemetry(
-            settings, session_id=self.deps.session_id, kernel_id="bench", db_path=db
-        )
+        self.telemetry = SessionTelemetry(settings, kernel_id="bench", db_path=db)
         self.handle = build_model(settings, settings.model, base_dir=workspace)
         toolset: FunctionToolset[Any] = FunctionToolset([count_words, count_lines])
         self.agent = build_agent(
@@ -91,7 +89,9 @@ class _Arm:
         started, cpu = time.perf_counter(), time.process_time()
         self.deps.turn_index = index
         prompt = f"Count the words, please ({index})."
-        with self.telemetry.turn(turn=index, model=self.handle.label, prompt=prompt) as span:
+        with self.telemetry.turn(
+            session_id=self.deps.session_id, turn=index, model=self.handle.label, prompt=prompt
+        ) as span:
             result = await run_turn(
                 self.agent,
                 prompt,

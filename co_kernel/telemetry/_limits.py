@@ -80,8 +80,8 @@ class RateLimits(AbstractCapability[Any]):
     """The session's requests-per-hour window; None when unlimited."""
     max_tokens_per_turn: int | None = None
     """Tokens (input + output) one turn may use; None when unlimited."""
-    on_refused: Callable[[str, str, int], None] | None = field(default=None, repr=False)
-    """Called with (limit name, message, turn) before the request is refused (audit log)."""
+    on_refused: Callable[[str, str, Any], None] | None = field(default=None, repr=False)
+    """Called with (limit name, message, deps) before the request is refused (audit log)."""
 
     async def before_model_request(self, ctx: Any, request_context: Any) -> Any:
         if self.max_tokens_per_turn is not None:
@@ -111,7 +111,7 @@ class RateLimits(AbstractCapability[Any]):
 
     def _refuse(self, ctx: Any, limit: str, message: str) -> None:
         if self.on_refused is not None:
-            self.on_refused(limit, message, int(getattr(ctx.deps, "turn_index", 0) or 0))
+            self.on_refused(limit, message, ctx.deps)
         raise CoLimitExceeded(message)
 
 

@@ -31,9 +31,6 @@ class _NoSpan:
     def finish(self, result: Any) -> None:
         pass
 
-    def refused(self, message: str) -> None:
-        pass
-
 
 class SessionTelemetry:
     """Redaction, audit, tracing and rate limits for one session."""
@@ -42,14 +39,13 @@ class SessionTelemetry:
         self,
         settings: Any,
         *,
-        session_id: str,
         kernel_id: str,
         db_path: Path | None = None,
         settings_files: list[Path] | None = None,
     ) -> None:
+        # The session id is passed per turn: `%resume` may change it during a session.
         self.settings = settings
         self.settings_files = list(settings_files or [])
-        self.session_id = session_id
         self.kernel_id = kernel_id
         self._db_path = db_path
         self._redactor: Redactor | None = None
@@ -149,14 +145,14 @@ class SessionTelemetry:
             )
         return caps
 
-    def _audit_refusal(self, limit: str, message: str, turn: int) -> None:
+    def _audit_refusal(self, limit: str, message: str, deps: Any) -> None:
         audit = self.audit_log()
         if audit is None:
             return
         audit.record(
             AuditEvent(
-                session_id=self.session_id,
-                turn=turn,
+                session_id=deps.session_id,
+                turn=deps.turn_index,
                 tool="model_request",
                 action="request",
                 target=limit,
@@ -166,7 +162,7 @@ class SessionTelemetry:
             )
         )
 
-    def audit_unanswered(self, result: Any, start: int, turn: int) -> int:
+    def audit_unanswered(self, result: Any, start: int, deps: Any) -> int:
         """Audit rows for the calls a stopped turn left without a result; returns how many.
 
         ``run_turn`` audits each call when its result arrives; a call still running (or
@@ -203,8 +199,8 @@ class SessionTelemetry:
                         return count
                     audit.record(
                         AuditEvent(
-                            session_id=self.session_id,
-                            turn=turn,
+                            session_id=deps.session_id,
+                            turn=deps.turn_index,
                             tool=part.tool_name,
                             target=targets.get(part.tool_call_id),
                             decision=decision,
@@ -216,14 +212,16 @@ class SessionTelemetry:
         return count
 
     @contextmanager
-    def turn(self, *, turn: int, model: str, prompt: str) -> Iterator[TurnSpan | _NoSpan]:
+    def turn(
+        self, *, session_id: str, turn: int, model: str, prompt: str
+    ) -> Iterator[TurnSpan | _NoSpan]:
         """The span of one turn, or a stand-in when tracing is off."""
         tracing = self.tracing
         if tracing is None:
             yield _NoSpan()
             return
         with tracing.turn_span(
-            session_id=self.session_id,
+            session_id=session_id,
             turn=turn,
             kernel_id=self.kernel_id,
             model=model,

@@ -74,11 +74,6 @@ class TurnSpan:
         else:
             span.set_status(Status(StatusCode.OK))
 
-    def refused(self, message: str) -> None:
-        """The turn did not run (bad prompt, no model)."""
-        if self.span is not None and self.span.is_recording():
-            self.span.set_status(Status(StatusCode.ERROR, message))
-
 
 class Tracing:
     """A tracer provider exporting to SQLite (always) and OTLP (when configured)."""

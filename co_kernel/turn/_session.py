@@ -51,7 +51,6 @@ class ChatSession:
         )
         self.telemetry = SessionTelemetry(
             loaded.settings,
-            session_id=self.deps.session_id,
             kernel_id=kernel_id,
             settings_files=loaded.files,
         )
@@ -138,7 +137,10 @@ class ChatSession:
         for problem in self.telemetry.take_problems():
             frontend.on_notice(problem, "warning")
         with self.telemetry.turn(
-            turn=self.deps.turn_index, model=handle.label, prompt=prompt
+            session_id=self.deps.session_id,
+            turn=self.deps.turn_index,
+            model=handle.label,
+            prompt=prompt,
         ) as span:
             result = await run_turn(
                 agent,
@@ -149,7 +151,7 @@ class ChatSession:
                 provider=handle.provider,
                 model_label=handle.label,
             )
-            self.telemetry.audit_unanswered(result, start, self.deps.turn_index)
+            self.telemetry.audit_unanswered(result, start, self.deps)
             span.finish(result)
         self.history = result.messages
         if len(self.history) > start:

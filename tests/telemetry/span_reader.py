@@ -17,7 +17,7 @@ def wait_for_spans(
     db: Path,
     ready: Callable[[list[SpanRow]], bool],
     *,
-    timeout: float = 30.0,
+    timeout: float = 60.0,
     **filters: object,
 ) -> list[SpanRow]:
     """Spans (filtered as ``read_spans``) once ``ready`` says they are all there.
