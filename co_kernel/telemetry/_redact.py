@@ -107,7 +107,7 @@ _SHAPES: tuple[_Shape, ...] = (
     _shape(("ya29.",), r"\bya29\.[0-9A-Za-z_\-.]{10,}"),
     _shape(("1//",), r"(?<![\w/])1//[0-9A-Za-z_\-]{20,}"),
     _shape(("xox",), r"\bxox[abposr]-[0-9A-Za-z\-]{10,}"),
-    _shape(("gh",), r"\bgh[pousr]_[A-Za-z0-9]{20,}"),
+    _shape(("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), r"\bgh[pousr]_[A-Za-z0-9]{20,}"),
     _shape(("glpat-",), r"\bglpat-[A-Za-z0-9_\-]{16,}"),
 )
 
