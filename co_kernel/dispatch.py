@@ -19,9 +19,12 @@ from .frontend import (
     ConsoleFrontend,
     HeadlessFrontend,
     KernelPublisher,
+    KernelStdin,
     NotebookFrontend,
     Publisher,
     RedactingPublisher,
+    StdinApprover,
+    WidgetApprover,
     policy_approver,
 )
 from .magics import MagicContext, MagicError, find_magic, parse_magic
@@ -109,19 +112,32 @@ class CellDispatcher:
         return frontend
 
     def _make_frontend(self, request: CellRequest) -> BaseFrontend:
+        """The frontend for who sent the cell, with its way of asking for approval.
+
+        Notebook -> a widget card; console -> a ``[y/n/a]`` input request on stdin;
+        headless -> the ``approval_mode`` policy, printed in the cell. Without a kernel
+        (no comms, no stdin channel) the policy answers everywhere.
+        """
         settings = self.session.settings
         kind = frontend_kind(request)
         rate = settings.stream_max_updates_per_second
+        policy = policy_approver(settings.approval_mode)
         if kind == "notebook":
             import asyncio
 
             loop = asyncio.get_running_loop()
-            approver = self.approvers.get("notebook") or policy_approver(settings.approval_mode)
+            approver = self.approvers.get("notebook") or (
+                WidgetApprover(self.publisher) if self._kernel is not None else policy
+            )
             return NotebookFrontend(
                 self.publisher, approver, max_rate=rate, call_later=loop.call_later
             )
         if kind == "console":
-            approver = self.approvers.get("console") or policy_approver(settings.approval_mode)
+            approver = self.approvers.get("console") or (
+                StdinApprover(KernelStdin(self._kernel), self.publisher)
+                if self._kernel is not None
+                else policy
+            )
             return ConsoleFrontend(self.publisher, approver, max_rate=rate)
         return HeadlessFrontend(self.publisher, settings.approval_mode)
 

@@ -30,4 +30,6 @@ scripts/start-docker.sh
 scripts/build-sandbox-image.sh co-sandbox-test:bookworm
 
 export CO_TEST_SANDBOX_IMAGE=co-sandbox-test:bookworm
+# The regression notebooks' kernels use it too (no registry here for python:3.12-slim).
+export CO_SANDBOX_IMAGE=co-sandbox-test:bookworm
 exec .venv/bin/python -m pytest --nbval tests notebooks "$@"

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ._audit import DECISIONS, AuditEvent, AuditLog, audit_target
 from ._redact import REDACTED, Redactor, secret_env_names
 from ._session import SessionTelemetry
-from ._usage import TurnUsage, UsageTotals, sum_usage, usage_from_spans
+from ._usage import UsageTotals, usage_from_spans
 
 if TYPE_CHECKING:
     from ._limits import CoLimitExceeded, RateLimits, RequestWindow, usage_limit_message
@@ -34,11 +34,9 @@ __all__ = [
     "RequestWindow",
     "SessionTelemetry",
     "Tracing",
-    "TurnUsage",
     "UsageTotals",
     "audit_target",
     "secret_env_names",
-    "sum_usage",
     "telemetry_db_path",
     "usage_from_spans",
     "usage_limit_message",

@@ -162,55 +162,6 @@ class SessionTelemetry:
             )
         )
 
-    def audit_unanswered(self, result: Any, start: int, deps: Any) -> int:
-        """Audit rows for the calls a stopped turn left without a result; returns how many.
-
-        ``run_turn`` audits each call when its result arrives; a call still running (or
-        waiting for approval) when the person interrupted never gets one, so its row is
-        written here, from the synthetic "Interrupted by user." return that keeps the
-        history valid.
-        """
-        if not getattr(result, "interrupted", False):
-            return 0
-        from pydantic_ai.messages import ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
-
-        from ..turn._approval import normalise_args
-        from ..turn._run import INTERRUPTED_TOOL_RETURN
-        from ._audit import audit_target
-
-        decisions: dict[str, str] = getattr(result, "decisions", {}) or {}
-        new = result.messages[start:]
-        targets = {
-            part.tool_call_id: audit_target(normalise_args(part.args))
-            for message in new
-            if isinstance(message, ModelResponse)
-            for part in message.parts
-            if isinstance(part, ToolCallPart)
-        }
-        count = 0
-        for message in new:
-            if not isinstance(message, ModelRequest):
-                continue
-            for part in message.parts:
-                if isinstance(part, ToolReturnPart) and part.content == INTERRUPTED_TOOL_RETURN:
-                    decision = decisions.get(part.tool_call_id) or "interrupted"
-                    audit = self.audit_log()
-                    if audit is None:
-                        return count
-                    audit.record(
-                        AuditEvent(
-                            session_id=deps.session_id,
-                            turn=deps.turn_index,
-                            tool=part.tool_name,
-                            target=targets.get(part.tool_call_id),
-                            decision=decision,
-                            status="interrupted",
-                            detail="The turn was interrupted before the call returned.",
-                        )
-                    )
-                    count += 1
-        return count
-
     @contextmanager
     def turn(
         self, *, session_id: str, turn: int, model: str, prompt: str

@@ -34,16 +34,22 @@ def build_agent(
     """
     from pydantic_ai import Agent, DeferredToolRequests, RunContext
 
+    from ..tools._errors import ToolErrorGuard
     from ._deps import CoDeps
+    from ._govern import GovernHistory
 
     config_dir = paths().config_dir
 
     async def instructions(ctx: RunContext[CoDeps]) -> str:
         # async: a sync function would cost a thread hop on every request
+        from ..tools.memory import memory_prompt
+
+        prompt = ctx.prompt if isinstance(ctx.prompt, str) else None
         return build_system_prompt(
             personality=ctx.deps.settings.personality,
             project_dir=ctx.deps.workspace,
             config_dir=config_dir,
+            extra_sections=[memory_prompt(ctx.deps, prompt)],
         )
 
     return Agent(
@@ -53,7 +59,11 @@ def build_agent(
         output_type=[str, DeferredToolRequests],
         instructions=instructions,
         toolsets=toolsets,
+        # ToolErrorGuard: every toolset's failures become readable tool errors, never a
+        # dead turn. GovernHistory: trimming and windowing before each model request.
+        # Telemetry's (instrumentation, rate limits) come first; Instrumentation orders
+        # itself outermost either way.
+        capabilities=[*capabilities, ToolErrorGuard(), GovernHistory()],
         retries=settings.tool_retries,
         model_settings={"max_retries": 0, "timeout": settings.request_timeout},
-        capabilities=list(capabilities),
     )

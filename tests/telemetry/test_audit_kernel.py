@@ -129,7 +129,7 @@ def test_a_call_cut_short_by_an_interrupt_is_audited(start_kernel, model_server,
     assert stopped.reply["content"]["ename"] == "KeyboardInterrupt"
     assert kernel.execute("Are you there?").markdown() == "Still here."
     (row,) = AuditLog(telemetry_db(co_home)).query(tool="run_python")
-    assert (row["decision"], row["status"], row["turn"]) == ("approved", "interrupted", 2)
+    assert (row["decision"], row["status"], row["turn"]) == ("interrupted", "interrupted", 2)
     assert row["target"] == code
     spans = wait_for_spans(telemetry_db(co_home), turns_done(3))
     (turn,) = [s for s in spans if s.kind == "turn" and s.turn == 2]

@@ -43,10 +43,10 @@ def test_requests_per_hour_stop_the_next_request(start_kernel, model_server, co_
     assert kernel.is_alive()
     assert kernel.execute("%help").status == "ok"
     rows = AuditLog(telemetry_db(co_home)).query(decision="rate-limited")
-    # Both refusals are turn 2: a turn that left nothing in the history keeps its number.
-    assert [(r["turn"], r["target"], r["status"]) for r in rows] == [
+    # One refusal in the second turn (after its tool call), one at the start of the third.
+    assert sorted((r["turn"], r["target"], r["status"]) for r in rows) == [
         (2, "max_requests_per_hour", "refused"),
-        (2, "max_requests_per_hour", "refused"),
+        (3, "max_requests_per_hour", "refused"),
     ]
     assert "nothing was sent" in rows[0]["detail"]
 

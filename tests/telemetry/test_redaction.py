@@ -240,6 +240,9 @@ def test_planted_secrets_reach_no_span_row_file_or_output(
         assert secret not in outputs, f"{secret} in a cell output"
     files = [p for p in co_home.rglob("*") if p.is_file()]
     assert telemetry_db(co_home) in files
+    sessions = co_home / "data" / "sessions.db"
+    assert sessions in files, "the saved sessions are scanned too"
+    assert b"Call it with Authorization: [REDACTED]" in sessions.read_bytes()
     stored = b"".join(p.read_bytes() for p in files)
     assert REDACTED.encode() in stored
     for secret in SECRETS:

@@ -65,7 +65,7 @@ def test_integrations_are_collected_in_order_with_reasons(tmp_path: Path) -> Non
     builds = {
         b.name: b for b in collect_toolsets(Settings(google_token_path=tmp_path / "missing.json"))
     }
-    assert ["google", "slack"] == [n for n in builds if n in ("google", "slack")]
+    assert [n for n in builds if n in ("google", "slack")] == ["google", "slack"]
     slack = builds["slack"]
     assert slack.toolset is None
     assert "slack_bot_token" in slack.reason and "SLACK_BOT_TOKEN" in slack.reason
