@@ -108,6 +108,27 @@ class Settings(BaseSettings):
         None, description="Pace of a `replay:` script (None = as fast as possible)"
     )
 
+    # --- local model ---
+    local_default: bool = Field(
+        True,
+        description="With no model configured, use the small bundled local model if installed",
+    )
+    local_threads: int | None = Field(
+        None,
+        ge=1,
+        le=256,
+        description="CPU threads llama.cpp uses for a `local:` model (None = half the cores)",
+    )
+    local_context: int = Field(
+        4096, ge=512, le=262_144, description="Context size in tokens of a `local:` model"
+    )
+    local_port: int = Field(
+        0, ge=0, le=65_535, description="Port of the local model server on 127.0.0.1 (0 = any)"
+    )
+    local_max_tokens: int = Field(
+        1024, ge=1, description="Most tokens a `local:` model may generate per request"
+    )
+
     # --- turn behaviour ---
     verbose: bool = Field(False, description="Show the model's thinking, collapsed")
     personality: str = Field("friendly", description="Tone of the assistant")

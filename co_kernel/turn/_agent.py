@@ -26,11 +26,15 @@ def build_agent(
     settings: Settings,
     toolsets: list[AbstractToolset[Any]],
     *,
+    compact_prompt: bool = False,
+    model_settings: dict[str, Any] | None = None,
     capabilities: Sequence[AbstractCapability[Any]] = (),
 ) -> Agent[CoDeps, Any]:
     """An agent whose output is text or a batch of calls waiting for approval.
 
-    ``capabilities`` come from telemetry: OpenTelemetry instrumentation and rate limits.
+    ``compact_prompt`` and ``model_settings`` come from the model handle (a tiny local
+    model gets the short system prompt and a generation cap); ``capabilities`` from
+    telemetry (OpenTelemetry instrumentation and rate limits).
     """
     from pydantic_ai import Agent, DeferredToolRequests, RunContext
 
@@ -50,6 +54,7 @@ def build_agent(
             project_dir=ctx.deps.workspace,
             config_dir=config_dir,
             extra_sections=[memory_prompt(ctx.deps, prompt)],
+            compact=compact_prompt,
         )
 
     return Agent(
@@ -65,5 +70,9 @@ def build_agent(
         # itself outermost either way.
         capabilities=[*capabilities, ToolErrorGuard(), GovernHistory()],
         retries=settings.tool_retries,
-        model_settings={"max_retries": 0, "timeout": settings.request_timeout},
+        model_settings={
+            "max_retries": 0,
+            "timeout": settings.request_timeout,
+            **(model_settings or {}),
+        },
     )
