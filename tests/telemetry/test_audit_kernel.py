@@ -136,3 +136,26 @@ def test_a_call_cut_short_by_an_interrupt_is_audited(start_kernel, model_server,
     assert turn.attributes["co.status"] == "interrupted"
     events = [e["attributes"] for e in turn.events if e["name"] == "co.audit"]
     assert [(e["co.tool"], e["co.status"]) for e in events] == [("run_python", "interrupted")]
+
+
+def test_a_scope_refusal_is_audited_on_the_tool_span(start_kernel, model_server, co_home):
+    kernel = start_kernel()
+    model_server.extend(
+        [
+            {"tool_calls": [{"name": "read_file", "arguments": {"path": "/etc/hostname"}}]},
+            {"text": "I may not read that."},
+        ]
+    )
+    assert kernel.execute("Read /etc/hostname", mode="headless").status == "ok"
+    db = telemetry_db(co_home)
+    refused = AuditLog(db).query(decision="scope-refused")
+    assert [(r["tool"], r["status"], r["target"]) for r in refused] == [
+        ("read_file", "refused", "/etc/hostname")
+    ]
+    spans = wait_for_spans(db, turns_done(1))
+    (tool,) = [s for s in spans if s.kind == "tool"]
+    assert tool.tool == "read_file"
+    events = [e["attributes"] for e in tool.events if e["name"] == "co.audit"]
+    assert [(e["co.decision"], e["co.target"]) for e in events] == [
+        ("scope-refused", "/etc/hostname")
+    ]
