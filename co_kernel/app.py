@@ -1,4 +1,4 @@
-"""The ``co-kernel`` command line: install the kernelspec, report status."""
+"""The ``co-kernel`` command line: install the kernelspec, report status, view telemetry."""
 
 from __future__ import annotations
 
@@ -112,6 +112,9 @@ def main(argv: list[str] | None = None) -> int:
         "--project", default=".", help="the notebook folder (for .co/settings.json)"
     )
     p_auth.set_defaults(func=_cmd_google_auth)
+    from .telemetry._cli import add_telemetry_commands
+
+    add_telemetry_commands(sub)
     args = parser.parse_args(argv)
     return int(args.func(args))
 

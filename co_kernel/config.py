@@ -279,6 +279,31 @@ class Settings(BaseSettings):
         None, description="Slack Web API base URL replacing https://slack.com/api/ (tests)"
     )
 
+    # --- telemetry ---
+    tracing: bool = Field(
+        True, description="Record OpenTelemetry spans of every turn in <data dir>/telemetry.db"
+    )
+    trace_content: bool = Field(
+        True, description="Put prompts, answers and tool arguments in spans (secrets redacted)"
+    )
+    otlp_endpoint: str | None = Field(
+        None, description="Also send spans to this OTLP/HTTP endpoint, e.g. http://localhost:4318"
+    )
+    trace_batch_delay: float = Field(
+        0.5, gt=0, le=60, description="Seconds a finished span waits to be written in a batch"
+    )
+    show_footer: Literal["auto", "always", "never"] = Field(
+        "auto",
+        description="The one-line footer after a turn (model, tokens, requests, duration); "
+        "auto = in notebooks and consoles, not in headless runs (nbval, nbclient)",
+    )
+    max_requests_per_hour: int | None = Field(
+        None, ge=1, description="Model requests one session may make in any hour"
+    )
+    max_tokens_per_turn: int | None = Field(
+        None, ge=1, description="Tokens (input + output) one turn may use"
+    )
+
     @classmethod
     def settings_customise_sources(
         cls,

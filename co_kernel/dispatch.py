@@ -22,6 +22,7 @@ from .frontend import (
     KernelStdin,
     NotebookFrontend,
     Publisher,
+    RedactingPublisher,
     StdinApprover,
     WidgetApprover,
     policy_approver,
@@ -80,7 +81,9 @@ class CellDispatcher:
         self._session_factory = session_factory
         self._session: ChatSession | None = None
         self._kernel = kernel
-        self.publisher: Publisher = KernelPublisher(shell)
+        # Every output of every cell passes the session's redactor (API keys, tokens).
+        self._redacting = RedactingPublisher(KernelPublisher(shell), self._redact)
+        self.publisher: Publisher = self._redacting
         self.notebook = NotebookContext(shell)
         self.approvers: dict[str, Approver] = {}
         self._warned_settings = False
@@ -95,7 +98,20 @@ class CellDispatcher:
             self._session.deps.notebook = self.notebook
         return self._session
 
+    def _redact(self, text: str) -> str:
+        try:
+            return self.session.telemetry.redact(text)
+        except Exception:  # no session (settings failed to load): the environment's secrets
+            from .telemetry import Redactor
+
+            return Redactor.from_settings(None).redact(text)
+
     def make_frontend(self, request: CellRequest) -> BaseFrontend:
+        frontend = self._make_frontend(request)
+        frontend.footer_mode = self.session.settings.show_footer
+        return frontend
+
+    def _make_frontend(self, request: CellRequest) -> BaseFrontend:
         """The frontend for who sent the cell, with its way of asking for approval.
 
         Notebook -> a widget card; console -> a ``[y/n/a]`` input request on stdin;
@@ -133,6 +149,15 @@ class CellDispatcher:
         self.publisher.flush()
 
     async def execute(self, request: CellRequest) -> Outcome:
+        try:
+            outcome = await self._execute(request)
+        finally:
+            self._redacting.drain()
+        if outcome.evalue:
+            outcome.evalue = self._redact(outcome.evalue)
+        return outcome
+
+    async def _execute(self, request: CellRequest) -> Outcome:
         code = request.code
         stripped = code.strip()
         if not stripped:

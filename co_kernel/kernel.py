@@ -21,7 +21,13 @@ __all__ = ["CoKernel"]
 
 log = logging.getLogger(__name__)
 
-_WARM_MODULES = ("pydantic_ai", "pydantic_ai.models.openai", "pydantic_ai.providers.openai")
+_WARM_MODULES = (
+    "pydantic_ai",
+    "pydantic_ai.models.openai",
+    "pydantic_ai.providers.openai",
+    # The tracing stack (OpenTelemetry SDK), used from the first turn on.
+    "co_kernel.telemetry._tracing",
+)
 
 
 def _kernel_id(connection_file: str | None) -> str:

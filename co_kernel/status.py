@@ -320,6 +320,17 @@ def collect_status(
     _sandbox_rows(report, settings, project_dir, session)
     _integration_rows(report, settings, session)
     _store_rows(report)
+    tracing = "on" if settings.tracing else "off"
+    if settings.tracing and not settings.trace_content:
+        tracing += " (no message content)"
+    if settings.otlp_endpoint:
+        tracing += f", also OTLP to {settings.otlp_endpoint}"
+    report.add("telemetry", "traces", f"{tracing}; {where.data_dir / 'telemetry.db'}")
+    limits = [
+        f"{settings.max_requests_per_hour} requests/hour" if settings.max_requests_per_hour else "",
+        f"{settings.max_tokens_per_turn:,} tokens/turn" if settings.max_tokens_per_turn else "",
+    ]
+    report.add("telemetry", "rate limits", ", ".join(x for x in limits if x) or "none")
     report.add("paths", "config", str(where.config_dir))
     report.add("paths", "data", str(where.data_dir))
     return report

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from ._base import Approver, BaseFrontend, parse_answer, policy_approver
 from ._console import ConsoleFrontend
+from ._footer import footer_enabled, format_footer
 from ._headless import HeadlessFrontend
 from ._markdown import MarkdownStream, find_block_boundary
 from ._notebook import NotebookFrontend
-from ._publisher import KernelPublisher, Publisher
+from ._publisher import KernelPublisher, Publisher, RedactingPublisher
 from ._recording import RecordingFrontend
 from ._stdin import KernelStdin, StdinApprover
 from ._toolcard import MIME_TOOL_CALL, tool_call_bundle
@@ -37,9 +38,12 @@ __all__ = [
     "NotebookFrontend",
     "Publisher",
     "RecordingFrontend",
+    "RedactingPublisher",
     "StdinApprover",
     "WidgetApprover",
     "find_block_boundary",
+    "footer_enabled",
+    "format_footer",
     "parse_answer",
     "policy_approver",
     "tool_call_bundle",

@@ -28,6 +28,7 @@ from ..turn._frontend import (
     ToolResultView,
     TurnSummary,
 )
+from ._footer import footer_enabled, format_footer
 from ._toolcard import format_args
 
 __all__ = [
@@ -103,9 +104,19 @@ class BaseFrontend:
     """No-op defaults; subclasses override what they show."""
 
     approver: Approver
+    kind: str = "base"
+    """notebook, console or headless: decides whether the footer shows by default."""
+    footer_mode: str = "auto"
+    """The ``show_footer`` setting (always, never, auto); the dispatcher sets it."""
 
     def __init__(self, approver: Approver) -> None:
         self.approver = approver
+
+    def footer(self, summary: TurnSummary) -> str | None:
+        """The turn's footer line, or None when this frontend does not show one."""
+        if not footer_enabled(self.footer_mode, self.kind):
+            return None
+        return format_footer(summary)
 
     def on_text_delta(self, delta: str) -> None:
         pass

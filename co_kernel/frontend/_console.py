@@ -24,6 +24,8 @@ __all__ = ["ConsoleFrontend"]
 class ConsoleFrontend(BaseFrontend):
     """Plain text on stdout, flushed at most ``max_rate`` times a second."""
 
+    kind = "console"
+
     def __init__(self, publisher: Publisher, approver: Approver, *, max_rate: float = 20.0) -> None:
         super().__init__(approver)
         self._pub = publisher
@@ -94,4 +96,8 @@ class ConsoleFrontend(BaseFrontend):
         self.on_text_commit()
         if summary.interrupted:
             self._pub.stream("stdout", "[interrupted]\n")
+        line = self.footer(summary)
+        if line:
+            # stderr, like the status lines: stdout stays exactly the answer.
+            self._pub.stream("stderr", f"── {line}\n")
         self._pub.flush()

@@ -12,6 +12,7 @@ from ..turn._frontend import (
     TurnSummary,
 )
 from ._base import NOTICE_PREFIX, BaseFrontend, policy_approver
+from ._footer import footer_bundle
 from ._publisher import Publisher
 from ._toolcard import short_args, tool_call_bundle
 
@@ -20,6 +21,8 @@ __all__ = ["HeadlessFrontend"]
 
 class HeadlessFrontend(BaseFrontend):
     """Final ``display_data`` outputs only, so strict nbval comparisons are stable."""
+
+    kind = "headless"
 
     def __init__(self, publisher: Publisher, approval_mode: str) -> None:
         super().__init__(policy_approver(approval_mode))
@@ -74,3 +77,6 @@ class HeadlessFrontend(BaseFrontend):
                 self._pub.display(tool_call_bundle(call, state="interrupted"))
             self._calls.clear()
             self.on_notice("Interrupted.", "warning")
+        line = self.footer(summary)
+        if line:
+            self._pub.display(footer_bundle(line))

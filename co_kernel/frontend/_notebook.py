@@ -18,6 +18,7 @@ from ..turn._frontend import (
     TurnSummary,
 )
 from ._base import NOTICE_PREFIX, Approver, BaseFrontend
+from ._footer import footer_bundle
 from ._markdown import MarkdownStream
 from ._publisher import Publisher
 from ._toolcard import tool_call_bundle
@@ -41,6 +42,8 @@ class _Card:
 
 class NotebookFrontend(BaseFrontend):
     """A frontend that renders live updates (JupyterLab, Notebook 7)."""
+
+    kind = "notebook"
 
     def __init__(
         self,
@@ -175,6 +178,10 @@ class NotebookFrontend(BaseFrontend):
                 "*Interrupted.* The partial answer above is kept; carry on in the next cell.",
                 "warning",
             )
+        line = self.footer(summary)
+        if line:
+            # Its own display id, like every other output of a notebook turn.
+            self._pub.display(footer_bundle(line), display_id=uuid.uuid4().hex)
 
     def cleanup(self) -> None:
         if self._stream is not None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import sys
+from collections.abc import Callable
 from typing import Any, Protocol
 
-__all__ = ["KernelPublisher", "Publisher"]
+__all__ = ["KernelPublisher", "Publisher", "RedactingPublisher"]
 
 
 class Publisher(Protocol):
@@ -51,3 +53,73 @@ class KernelPublisher:
     def flush(self) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
+
+
+class RedactingPublisher:
+    """Scrubs secrets from everything a cell shows before it leaves the kernel.
+
+    Display data is redacted whole (a notebook's streamed Markdown is re-sent whole on
+    each update, so a secret is always seen complete). Stream text arrives in pieces, so
+    the last words of an unfinished line are held back until the line ends or ``drain()``
+    is called: a secret, or a header such as ``Authorization: Bearer x``, split across two
+    writes would match in neither.
+    """
+
+    HOLD_WORDS = 3
+    """Words of the current line kept back; enough for ``Authorization: Bearer <token>``."""
+
+    def __init__(self, inner: Publisher, scrub: Callable[[str], str]) -> None:
+        self.inner = inner
+        self._scrub = scrub
+        self._held: dict[str, str] = {}
+
+    def _clean(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self._scrub(value)
+        if isinstance(value, dict):
+            return {k: self._clean(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self._clean(v) for v in value]
+        return value
+
+    def display(
+        self,
+        data: dict[str, Any],
+        metadata: dict[str, Any] | None = None,
+        *,
+        display_id: str | None = None,
+        update: bool = False,
+    ) -> None:
+        self.inner.display(
+            self._clean(data),
+            self._clean(metadata) if metadata else metadata,
+            display_id=display_id,
+            update=update,
+        )
+
+    def stream(self, name: str, text: str) -> None:
+        text = self._held.pop(name, "") + text
+        # An unfinished last word stays raw: scrubbing half a token would redact the half
+        # and let the rest through. Complete words are scrubbed together with the held
+        # ones (scrubbed text is stable under scrubbing again), so context carries over.
+        partial = re.search(r"\S+\Z", text)
+        tail = partial.group(0) if partial else ""
+        done = self._scrub(text[: len(text) - len(tail)])
+        line_start = done.rfind("\n") + 1
+        words = [m.start() for m in re.finditer(r"\S+\s*", done[line_start:])]
+        # Fewer words than that: the whole unfinished line waits.
+        hold_from = line_start + (words[-self.HOLD_WORDS] if len(words) > self.HOLD_WORDS else 0)
+        ready, held = done[:hold_from], done[hold_from:] + tail
+        if held:
+            self._held[name] = held
+        if ready:
+            self.inner.stream(name, ready)
+
+    def flush(self) -> None:
+        self.inner.flush()
+
+    def drain(self) -> None:
+        """Write the held-back words: the cell is over, nothing more will complete them."""
+        for name in list(self._held):
+            self.inner.stream(name, self._scrub(self._held.pop(name)))
+        self.inner.flush()

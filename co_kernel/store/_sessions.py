@@ -13,7 +13,7 @@ import difflib
 import json
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -168,9 +168,14 @@ def _load(rows: Sequence[bytes]) -> list[ModelMessage]:
 class SessionStore:
     """Sessions in SQLite; one instance per kernel, safe beside other kernels."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, redact: Callable[[str], str] | None = None) -> None:
         self.path = path
+        self.redact = redact
+        """Applied to messages and prompts before they are written (secrets never stored)."""
         self._conn: sqlite3.Connection | None = None
+
+    def _clean(self, text: str) -> str:
+        return self.redact(text) if self.redact is not None and text else text
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -205,8 +210,10 @@ class SessionStore:
         is stored as it now is. One transaction: a killed process leaves the last one whole.
         """
         now = time.time()
-        first = turns[0].prompt[:_PREVIEW] if turns else None
+        first = self._clean(turns[0].prompt)[:_PREVIEW] if turns else None
         blobs = _dump(messages[from_message:])
+        if self.redact is not None:
+            blobs = [self._clean(b.decode("utf-8")).encode("utf-8") for b in blobs]
         with write(self.conn) as c:
             c.execute(
                 """INSERT INTO sessions (id, notebook, workspace, kernel_id, model, created,
@@ -251,7 +258,7 @@ class SessionStore:
                         from_turn + i,
                         t.start,
                         t.cell_id,
-                        t.prompt,
+                        self._clean(t.prompt),
                         t.model,
                         t.input_tokens,
                         t.output_tokens,

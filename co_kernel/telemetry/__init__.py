@@ -1,15 +1,64 @@
-"""Telemetry: the audit log of agent actions (and, with the observability work, spans).
+"""Telemetry: OpenTelemetry spans, the audit log, redaction, rate limits and viewers.
 
-Everything is local-first: SQLite files under the user data directory.
+Everything is local-first: one SQLite file, ``<data dir>/telemetry.db`` (WAL), holds the
+spans (table ``spans``) and the audit log (table ``agent_actions``); spans also go to an
+OTLP endpoint only when the ``otlp_endpoint`` setting names one. Nothing here imports the
+OpenTelemetry SDK or pydantic-ai until a turn needs it: the names that do are loaded on
+first access.
+
+Viewers (``co-kernel tail``, ``co-kernel logs``, ``co-kernel traces``) read the same file.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ._audit import DECISIONS, AuditEvent, AuditLog, audit_target
+from ._redact import REDACTED, Redactor, secret_env_names
+from ._session import SessionTelemetry
+from ._usage import UsageTotals, usage_from_spans
 
-__all__ = ["DECISIONS", "AuditEvent", "AuditLog", "audit_target", "telemetry_db_path"]
+if TYPE_CHECKING:
+    from ._limits import CoLimitExceeded, RateLimits, RequestWindow, usage_limit_message
+    from ._tracing import Tracing
+
+__all__ = [
+    "DECISIONS",
+    "REDACTED",
+    "AuditEvent",
+    "AuditLog",
+    "CoLimitExceeded",
+    "RateLimits",
+    "Redactor",
+    "RequestWindow",
+    "SessionTelemetry",
+    "Tracing",
+    "UsageTotals",
+    "audit_target",
+    "secret_env_names",
+    "telemetry_db_path",
+    "usage_from_spans",
+    "usage_limit_message",
+]
+
+_LAZY = {
+    "CoLimitExceeded": "._limits",
+    "RateLimits": "._limits",
+    "RequestWindow": "._limits",
+    "usage_limit_message": "._limits",
+    "Tracing": "._tracing",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # The SDK and pydantic-ai load only when one of these names is used.
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module, __name__), name)
 
 
 def telemetry_db_path() -> Path:

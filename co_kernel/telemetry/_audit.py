@@ -4,20 +4,27 @@ One row per decision about a tool call or a guarded access: who (session, turn),
 (tool, target such as a path, URL, channel or command), how it was decided (auto,
 approved, denied, yolo, safe-prefix, scope-refused, ...), and what came of it (status,
 result size, duration). Several kernels may write at once.
+
+Targets and details pass through the session's redactor before they are written, and
+each row is also handed to the listeners (the tracing adds it to the current span as a
+``co.audit`` event), so the audit log and the traces tell the same story.
 """
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 __all__ = ["DECISIONS", "AuditEvent", "AuditLog", "audit_target"]
+
+log = logging.getLogger(__name__)
 
 DECISIONS = (
     "auto",
@@ -29,6 +36,7 @@ DECISIONS = (
     "policy-denied",
     "interrupted",
     "timed-out",
+    "rate-limited",
 )
 
 _SCHEMA = """
@@ -82,8 +90,12 @@ class AuditEvent:
 class AuditLog:
     """Append and query audit rows; one connection per thread, WAL for concurrent kernels."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, redact: Callable[[str], str] | None = None) -> None:
         self.path = path
+        self.redact = redact
+        """Applied to target and detail before a row is written."""
+        self.listeners: list[Callable[[AuditEvent], None]] = []
+        """Called with every recorded event (after redaction)."""
         self._local = threading.local()
         path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as db:
@@ -102,6 +114,14 @@ class AuditLog:
 
     def record(self, event: AuditEvent) -> int:
         """Append one row; returns its id."""
+        if self.redact is not None:
+            event.target = self.redact(event.target) if event.target else event.target
+            event.detail = self.redact(event.detail) if event.detail else event.detail
+        for listener in self.listeners:
+            try:
+                listener(event)
+            except Exception:  # a broken listener must not lose the row or the turn
+                log.warning("audit listener failed", exc_info=True)
         row = asdict(event)
         columns = ", ".join(row)
         marks = ", ".join("?" for _ in row)
@@ -144,7 +164,18 @@ class AuditLog:
             self._local.db = None
 
 
-_TARGET_KEYS = ("path", "url", "channel", "cmd", "command", "file_id", "to", "query", "name")
+_TARGET_KEYS = (
+    "path",
+    "url",
+    "channel",
+    "cmd",
+    "command",
+    "file_id",
+    "to",
+    "query",
+    "name",
+    "code",
+)
 
 
 def audit_target(args: dict[str, Any]) -> str | None:

@@ -8,7 +8,10 @@ from ..config import paths
 from ._prompt import build_system_prompt
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from pydantic_ai import Agent
+    from pydantic_ai.capabilities import AbstractCapability
     from pydantic_ai.models import Model
     from pydantic_ai.toolsets import AbstractToolset
 
@@ -25,11 +28,13 @@ def build_agent(
     *,
     compact_prompt: bool = False,
     model_settings: dict[str, Any] | None = None,
+    capabilities: Sequence[AbstractCapability[Any]] = (),
 ) -> Agent[CoDeps, Any]:
     """An agent whose output is text or a batch of calls waiting for approval.
 
     ``compact_prompt`` and ``model_settings`` come from the model handle (a tiny local
-    model gets the short system prompt and a generation cap).
+    model gets the short system prompt and a generation cap); ``capabilities`` from
+    telemetry (OpenTelemetry instrumentation and rate limits).
     """
     from pydantic_ai import Agent, DeferredToolRequests, RunContext
 
@@ -54,13 +59,16 @@ def build_agent(
 
     return Agent(
         model,
+        name="co",
         deps_type=CoDeps,
         output_type=[str, DeferredToolRequests],
         instructions=instructions,
         toolsets=toolsets,
         # ToolErrorGuard: every toolset's failures become readable tool errors, never a
         # dead turn. GovernHistory: trimming and windowing before each model request.
-        capabilities=[ToolErrorGuard(), GovernHistory()],
+        # Telemetry's (instrumentation, rate limits) come first; Instrumentation orders
+        # itself outermost either way.
+        capabilities=[*capabilities, ToolErrorGuard(), GovernHistory()],
         retries=settings.tool_retries,
         model_settings={
             "max_retries": 0,

@@ -424,13 +424,10 @@ class _TurnRunner:
         resume = _tidy(self.partial) if self.partial is not None else None
         self._drop_response()
         if isinstance(exc, UsageLimitExceeded):
-            limit = self.deps.settings.max_request_limit
-            return self._stop(
-                f"Stopped: this turn used its budget of {limit} model requests "
-                "(setting `max_request_limit`). What was done so far is kept; "
-                "ask Co to continue in the next cell.",
-                resume,
-            )
+            # The request budget, or a rate limit of seed 003 (telemetry's RateLimits).
+            from ..telemetry import usage_limit_message
+
+            return self._stop(usage_limit_message(exc, self.deps.settings), resume)
         if isinstance(exc, UnexpectedModelBehavior):
             # Tool calls that stayed invalid after `tool_retries` corrections, an empty or
             # unusable reply: the model's mistake, reported as such.

@@ -79,12 +79,19 @@ class ChatSession:
         kernel_id: str,
         store: SessionStore | None = None,
     ) -> None:
+        from ..telemetry import SessionTelemetry
+
         self.loaded = loaded
         self.deps = CoDeps(
             settings=loaded.settings,
             session_id=uuid.uuid4().hex,
             kernel_id=kernel_id,
             workspace=workspace,
+        )
+        self.telemetry = SessionTelemetry(
+            loaded.settings,
+            kernel_id=kernel_id,
+            settings_files=loaded.files,
         )
         self.history: list[ModelMessage] = []
         self.turns: list[TurnRecord] = []
@@ -127,7 +134,7 @@ class ChatSession:
         if not self.settings.save_sessions:
             return None
         if self._store is None:
-            self._store = SessionStore(session_store_path())
+            self._store = SessionStore(session_store_path(), redact=self.telemetry.redact)
         return self._store
 
     @property
@@ -184,6 +191,7 @@ class ChatSession:
                 toolsets,
                 compact_prompt=handle.compact_prompt,
                 model_settings=handle.model_settings,
+                capabilities=self.telemetry.capabilities(),
             )
             self._handle = handle
         return self._agent, self._handle
@@ -457,18 +465,25 @@ class ChatSession:
         turn_number = len(self.turns)
         self.deps.turn_index = turn_number + 1
         if self.deps.audit is None:
-            from ..telemetry import AuditLog, telemetry_db_path
-
-            self.deps.audit = AuditLog(telemetry_db_path())
-        result = await run_turn(
-            agent,
-            prompt,
-            deps=self.deps,
-            history=self.history,
-            frontend=frontend,
-            provider=handle.provider,
-            model_label=handle.label,
-        )
+            self.deps.audit = self.telemetry.audit_log()
+        for problem in self.telemetry.take_problems():
+            frontend.on_notice(problem, "warning")
+        with self.telemetry.turn(
+            session_id=self.deps.session_id,
+            turn=self.deps.turn_index,
+            model=handle.label,
+            prompt=prompt,
+        ) as span:
+            result = await run_turn(
+                agent,
+                prompt,
+                deps=self.deps,
+                history=self.history,
+                frontend=frontend,
+                provider=handle.provider,
+                model_label=handle.label,
+            )
+            span.finish(result)
         self.history = result.messages
         if len(self.history) > start:
             usage = result.usage
@@ -487,12 +502,12 @@ class ChatSession:
         return result
 
     def close(self) -> None:
-        """Stop what the session started (replay or local model server, store, audit)."""
+        """Stop what the session started (model server, store, spans still to export, audit)."""
         self._drop_agent()
         if self._store is not None:
             self._store.close()
-        if self.deps.audit is not None:
-            self.deps.audit.close()
+        self.telemetry.close()
+        self.deps.audit = None
         for resource in self.deps.extras.values():  # tools' stores and watchers
             close = getattr(resource, "close", None)
             if callable(close):

@@ -1,0 +1,127 @@
+"""Rate limits (seed 003): requests per hour per session and tokens per turn.
+
+Both are checked by a pydantic-ai capability in ``before_model_request``, so a request
+that would break a limit is never sent. The tokens-per-turn check is pydantic-ai's own
+``UsageLimits(total_tokens_limit=...)`` applied to the turn's usage, which every approval
+resume and retry of the turn shares; requests per hour use a sliding window that lives
+as long as the session, across model switches.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.exceptions import UsageLimitExceeded
+from pydantic_ai.usage import UsageLimits
+
+__all__ = [
+    "CoLimitExceeded",
+    "RateLimits",
+    "RequestWindow",
+    "usage_limit_message",
+]
+
+
+class CoLimitExceeded(UsageLimitExceeded):
+    """A limit Co sets (``max_requests_per_hour``, ``max_tokens_per_turn``) was reached.
+
+    A ``UsageLimitExceeded`` so the turn ends the way any budget ends: what was done so far
+    is kept and the message is shown as is.
+    """
+
+
+class RequestWindow:
+    """Times of the model requests of the last ``period`` seconds, for one session."""
+
+    def __init__(
+        self, limit: int, period: float = 3600.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.limit = limit
+        self.period = period
+        self._clock = clock
+        self._times: deque[float] = deque()
+
+    def _expire(self, now: float) -> None:
+        while self._times and now - self._times[0] >= self.period:
+            self._times.popleft()
+
+    def admit(self) -> float | None:
+        """Record a request and return None, or return the seconds until one is allowed."""
+        now = self._clock()
+        self._expire(now)
+        if len(self._times) >= self.limit:
+            return self.period - (now - self._times[0])
+        self._times.append(now)
+        return None
+
+    def used(self) -> int:
+        """Requests made in the current window."""
+        self._expire(self._clock())
+        return len(self._times)
+
+
+def _wait_text(seconds: float) -> str:
+    minutes = int(seconds // 60) + (1 if seconds % 60 else 0)
+    if minutes <= 1:
+        return "about a minute"
+    return f"about {minutes} minutes"
+
+
+@dataclass
+class RateLimits(AbstractCapability[Any]):
+    """Refuses a model request that would break the session's rate limits."""
+
+    window: RequestWindow | None = None
+    """The session's requests-per-hour window; None when unlimited."""
+    max_tokens_per_turn: int | None = None
+    """Tokens (input + output) one turn may use; None when unlimited."""
+    on_refused: Callable[[str, str, Any], None] | None = field(default=None, repr=False)
+    """Called with (limit name, message, deps) before the request is refused (audit log)."""
+
+    async def before_model_request(self, ctx: Any, request_context: Any) -> Any:
+        if self.max_tokens_per_turn is not None:
+            try:
+                UsageLimits(
+                    request_limit=None, total_tokens_limit=self.max_tokens_per_turn
+                ).check_before_request(ctx.usage)
+            except UsageLimitExceeded:
+                self._refuse(
+                    ctx,
+                    "max_tokens_per_turn",
+                    f"Stopped: this turn has used {ctx.usage.total_tokens:,} tokens, more than "
+                    f"its limit of {self.max_tokens_per_turn:,} (setting `max_tokens_per_turn`). "
+                    "What was done so far is kept; ask Co to continue in the next cell.",
+                )
+        if self.window is not None:
+            wait = self.window.admit()
+            if wait is not None:
+                self._refuse(
+                    ctx,
+                    "max_requests_per_hour",
+                    f"Stopped: this session has made {self.window.limit} model requests in the "
+                    f"last hour, its limit (setting `max_requests_per_hour`). The next request "
+                    f"is allowed in {_wait_text(wait)}; nothing was sent.",
+                )
+        return request_context
+
+    def _refuse(self, ctx: Any, limit: str, message: str) -> None:
+        if self.on_refused is not None:
+            self.on_refused(limit, message, ctx.deps)
+        raise CoLimitExceeded(message)
+
+
+def usage_limit_message(exc: BaseException, settings: Any) -> str:
+    """What the cell says when a turn hits a limit: Co's own, or pydantic-ai's request limit."""
+    if isinstance(exc, CoLimitExceeded):
+        return str(exc)
+    limit = getattr(settings, "max_request_limit", None)
+    return (
+        f"Stopped: this turn used its budget of {limit} model requests "
+        "(setting `max_request_limit`). What was done so far is kept; "
+        "ask Co to continue in the next cell."
+    )
