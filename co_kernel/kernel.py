@@ -16,6 +16,7 @@ from ipykernel.ipkernel import IPythonKernel
 
 from . import __version__
 from .dispatch import CellDispatcher, CellRequest, Outcome
+from .labstatus import LAB_STATUS_KEY, lab_status
 
 __all__ = ["CoKernel"]
 
@@ -72,6 +73,16 @@ class CoKernel(IPythonKernel):
             self._dispatcher.warmup = asyncio.get_running_loop().run_in_executor(
                 None, _warm_imports
             )
+
+    @property
+    def kernel_info(self) -> dict[str, Any]:
+        # The JupyterLab status bar reads `co` here and in every execute_reply's metadata.
+        return {**super().kernel_info, LAB_STATUS_KEY: lab_status(lambda: self._dispatcher.session)}
+
+    def finish_metadata(self, parent: Any, metadata: Any, reply_content: Any) -> Any:
+        metadata = super().finish_metadata(parent, metadata, reply_content)
+        metadata[LAB_STATUS_KEY] = lab_status(lambda: self._dispatcher.session)
+        return metadata
 
     async def do_shutdown(self, restart: bool) -> dict[str, Any]:  # type: ignore[override]
         await self._dispatcher.close()

@@ -1,0 +1,99 @@
+"""The status the JupyterLab status bar reads: kernel_info_reply and execute_reply metadata."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from co_kernel import __version__
+from co_kernel.config import load_settings
+from co_kernel.exceptions import ConfigError
+from co_kernel.labstatus import LAB_STATUS_KEY, lab_status
+from co_kernel.testing import ScriptedModelServer
+from co_kernel.turn import ChatSession
+
+from ..kernel_harness import CoKernel
+
+
+def _kernel_info(kernel: CoKernel) -> dict:
+    reply = kernel.kc.kernel_info(reply=True, timeout=30)
+    return reply["content"]
+
+
+def test_kernel_info_reports_model_before_any_turn(kernel: CoKernel) -> None:
+    info = _kernel_info(kernel)
+    assert info["implementation"] == "co"
+    status = info[LAB_STATUS_KEY]
+    assert status["version"] == __version__
+    assert status["model"] == "compat:scripted"
+    assert (status["input_tokens"], status["output_tokens"], status["turns"]) == (0, 0, 0)
+    assert status["yolo"] is False
+    assert status["session_id"]
+
+
+def test_every_reply_carries_the_status_and_tokens_add_up(
+    kernel: CoKernel, model_server: ScriptedModelServer
+) -> None:
+    model_server.extend(
+        [
+            {"text": "First.", "usage": {"prompt_tokens": 120, "completion_tokens": 30}},
+            {"text": "Second.", "usage": {"prompt_tokens": 200, "completion_tokens": 5}},
+        ]
+    )
+    first = kernel.execute("hello", cell_id="c1")
+    assert first.status == "ok"
+    status = first.reply["metadata"][LAB_STATUS_KEY]
+    assert (status["input_tokens"], status["output_tokens"], status["turns"]) == (120, 30, 1)
+    second = kernel.execute("and again", cell_id="c2")
+    status = second.reply["metadata"][LAB_STATUS_KEY]
+    assert (status["input_tokens"], status["output_tokens"], status["turns"]) == (320, 35, 2)
+    # The session id is the same on every reply and in kernel_info.
+    assert status["session_id"] == _kernel_info(kernel)[LAB_STATUS_KEY]["session_id"]
+
+
+def test_rerunning_a_cell_replaces_its_tokens(
+    kernel: CoKernel, model_server: ScriptedModelServer
+) -> None:
+    model_server.extend(
+        [
+            {"text": "One.", "usage": {"prompt_tokens": 100, "completion_tokens": 10}},
+            {"text": "One again.", "usage": {"prompt_tokens": 90, "completion_tokens": 12}},
+        ]
+    )
+    kernel.execute("question", cell_id="same")
+    rerun = kernel.execute("question", cell_id="same")
+    status = rerun.reply["metadata"][LAB_STATUS_KEY]
+    assert (status["input_tokens"], status["output_tokens"], status["turns"]) == (90, 12, 1)
+
+
+def test_magics_and_failed_cells_carry_the_status_too(
+    kernel: CoKernel, model_server: ScriptedModelServer
+) -> None:
+    switched = kernel.execute("%model compat:other-model")
+    assert switched.status == "ok"
+    assert switched.reply["metadata"][LAB_STATUS_KEY]["model"] == "compat:other-model"
+    failed = kernel.execute("%no-such-magic")
+    assert failed.status == "error"
+    assert failed.reply["metadata"][LAB_STATUS_KEY]["model"] == "compat:other-model"
+    assert kernel.is_alive()
+
+
+def _session(tmp_path: Path) -> ChatSession:
+    return ChatSession(load_settings(tmp_path), workspace=tmp_path, kernel_id="k")
+
+
+def test_yolo_shows_once_the_session_approves_everything(tmp_path: Path) -> None:
+    session = _session(tmp_path)
+    assert lab_status(lambda: session)["yolo"] is False
+    session.deps.auto_confirm = True  # what "Approve all" and %yolo set
+    assert lab_status(lambda: session)["yolo"] is True
+
+
+def test_a_session_that_cannot_start_is_reported_not_raised() -> None:
+    def broken() -> ChatSession:
+        raise ConfigError("settings file unreadable")
+
+    get: Callable[[], ChatSession] = broken
+    status = lab_status(get)
+    assert status["version"] == __version__
+    assert status["error"] == "ConfigError: settings file unreadable"
