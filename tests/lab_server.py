@@ -37,24 +37,27 @@ def _free_port() -> int:
 
 def jupyter_environment(base: Path, env: dict[str, str] | None = None) -> dict[str, str]:
     """Environment variables for a server whose Jupyter paths all live under ``base``."""
-    from jupyter_client.kernelspec import KernelSpecManager
-
     from co_kernel.app import KERNEL_NAME, kernelspec_dict
 
-    prefix = base / "prefix"
-    data = prefix / "share" / "jupyter"
-    spec_dir = base / "kernelspec-src" / KERNEL_NAME
+    data = base / "prefix" / "share" / "jupyter"
+    # The kernelspec as `co-kernel install` writes it: kernel.json and the logos.
+    spec_dir = data / "kernels" / KERNEL_NAME
     spec_dir.mkdir(parents=True, exist_ok=True)
     (spec_dir / "kernel.json").write_text(json.dumps(kernelspec_dict(), indent=2))
     for logo in (REPO / "co_kernel" / "resources").iterdir():
         shutil.copy(logo, spec_dir / logo.name)
-    KernelSpecManager().install_kernel_spec(str(spec_dir), KERNEL_NAME, prefix=str(prefix))
     (data / "labextensions").mkdir(parents=True, exist_ok=True)
     link = data / "labextensions" / EXTENSION_NAME
     if not link.exists():
         link.symlink_to(LABEXTENSION, target_is_directory=True)
     config = base / "config"
     shutil.copytree(REPO / "jupyter-config", config, dirs_exist_ok=True)
+    # No news or update checks: tests have no internet and no use for the pop-up.
+    notification = base / "lab-settings" / "@jupyterlab" / "apputils-extension"
+    notification.mkdir(parents=True, exist_ok=True)
+    (notification / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False})
+    )
     full = {k: v for k, v in os.environ.items() if not k.startswith(("CO_", "JUPYTER"))}
     full.update(
         {

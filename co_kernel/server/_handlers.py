@@ -21,8 +21,13 @@ class ActivityHandler(APIHandler):
     def get(self) -> None:
         from ..telemetry import telemetry_db_path
 
-        args = {name: self.get_query_argument(name) for name in self.request.query_arguments}
-        args.pop("token", None)  # authentication, not a filter
+        # Not filters: the token, and the bare timestamp JupyterLab's ServerConnection
+        # appends to every GET to defeat caches.
+        args = {
+            name: self.get_query_argument(name)
+            for name in self.request.query_arguments
+            if name != "token" and not name.isdigit()
+        }
         self.set_header("Content-Type", "application/json")
         try:
             query = parse_query(args)

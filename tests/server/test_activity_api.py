@@ -67,10 +67,17 @@ def test_rows_written_by_a_kernel_are_served_with_filters(server: JupyterServer)
     _, one = server.get_json("co-kernel/activity", session="sess-b", tool="read_file")
     assert [r["decision"] for r in one["rows"]] == ["auto"]
 
+    # JupyterLab's ServerConnection appends a bare timestamp to GETs against caches.
+    status, busted = server.get_json("co-kernel/activity", decision="auto", **{"1795320670717": ""})
+    assert status == 200, busted
+    assert [r["tool"] for r in busted["rows"]] == ["read_file"]
+
 
 def test_bad_filter_is_a_clear_400(server: JupyterServer) -> None:
     status, data = server.get_json("co-kernel/activity", since="100%")
     assert status == 400
-    assert data["message"] == "Bad activity filter: since must be a Unix time in seconds, not '100%'"
+    assert (
+        data["message"] == "Bad activity filter: since must be a Unix time in seconds, not '100%'"
+    )
     status, _ = server.get_json("api/status")
     assert status == 200
