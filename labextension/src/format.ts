@@ -18,19 +18,24 @@ export const STATUS_LABELS: Record<ToolStatus, string> = {
 export const DECISION_TITLES: Record<string, string> = {
   auto: 'No approval needed: the tool has no side effects',
   approved: 'Approved in the notebook',
+  'approved all':
+    'Approved in the notebook, with every later call of this session (yolo)',
   denied: 'Denied: the model was told and could propose something else',
   yolo: 'Approved automatically: session yolo is on',
   'safe-prefix': 'Approved automatically: a read-only command',
   'scope-refused': 'Refused: outside the allowed scope',
   'policy-denied': 'Refused by policy',
   interrupted: 'The turn was interrupted before a decision',
-  'timed-out': 'Nobody answered in time: counted as denied'
+  'timed-out': 'Nobody answered in time: counted as denied',
+  'timed out': 'Nobody answered in time: counted as denied',
+  'rate-limited': 'Refused: a rate limit of this session was reached'
 };
 
 /** Decisions that let the call run. */
 export const ALLOWED_DECISIONS = new Set([
   'auto',
   'approved',
+  'approved all',
   'yolo',
   'safe-prefix'
 ]);

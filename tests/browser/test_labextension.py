@@ -22,6 +22,7 @@ from co_kernel.testing import ScriptedModelServer
 from co_kernel.turn._frontend import ToolCallView, ToolResultView
 
 from ..lab_server import REPO, JupyterServer, start_server
+from .conftest import FAILED
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -86,7 +87,7 @@ def browser() -> Iterator[Any]:
 
 
 @pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
+def page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1280, "height": 860})
     page = context.new_page()
     page.set_default_timeout(60_000)
@@ -94,6 +95,8 @@ def page(browser: Any) -> Iterator[Any]:
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     try:
         yield page
+        if request.node.stash.get(FAILED, False):
+            _shot(page, f"failed-{request.node.name}")
     finally:
         context.close()
     assert not [e for e in errors if "co" in e.lower()], errors
@@ -403,15 +406,23 @@ def test_shortcut_presses_the_pending_approval_button(page: Any, lab: JupyterSer
 def test_shortcut_approves_a_real_co_tool_call_end_to_end(
     page: Any, lab: JupyterServer, model: ScriptedModelServer
 ) -> None:
+    # Commands with redirections and `&&`: not read-only, so Co asks before running them.
     model.extend(
         [
             {
                 "tool_calls": [
-                    {"name": "run_shell_command", "arguments": {"cmd": "echo approved-by-key"}}
+                    {
+                        "name": "run_shell_command",
+                        "arguments": {"cmd": "echo approved-by-key > key.txt && cat key.txt"},
+                    }
                 ]
             },
             {"expect": {"tool_result_contains": "approved-by-key"}, "text": "It printed it."},
-            {"tool_calls": [{"name": "run_shell_command", "arguments": {"cmd": "echo second"}}]},
+            {
+                "tool_calls": [
+                    {"name": "run_shell_command", "arguments": {"cmd": "touch second.txt && ls"}}
+                ]
+            },
             {"text": "Done again."},
         ]
     )
@@ -434,11 +445,16 @@ def test_shortcut_approves_a_real_co_tool_call_end_to_end(
     assert "approved-by-key" in done.locator(".co-ToolCard-result pre").inner_text()
 
     # "Approve all" by shortcut: the status bar shows YOLO for the rest of the session.
+    page.locator(".jp-Cell .jp-InputArea-editor").nth(1).click()
     page.keyboard.press("Shift+Enter")
-    page.get_by_role("button", name="Approve all", exact=True).last.wait_for()
+    page.wait_for_selector(".co-ToolCard[data-status='waiting']")
+    page.get_by_role("button", name="Approve all", exact=True).and_(
+        page.locator("button:enabled")
+    ).wait_for()
     page.keyboard.press("Escape")
     page.keyboard.press("Alt+Shift+y")
     page.wait_for_selector("text=Done again.")
+    page.wait_for_selector(".co-ToolCard[data-decision='approved all']")
     page.wait_for_selector(".co-StatusBar-yolo")
     _shot(page, "approval-yolo")
 
