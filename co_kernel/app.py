@@ -59,6 +59,30 @@ def _cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_google_auth(args: argparse.Namespace) -> int:
+    from .config import load_settings
+    from .exceptions import ConfigError
+    from .tools.google._auth import run_auth_flow
+
+    loaded = load_settings(Path(args.project).resolve())
+    for problem in loaded.problems:
+        print(f"settings: {problem}", file=sys.stderr)
+    try:
+        saved = run_auth_flow(loaded.settings, open_browser=not args.no_browser, port=args.port)
+    except ConfigError as exc:
+        print(f"co-kernel google auth: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("co-kernel google auth: cancelled; nothing was saved.", file=sys.stderr)
+        return 130
+    except Exception as exc:  # the flow's own failures: refused consent, token exchange
+        print(f"co-kernel google auth: sign-in failed: {exc}", file=sys.stderr)
+        return 1
+    print(f"Signed in. Token saved to {saved} (readable by you only).")
+    print("Restart running Co kernels to register the Google tools.")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="co-kernel", description="Co, the notebook AI kernel")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -73,6 +97,21 @@ def main(argv: list[str] | None = None) -> int:
         "--project", default=".", help="the notebook folder (for .co/settings.json)"
     )
     p_status.set_defaults(func=_cmd_status)
+    p_google = sub.add_parser("google", help="Google Drive, Gmail and Calendar sign-in")
+    google_sub = p_google.add_subparsers(dest="google_command", required=True)
+    p_auth = google_sub.add_parser(
+        "auth", help="sign in through the browser and save the token for Co's Google tools"
+    )
+    p_auth.add_argument(
+        "--no-browser", action="store_true", help="print the address instead of opening it"
+    )
+    p_auth.add_argument(
+        "--port", type=int, default=0, help="local port for Google's redirect (0: any free)"
+    )
+    p_auth.add_argument(
+        "--project", default=".", help="the notebook folder (for .co/settings.json)"
+    )
+    p_auth.set_defaults(func=_cmd_google_auth)
     args = parser.parse_args(argv)
     return int(args.func(args))
 

@@ -113,7 +113,7 @@ class Settings(BaseSettings):
     shell_safe_commands: list[str] = Field(
         default_factory=lambda: [
             "ls", "pwd", "cat", "head", "tail", "wc", "echo", "date", "whoami", "id",
-            "uname", "grep", "find", "which", "env", "df", "du", "file", "stat",
+            "uname", "grep", "find", "which", "df", "du", "file", "stat",
             "git status", "git log", "git diff", "git branch", "python3 --version",
         ],
         description="Shell command prefixes approved without asking",
@@ -136,6 +136,23 @@ class Settings(BaseSettings):
     summarization_model: str | None = None
     context_window_tokens: int = Field(32_000, ge=1024)
     auto_compact_ratio: float = Field(0.8, gt=0, le=1)
+
+    # --- integrations ---
+    google_client_secrets: Path | None = Field(
+        None,
+        description="OAuth client (Desktop app) JSON for `co-kernel google auth`; "
+        "default <config dir>/google_client_secrets.json",
+    )
+    google_token_path: Path | None = Field(
+        None, description="Where the Google token is kept; default <config dir>/google_token.json"
+    )
+    google_api_endpoint: str | None = Field(
+        None, description="Root URL for Drive, Gmail and Calendar calls instead of Google's (tests)"
+    )
+    slack_bot_token: SecretStr | None = _env(None, "slack_bot_token", "SLACK_BOT_TOKEN")
+    slack_api_base_url: str | None = Field(
+        None, description="Slack Web API base URL replacing https://slack.com/api/ (tests)"
+    )
 
     @classmethod
     def settings_customise_sources(

@@ -1,6 +1,8 @@
 """Cell dispatch: first match wins.
 
-blank -> nothing; ``!cmd`` -> the sandbox; ``%magic`` -> magics; anything else -> a turn.
+blank -> nothing; ``!cmd`` -> the sandbox; ``%%python`` / ``%python`` -> the kernel's own
+Python; ``%magic`` -> magics; anything else -> a turn (with ``{name}`` and ``@name``
+references to the Python namespace resolved).
 The kernel hands every cell here with what the frontend told it; this module picks the
 frontend implementation and returns an outcome the kernel turns into a reply.
 """
@@ -17,11 +19,15 @@ from .frontend import (
     ConsoleFrontend,
     HeadlessFrontend,
     KernelPublisher,
+    KernelStdin,
     NotebookFrontend,
     Publisher,
+    StdinApprover,
+    WidgetApprover,
     policy_approver,
 )
 from .magics import MagicContext, MagicError, find_magic, parse_magic
+from .notebook import CellRecord, NotebookContext, expand_references
 
 if TYPE_CHECKING:
     from .frontend import Approver, BaseFrontend
@@ -75,6 +81,7 @@ class CellDispatcher:
         self._session: ChatSession | None = None
         self._kernel = kernel
         self.publisher: Publisher = KernelPublisher(shell)
+        self.notebook = NotebookContext(shell)
         self.approvers: dict[str, Approver] = {}
         self._warned_settings = False
         self.warmup: Any = None
@@ -85,22 +92,36 @@ class CellDispatcher:
     def session(self) -> ChatSession:
         if self._session is None:
             self._session = self._session_factory()
+            self._session.deps.notebook = self.notebook
         return self._session
 
     def make_frontend(self, request: CellRequest) -> BaseFrontend:
+        """The frontend for who sent the cell, with its way of asking for approval.
+
+        Notebook -> a widget card; console -> a ``[y/n/a]`` input request on stdin;
+        headless -> the ``approval_mode`` policy, printed in the cell. Without a kernel
+        (no comms, no stdin channel) the policy answers everywhere.
+        """
         settings = self.session.settings
         kind = frontend_kind(request)
         rate = settings.stream_max_updates_per_second
+        policy = policy_approver(settings.approval_mode)
         if kind == "notebook":
             import asyncio
 
             loop = asyncio.get_running_loop()
-            approver = self.approvers.get("notebook") or policy_approver(settings.approval_mode)
+            approver = self.approvers.get("notebook") or (
+                WidgetApprover(self.publisher) if self._kernel is not None else policy
+            )
             return NotebookFrontend(
                 self.publisher, approver, max_rate=rate, call_later=loop.call_later
             )
         if kind == "console":
-            approver = self.approvers.get("console") or policy_approver(settings.approval_mode)
+            approver = self.approvers.get("console") or (
+                StdinApprover(KernelStdin(self._kernel), self.publisher)
+                if self._kernel is not None
+                else policy
+            )
             return ConsoleFrontend(self.publisher, approver, max_rate=rate)
         return HeadlessFrontend(self.publisher, settings.approval_mode)
 
@@ -121,10 +142,29 @@ class CellDispatcher:
             self.warmup = None
         self._report_settings_problems()
         if stripped.startswith("!"):
+            self.notebook.record(CellRecord("shell", stripped))
             return await self._run_shell(stripped[1:].strip(), request)
+        first, _, rest = stripped.partition("\n")
+        if first.strip() == "%%python":
+            return await self._run_python(rest)
+        if first.startswith("%python ") or first.strip() == "%python":
+            return await self._run_python(stripped[len("%python") :].strip())
         if stripped.startswith("%"):
+            self.notebook.record(CellRecord("magic", stripped))
             return await self._run_magic(stripped, request)
         return await self._run_turn(code.strip(), request)
+
+    async def _run_python(self, code: str) -> Outcome:
+        if not code.strip():
+            message = (
+                "Usage: %%python on the first line, then Python code (or %python <expression>)."
+            )
+            self.show_error_line(message)
+            return Outcome("error", "UsageError", message)
+        run = await self.notebook.run_cell(code)
+        if run.ename:
+            return Outcome("error", run.ename, run.evalue or "")
+        return Outcome()
 
     def _report_settings_problems(self) -> None:
         if self._warned_settings:
@@ -137,12 +177,21 @@ class CellDispatcher:
 
     async def _run_turn(self, prompt: str, request: CellRequest) -> Outcome:
         frontend = self.make_frontend(request)
+        expanded = expand_references(prompt, self.notebook.namespace)
         try:
             result = await self.session.run_prompt(
-                prompt, cell_id=request.cell_id, frontend=frontend
+                expanded.text, cell_id=request.cell_id, frontend=frontend
             )
         finally:
             frontend.cleanup()
+        self.notebook.record(
+            CellRecord(
+                "prompt",
+                prompt,
+                result.output[:300] if result else "",
+                result.error if result else "the turn did not run",
+            )
+        )
         if result is None:
             return Outcome("error", "CoError", "the turn did not run (see the message in the cell)")
         if result.interrupted:

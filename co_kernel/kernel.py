@@ -103,8 +103,6 @@ class CoKernel(IPythonKernel):
     ) -> dict[str, Any]:
         shell = self.shell
         count = shell.execution_count
-        if not silent:
-            shell.execution_count += 1
         request = CellRequest(code=code, cell_id=cell_id, allow_stdin=allow_stdin)
         try:
             outcome = await self._interruptible(self._dispatcher.execute(request))
@@ -115,6 +113,9 @@ class CoKernel(IPythonKernel):
             message = f"Co hit an internal error: {type(exc).__name__}: {exc}. The kernel is still running."
             self._dispatcher.show_error_line(message)
             outcome = Outcome("error", type(exc).__name__, message)
+        if not silent and shell.execution_count == count:
+            # %%python cells advance the counter through IPython itself; the rest here.
+            shell.execution_count += 1
         reply: dict[str, Any] = {"status": outcome.status, "execution_count": count}
         if outcome.status == "ok":
             reply.update(payload=[], user_expressions={})

@@ -37,4 +37,6 @@ scripts/build-sandbox-image.sh co-sandbox-test:bookworm
     && npm run --silent lint:check && npm test)
 
 export CO_TEST_SANDBOX_IMAGE=co-sandbox-test:bookworm
+# The regression notebooks' kernels use it too (no registry here for python:3.12-slim).
+export CO_SANDBOX_IMAGE=co-sandbox-test:bookworm
 exec .venv/bin/python -m pytest --nbval tests notebooks "$@"

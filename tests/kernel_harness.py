@@ -98,8 +98,15 @@ class CoKernel:
         timeout: float = 60,
         interrupt_after: float | None = None,
         on_message: Any = None,
+        on_input: Any = None,
     ) -> CellResult:
-        """Run one cell and collect its iopub messages until the kernel is idle again."""
+        """Run one cell and collect its iopub messages until the kernel is idle again.
+
+        ``on_message(kernel, msg)`` sees each iopub message of the cell as it arrives (it
+        may send comm messages, e.g. a ``WidgetClicker``). ``input_request`` messages on
+        the stdin channel are added to the result; ``on_input(kernel, msg)`` may return
+        the text to answer with (None leaves the request unanswered).
+        """
         content = {
             "code": code,
             "silent": False,
@@ -129,8 +136,9 @@ class CoKernel:
             ):
                 self.km.interrupt_kernel()
                 interrupted = True
+            self._poll_stdin(msg_id, result, on_input)
             try:
-                m = self.kc.get_iopub_msg(timeout=min(remaining, 0.05))
+                m = self.kc.get_iopub_msg(timeout=min(remaining, 0.02))
             except Exception:  # queue.Empty
                 continue
             if m["parent_header"].get("msg_id") != msg_id:
@@ -149,6 +157,29 @@ class CoKernel:
         result.replied_at = time.monotonic()
         return result
 
+    def _poll_stdin(self, msg_id: str, result: CellResult, on_input: Any) -> None:
+        while self.kc.stdin_channel.msg_ready():
+            m = self.kc.get_stdin_msg(timeout=0)
+            if m["parent_header"].get("msg_id") != msg_id:
+                continue
+            m["_received"] = time.monotonic()
+            result.messages.append(m)
+            if m["msg_type"] == "input_request" and on_input is not None:
+                answer = on_input(self, m)
+                if answer is not None:
+                    self.kc.input(answer)
+
+    def send_comm_msg(self, comm_id: str, data: dict[str, Any]) -> dict[str, Any]:
+        """Send a ``comm_msg`` on the shell channel, as a frontend's widget manager does."""
+        msg = self.kc.session.msg("comm_msg", {"comm_id": comm_id, "data": data})
+        self.kc.shell_channel.send(msg)
+        return msg
+
+    def click(self, comm_id: str) -> float:
+        """Click an ipywidgets Button (protocol 2.1); returns the monotonic send time."""
+        self.send_comm_msg(comm_id, {"method": "custom", "content": {"event": "click"}})
+        return time.monotonic()
+
     def is_alive(self) -> bool:
         return self.km.is_alive()
 
@@ -159,3 +190,41 @@ class CoKernel:
         self._shut = True
         self.kc.stop_channels()
         self.km.shutdown_kernel(now=False)
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+@dataclass
+class WidgetClicker:
+    """Plays JupyterLab's part in approvals: clicks a button on each widget card shown.
+
+    Pass as ``on_message``. Buttons are learned from ``comm_open`` messages (target
+    ``jupyter.widget``, state ``_model_name: ButtonModel``); when a widget view is
+    displayed, the button labelled with the next of ``choices`` among those opened since
+    the previous card is clicked. A choice of None leaves that card waiting.
+    """
+
+    choices: list[str | None]
+    buttons: list[tuple[str, str]] = field(default_factory=list)
+    """(comm id, description) of every button opened, in order."""
+    cards: int = 0
+    """Widget views displayed so far."""
+    clicked: list[tuple[str, float]] = field(default_factory=list)
+    """(description, send time) of each click."""
+    _seen: int = 0
+
+    def __call__(self, kernel: CoKernel, msg: dict[str, Any]) -> None:
+        content = msg["content"]
+        if msg["msg_type"] == "comm_open" and content.get("target_name") == "jupyter.widget":
+            state = content.get("data", {}).get("state", {})
+            if state.get("_model_name") == "ButtonModel":
+                self.buttons.append((content["comm_id"], state.get("description", "")))
+        elif msg["msg_type"] == "display_data" and WIDGET_VIEW in content.get("data", {}):
+            fresh, self._seen = self.buttons[self._seen :], len(self.buttons)
+            choice = self.choices[self.cards] if self.cards < len(self.choices) else None
+            self.cards += 1
+            if choice is None:
+                return
+            comm_id = next(cid for cid, label in fresh if label == choice)
+            self.clicked.append((choice, kernel.click(comm_id)))

@@ -6,31 +6,41 @@ nbclient 0.11, nbval 0.11, jupyter_console 6.6):
 - metadata with ``cellId`` (JupyterLab) -> ``NotebookFrontend``: display updates;
 - ``allow_stdin`` without ``cellId`` (jupyter console) -> ``ConsoleFrontend``: stdout;
 - neither (nbclient, nbval, papermill) -> ``HeadlessFrontend``: final outputs only.
+
+Approvals follow the same split: a widget card (``WidgetApprover``), a ``[y/n/a]`` stdin
+input request (``StdinApprover``), or the ``approval_mode`` policy.
 """
 
 from __future__ import annotations
 
-from ._base import Approver, BaseFrontend, policy_approver
+from ._base import Approver, BaseFrontend, parse_answer, policy_approver
 from ._console import ConsoleFrontend
 from ._headless import HeadlessFrontend
 from ._markdown import MarkdownStream, find_block_boundary
 from ._notebook import NotebookFrontend
 from ._publisher import KernelPublisher, Publisher
 from ._recording import RecordingFrontend
+from ._stdin import KernelStdin, StdinApprover
 from ._toolcard import MIME_TOOL_CALL, tool_call_bundle
+from ._widgets import ApprovalCard, WidgetApprover
 
 __all__ = [
     "MIME_TOOL_CALL",
+    "ApprovalCard",
     "Approver",
     "BaseFrontend",
     "ConsoleFrontend",
     "HeadlessFrontend",
     "KernelPublisher",
+    "KernelStdin",
     "MarkdownStream",
     "NotebookFrontend",
     "Publisher",
     "RecordingFrontend",
+    "StdinApprover",
+    "WidgetApprover",
     "find_block_boundary",
+    "parse_answer",
     "policy_approver",
     "tool_call_bundle",
 ]

@@ -1,9 +1,25 @@
-"""Shared plumbing of the frontends: approval strategies and no-op defaults."""
+"""Shared plumbing of the frontends: approval strategies, their wording and no-op defaults.
+
+An ``Approver`` asks one question and returns the person's answer. The notebook asks with
+a widget card (``_widgets``), the console with a stdin ``input_request`` (``_stdin``), and
+a headless run answers from the ``approval_mode`` policy. What they share lives here: the
+wording of a request and of each decision, the timeout, and reading a typed answer.
+"""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 
+from ..turn._approval import (
+    APPROVED,
+    APPROVED_ALL,
+    DENIED,
+    INTERRUPTED,
+    SAFE_PREFIX,
+    TIMED_OUT,
+    YOLO,
+)
 from ..turn._frontend import (
     ApprovalDecision,
     ApprovalRequest,
@@ -12,10 +28,66 @@ from ..turn._frontend import (
     ToolResultView,
     TurnSummary,
 )
+from ._toolcard import format_args
 
-__all__ = ["Approver", "BaseFrontend", "policy_approver"]
+__all__ = [
+    "DECISION_TEXT",
+    "Approver",
+    "BaseFrontend",
+    "approval_text",
+    "parse_answer",
+    "policy_approver",
+    "wait_for_answer",
+]
 
 Approver = Callable[[ApprovalRequest], Awaitable[ApprovalDecision]]
+
+DECISION_TEXT: dict[str, str] = {
+    APPROVED: "✅ Approved",
+    APPROVED_ALL: "✅ Approved all: later calls in this session run without asking",
+    DENIED: "🚫 Denied",
+    TIMED_OUT: "🚫 Denied (timed out)",
+    INTERRUPTED: "⏹ Interrupted",
+    YOLO: "✅ Approved automatically (session yolo)",
+    SAFE_PREFIX: "✅ Approved automatically (safe command)",
+}
+"""How each decision label reads on a card or a console line."""
+
+_ANSWERS: dict[str, ApprovalDecision] = {
+    "y": "approve",
+    "yes": "approve",
+    "n": "deny",
+    "no": "deny",
+    "a": "approve_all",
+    "all": "approve_all",
+}
+
+
+def parse_answer(text: str) -> ApprovalDecision | None:
+    """A typed answer (y/n/a, yes/no/all, any case) as a decision; None if unreadable."""
+    return _ANSWERS.get(text.strip().lower())
+
+
+def approval_text(call: ToolCallView) -> str:
+    """The question as plain text: tool, pretty arguments and the detail (e.g. a diff)."""
+    lines = [f"Co wants to run {call.name}:"]
+    lines += ["    " + line for line in format_args(call.args).splitlines()]
+    if call.detail:
+        lines.append("")
+        lines += call.detail.rstrip("\n").splitlines()
+    return "\n".join(lines) + "\n"
+
+
+async def wait_for_answer(
+    answer: Awaitable[ApprovalDecision], timeout: float | None
+) -> ApprovalDecision:
+    """Await an answer; ``timed_out`` after ``timeout`` seconds. Cancellation propagates."""
+    if timeout is None:
+        return await answer
+    try:
+        return await asyncio.wait_for(answer, timeout)
+    except TimeoutError:
+        return "timed_out"
 
 
 def policy_approver(mode: str) -> Approver:

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
-from ..turn._frontend import NoticeLevel, ToolCallView, ToolResultView, TurnSummary
-from ._base import NOTICE_PREFIX, Approver, BaseFrontend
+from ..turn._approval import INTERRUPTED, decision_label
+from ..turn._frontend import (
+    ApprovalDecision,
+    ApprovalRequest,
+    NoticeLevel,
+    ToolCallView,
+    ToolResultView,
+    TurnSummary,
+)
+from ._base import DECISION_TEXT, NOTICE_PREFIX, Approver, BaseFrontend, approval_text
 from ._publisher import Publisher
 from ._toolcard import short_args
 
@@ -21,6 +30,7 @@ class ConsoleFrontend(BaseFrontend):
         self._interval = 1.0 / max_rate
         self._last_flush = 0.0
         self._wrote_text = False
+        self._announced: set[str] = set()
 
     def on_text_delta(self, delta: str) -> None:
         self._pub.stream("stdout", delta)
@@ -41,12 +51,32 @@ class ConsoleFrontend(BaseFrontend):
 
     def on_tool_call(self, call: ToolCallView) -> None:
         self.on_text_commit()
-        self._pub.stream("stdout", f"⏺ {call.name}({short_args(call.args)})\n")
-        self._pub.flush()
+        if call.call_id in self._announced:
+            if call.decision:  # decided without asking (yolo, safe prefix)
+                self._line(f"  ⎿ {DECISION_TEXT.get(call.decision, call.decision)}")
+            return
+        self._announced.add(call.call_id)
+        self._line(f"⏺ {call.name}({short_args(call.args)})")
 
     def on_tool_result(self, result: ToolResultView) -> None:
         took = f" {result.duration:.2f}s" if result.duration is not None else ""
-        self._pub.stream("stdout", f"  ⎿ {result.status}{took}\n")
+        self._line(f"  ⎿ {result.status}{took}")
+
+    async def prompt_approval(self, request: ApprovalRequest) -> ApprovalDecision:
+        self.on_text_commit()
+        self._announced.add(request.call.call_id)
+        self._pub.stream("stdout", approval_text(request.call))
+        try:
+            choice = await self.approver(request)
+        except asyncio.CancelledError:
+            self._line(f"  ⎿ {DECISION_TEXT[INTERRUPTED]}")
+            raise
+        label = decision_label(choice)
+        self._line(f"  ⎿ {DECISION_TEXT.get(label, label)}")
+        return choice
+
+    def _line(self, text: str) -> None:
+        self._pub.stream("stdout", text + "\n")
         self._pub.flush()
 
     def on_status(self, message: str) -> None:

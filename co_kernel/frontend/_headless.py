@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..turn._approval import decision_label
 from ..turn._frontend import (
     ApprovalDecision,
     ApprovalRequest,
@@ -37,7 +38,7 @@ class HeadlessFrontend(BaseFrontend):
 
     def on_tool_call(self, call: ToolCallView) -> None:
         self.on_text_commit()
-        self._calls[call.call_id] = call
+        self._calls[call.call_id] = call  # shown once, with its result (no live updates)
 
     def on_tool_result(self, result: ToolResultView) -> None:
         call = self._calls.pop(result.call_id, None) or ToolCallView(
@@ -48,12 +49,16 @@ class HeadlessFrontend(BaseFrontend):
     async def prompt_approval(self, request: ApprovalRequest) -> ApprovalDecision:
         self.on_text_commit()
         decision = await self.approver(request)
-        verdict = "approved" if decision == "approve" else "denied"
+        label = decision_label(decision)
         call = request.call
-        text = (
-            f"Approval needed for `{call.name}({short_args(call.args)})`: "
-            f"**{verdict}** (headless run, `approval_mode = {self._mode}`)"
+        call.decision = label
+        self._calls[call.call_id] = call
+        why = (
+            "a headless run cannot ask; set `approval_mode` to `approve` to allow such calls"
+            if self._mode == "ask"
+            else f"headless run, `approval_mode = {self._mode}`"
         )
+        text = f"Approval needed for `{call.name}({short_args(call.args)})`: **{label}** ({why})"
         self._pub.display({"text/markdown": text, "text/plain": text})
         return decision
 
@@ -65,4 +70,7 @@ class HeadlessFrontend(BaseFrontend):
     def on_turn_end(self, summary: TurnSummary) -> None:
         self.on_text_commit()
         if summary.interrupted:
+            for call in self._calls.values():
+                self._pub.display(tool_call_bundle(call, state="interrupted"))
+            self._calls.clear()
             self.on_notice("Interrupted.", "warning")

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from ..turn._approval import INTERRUPTED, decision_label, is_refusal
 from ..turn._frontend import (
     ApprovalDecision,
     ApprovalRequest,
@@ -20,6 +23,20 @@ from ._publisher import Publisher
 from ._toolcard import tool_call_bundle
 
 __all__ = ["NotebookFrontend"]
+
+
+@dataclass
+class _Card:
+    """A tool call's output in the cell."""
+
+    display_id: str
+    """The output's display id; every change is an update of it."""
+    call: ToolCallView
+    """The call, with its decision once there is one."""
+    state: str
+    """running, waiting, ok, error, denied or interrupted."""
+    result: ToolResultView | None = None
+    """What came back, once it did."""
 
 
 class NotebookFrontend(BaseFrontend):
@@ -40,7 +57,7 @@ class NotebookFrontend(BaseFrontend):
         self._stream: MarkdownStream | None = None
         self._thinking = ""
         self._thinking_id: str | None = None
-        self._calls: dict[str, tuple[str, ToolCallView]] = {}
+        self._calls: dict[str, _Card] = {}
         self._status_id: str | None = None
         self.streams: list[MarkdownStream] = []
 
@@ -85,25 +102,48 @@ class NotebookFrontend(BaseFrontend):
         )
 
     # -- tools ------------------------------------------------------------------
+    # One card per call id, created on first sight and updated in place: the call event,
+    # the approval question, the decision and the result all land on the same output.
+
+    def _show_card(self, call: ToolCallView, state: str) -> None:
+        card = self._calls.get(call.call_id)
+        if card is None:
+            self.on_text_commit()
+            card = self._calls[call.call_id] = _Card(uuid.uuid4().hex, call, state)
+            self._pub.display(tool_call_bundle(call, state=state), display_id=card.display_id)
+            return
+        card.call, card.state = call, state
+        self._refresh(card)
+
+    def _refresh(self, card: _Card) -> None:
+        bundle = tool_call_bundle(card.call, card.result, state=card.state)
+        self._pub.display(bundle, display_id=card.display_id, update=True)
 
     def on_tool_call(self, call: ToolCallView) -> None:
-        self.on_text_commit()
-        display_id = uuid.uuid4().hex
-        self._calls[call.call_id] = (display_id, call)
-        self._pub.display(tool_call_bundle(call), display_id=display_id)
+        self._show_card(call, "denied" if is_refusal(call.decision) else "running")
 
     def on_tool_result(self, result: ToolResultView) -> None:
-        entry = self._calls.get(result.call_id)
-        if entry is None:
-            call = ToolCallView(result.call_id, result.name, None)
-            self.on_tool_call(call)
-            entry = self._calls[result.call_id]
-        display_id, call = entry
-        self._pub.display(tool_call_bundle(call, result), display_id=display_id, update=True)
+        if result.call_id not in self._calls:
+            self._show_card(ToolCallView(result.call_id, result.name, None), "running")
+        card = self._calls[result.call_id]
+        card.result, card.state = result, result.status
+        if result.decision:
+            card.call.decision = result.decision
+        self._refresh(card)
 
     async def prompt_approval(self, request: ApprovalRequest) -> ApprovalDecision:
+        call = request.call
         self.on_text_commit()
-        return await self.approver(request)
+        self._show_card(call, "waiting")
+        try:
+            choice = await self.approver(request)
+        except asyncio.CancelledError:
+            call.decision = INTERRUPTED
+            self._show_card(call, "interrupted")
+            raise
+        call.decision = decision_label(choice)
+        self._show_card(call, "denied" if is_refusal(call.decision) else "running")
+        return choice
 
     # -- status and notices -----------------------------------------------------
 
@@ -127,6 +167,10 @@ class NotebookFrontend(BaseFrontend):
         self.on_text_commit()
         self.clear_status()
         if summary.interrupted:
+            for card in self._calls.values():
+                if card.result is None and card.state in ("running", "waiting"):
+                    card.state = "interrupted"
+                    self._refresh(card)
             self.on_notice(
                 "*Interrupted.* The partial answer above is kept; carry on in the next cell.",
                 "warning",

@@ -49,6 +49,9 @@ def short_args(args: dict[str, Any] | str | None, limit: int = 60) -> str:
 def _result_text(content: Any) -> str:
     if content is None:
         return ""
+    if isinstance(content, dict) and isinstance(content.get("display"), str):
+        # Tools return {"display": ..., ...}: the display text is what a person reads.
+        content = content["display"]
     if isinstance(content, str):
         text = content
     else:
@@ -67,7 +70,7 @@ def tool_call_bundle(
 ) -> dict[str, Any]:
     """The MIME bundle for a tool call in its current state."""
     status = state or (result.status if result else "running")
-    decision = decision or (result.decision if result else None)
+    decision = decision or (result.decision if result else None) or call.decision
     duration = result.duration if result else None
     payload = {
         "call_id": call.call_id,
@@ -80,8 +83,9 @@ def tool_call_bundle(
         "detail": call.detail,
         "needs_approval": call.needs_approval,
     }
-    summary_bits = [f"{_ICONS.get(status, '•')} {call.name}({short_args(call.args)})", status]
-    if decision:
+    shown_status = "waiting for approval" if status == "waiting" else status
+    summary_bits = [f"{_ICONS.get(status, '•')} {call.name}({short_args(call.args)})", shown_status]
+    if decision and decision != status:
         summary_bits.append(decision)
     if duration is not None:
         summary_bits.append(f"{duration:.2f}s")
@@ -92,7 +96,8 @@ def tool_call_bundle(
     if result is not None:
         body.append(f"<b>Result</b><pre>{html.escape(_result_text(result.content))}</pre>")
     html_text = (
-        f'<details class="co-tool-call" data-status="{status}">'
+        f'<details class="co-tool-call" data-status="{status}" '
+        f'data-decision="{html.escape(decision or "")}">'
         f"<summary>{html.escape(summary)}</summary>{''.join(body)}</details>"
     )
     return {

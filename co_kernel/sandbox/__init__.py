@@ -12,6 +12,7 @@ from ._protocol import (
     SandboxUnavailable,
     StatusCallback,
 )
+from ._session import ensure_sandbox
 from ._subprocess import SubprocessSandbox
 
 __all__ = [
@@ -25,4 +26,5 @@ __all__ = [
     "StatusCallback",
     "SubprocessSandbox",
     "create_sandbox",
+    "ensure_sandbox",
 ]

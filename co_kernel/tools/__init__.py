@@ -33,7 +33,7 @@ class ToolsetBuild:
 
 
 # Integration modules, in the order their tools are offered to the model.
-_INTEGRATIONS: tuple[str, ...] = ()
+_INTEGRATIONS: tuple[str, ...] = ("shell", "python", "google", "slack")
 
 
 def collect_toolsets(settings: Settings) -> list[ToolsetBuild]:

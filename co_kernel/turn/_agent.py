@@ -28,7 +28,8 @@ def build_agent(
 
     config_dir = paths().config_dir
 
-    def instructions(ctx: RunContext[CoDeps]) -> str:
+    async def instructions(ctx: RunContext[CoDeps]) -> str:
+        # async: a sync function would cost a thread hop on every request
         return build_system_prompt(
             personality=ctx.deps.settings.personality,
             project_dir=ctx.deps.workspace,

@@ -2,24 +2,76 @@
 
 A call runs without asking only under session yolo or, for the shell tool, when the
 command starts with a configured safe prefix and neither chains nor redirects.
+Every decision has a label (``approved``, ``denied``, ``yolo``, ...) that the turn keeps
+in ``TurnResult.decisions`` and the frontends write into the call's persistent card.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import shlex
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._deps import CoDeps
+    from ._frontend import ApprovalDecision
 
-__all__ = ["SHELL_TOOL", "auto_decision", "is_safe_command", "normalise_args"]
+__all__ = [
+    "APPROVED",
+    "APPROVED_ALL",
+    "DENIED",
+    "INTERRUPTED",
+    "SAFE_PREFIX",
+    "SHELL_TOOL",
+    "TIMED_OUT",
+    "YOLO",
+    "auto_decision",
+    "decision_label",
+    "denial_message",
+    "is_refusal",
+    "is_safe_command",
+    "normalise_args",
+]
 
 SHELL_TOOL = "run_shell_command"
+
+# Decision labels, as written on the tool-call card and in TurnResult.decisions.
+APPROVED = "approved"
+APPROVED_ALL = "approved all"
+DENIED = "denied"
+TIMED_OUT = "timed out"
+INTERRUPTED = "interrupted"
+YOLO = "yolo"
+SAFE_PREFIX = "safe-prefix"
+
+_LABELS: dict[str, str] = {
+    "approve": APPROVED,
+    "approve_all": APPROVED_ALL,
+    "deny": DENIED,
+    "timed_out": TIMED_OUT,
+}
 
 # Anything that chains, redirects, substitutes or spans lines makes a command unsafe,
 # whatever it starts with.
 _UNSAFE = re.compile(r"[;&|<>`\n\r]|\$\(|\$\{")
+
+# Options that turn an otherwise read-only command into one that writes or runs things.
+_UNSAFE_OPTIONS: dict[str, tuple[str, ...]] = {
+    "find": ("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fls"),
+    "git": ("--output", "-o"),
+    "git branch": ("-d", "-D", "-m", "-M", "-c", "-C", "-f", "-u", "--delete", "--move",
+                   "--copy", "--force", "--set-upstream", "--unset-upstream", "--edit"),
+    "date": ("-s", "--set"),
+}  # fmt: skip
+
+
+def _has_unsafe_option(prefix: str, words: list[str]) -> bool:
+    banned = _UNSAFE_OPTIONS.get(prefix, ()) + _UNSAFE_OPTIONS.get(prefix.split(" ")[0], ())
+    if prefix == "git branch" and any(not w.startswith("-") for w in words[2:]):
+        return True  # a bare name creates a branch
+    # Prefix match: catches "--output=x", "-fprintf" and glued short options alike.
+    return any(w.startswith(b) for w in words[1:] for b in banned)
 
 
 def is_safe_command(command: str, safe_prefixes: list[str]) -> bool:
@@ -27,10 +79,14 @@ def is_safe_command(command: str, safe_prefixes: list[str]) -> bool:
     cmd = command.strip()
     if not cmd or _UNSAFE.search(cmd):
         return False
+    try:
+        words = shlex.split(cmd)
+    except ValueError:  # unbalanced quotes: the shell would not read it as we do
+        return False
     for prefix in safe_prefixes:
-        prefix = prefix.strip()
+        prefix = " ".join(prefix.split())
         if prefix and (cmd == prefix or cmd.startswith(prefix + " ")):
-            return True
+            return not _has_unsafe_option(prefix, words)
     return False
 
 
@@ -48,11 +104,35 @@ def normalise_args(args: dict[str, Any] | str | None) -> dict[str, Any]:
 
 
 def auto_decision(tool_name: str, args: dict[str, Any], deps: CoDeps) -> str | None:
-    """The reason a call is approved without asking ("yolo", "safe-prefix"), or None."""
+    """The reason a call is approved without asking (``yolo``, ``safe-prefix``), or None."""
     if deps.auto_confirm:
-        return "yolo"
+        return YOLO
     if tool_name == SHELL_TOOL:
         command = args.get("cmd", args.get("command"))
         if isinstance(command, str) and is_safe_command(command, deps.settings.shell_safe_commands):
-            return "safe-prefix"
+            return SAFE_PREFIX
     return None
+
+
+def decision_label(choice: ApprovalDecision) -> str:
+    """The card label of a person's answer."""
+    return _LABELS.get(choice, DENIED)
+
+
+def is_refusal(label: str | None) -> bool:
+    """Whether a decision label means the call did not run."""
+    return label in (DENIED, TIMED_OUT, INTERRUPTED)
+
+
+def denial_message(label: str, timeout: float | None = None) -> str:
+    """What the model reads when a call was refused, so it can propose something else."""
+    if label == TIMED_OUT:
+        waited = f" within {timeout:g} s" if timeout else ""
+        return (
+            f"Nobody answered the approval request{waited}, so this action did not run. "
+            "Do not retry it as is; say what you wanted to do so the user can decide."
+        )
+    return (
+        "The user denied this action. Do not retry it as is; explain what you wanted to do "
+        "and suggest an alternative."
+    )

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..config import Settings
+    from ..notebook import NotebookContext
     from ..sandbox import SandboxProtocol
     from ..telemetry import AuditLog
 
@@ -42,6 +43,8 @@ class CoDeps:
     """Pagination state of tools, keyed by tool and query."""
     todos: list[dict[str, Any]] = field(default_factory=list)
     """The agent's checklist for the session."""
+    notebook: NotebookContext | None = None
+    """The kernel's Python namespace and recent cells; None outside a kernel."""
     audit: AuditLog | None = None
     """Where tool calls and guarded accesses are recorded; None disables auditing."""
     extras: dict[str, Any] = field(default_factory=dict)

@@ -20,7 +20,8 @@ __all__ = [
 ]
 
 NoticeLevel = Literal["info", "warning", "error"]
-ApprovalDecision = Literal["approve", "deny", "approve_all"]
+ApprovalDecision = Literal["approve", "deny", "approve_all", "timed_out"]
+"""A person's answer; ``timed_out`` when nobody answered within ``approval_timeout``."""
 
 
 @dataclass
@@ -37,6 +38,8 @@ class ToolCallView:
     """Whether the call waits for a decision before it runs."""
     detail: str | None = None
     """Extra text for the approval card, e.g. a unified diff of a file edit."""
+    decision: str | None = None
+    """How an approval call was decided before it runs: approved, yolo, safe-prefix, ..."""
 
 
 @dataclass

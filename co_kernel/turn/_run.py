@@ -13,7 +13,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ._approval import auto_decision, normalise_args
+from ._approval import (
+    INTERRUPTED,
+    auto_decision,
+    decision_label,
+    denial_message,
+    is_refusal,
+    normalise_args,
+)
 from ._frontend import ApprovalRequest, FrontendProtocol, ToolCallView, ToolResultView, TurnSummary
 from ._provider_errors import ProviderErrorKind, backoff_delay, classify_provider_error
 
@@ -240,10 +247,11 @@ class _TurnRunner:
 
     def _tool_result(self, part: Any) -> None:
         started = self.tool_started.pop(part.tool_call_id, None)
+        # Only calls that needed approval carry a decision; read-only tools have none.
         decision = self.decisions.get(part.tool_call_id)
         kind = getattr(part, "part_kind", "")
         status = "ok"
-        if decision == "denied":
+        if is_refusal(decision) or getattr(part, "outcome", None) == "denied":
             status = "denied"
         elif kind == "retry-prompt" or getattr(part, "outcome", "success") == "failed":
             status = "error"
@@ -255,8 +263,9 @@ class _TurnRunner:
             getattr(part, "tool_name", None) or "tool",
             content,
             status=status,
-            duration=(time.monotonic() - started) if started else None,
-            decision=decision or "auto",
+            # A refused call never ran: it has no duration to show.
+            duration=(time.monotonic() - started) if started and status != "denied" else None,
+            decision=decision,
         )
         self.frontend.on_tool_result(view)
         self._audit(view, self.call_args.pop(part.tool_call_id, None))
@@ -264,41 +273,56 @@ class _TurnRunner:
     # -- approvals ---------------------------------------------------------
 
     async def _decide(self, requests: Any) -> Any:
+        """Answer one batch of deferred calls: yolo, safe prefix, or ask the person.
+
+        Calls are decided in order, so "Approve all" on one call also covers the rest of
+        the batch (``auto_decision`` sees ``deps.auto_confirm``).
+        """
         from pydantic_ai import DeferredToolResults, ToolDenied
 
         results = DeferredToolResults()
+        timeout = self.deps.settings.approval_timeout
         for call in requests.approvals:
-            args = normalise_args(call.args)
-            self.call_args[call.tool_call_id] = call.args
-            view = ToolCallView(call.tool_call_id, call.tool_name, call.args, needs_approval=True)
-            meta = requests.metadata.get(call.tool_call_id, {})
+            call_id = call.tool_call_id
+            self.call_args[call_id] = call.args
+            meta = requests.metadata.get(call_id, {})
+            view = ToolCallView(call_id, call.tool_name, call.args, needs_approval=True)
             view.detail = meta.get("detail") if isinstance(meta, dict) else None
-            auto = auto_decision(call.tool_name, args, self.deps)
-            if auto is not None:
-                self.decisions[call.tool_call_id] = auto
-                results.approvals[call.tool_call_id] = True
-                continue
-            self.shown_calls.add(call.tool_call_id)
-            choice = await self.frontend.prompt_approval(
-                ApprovalRequest(view, timeout=self.deps.settings.approval_timeout)
-            )
-            if choice == "approve_all":
-                self.deps.auto_confirm = True
-                self.decisions[call.tool_call_id] = "approved"
-                results.approvals[call.tool_call_id] = True
-            elif choice == "approve":
-                self.decisions[call.tool_call_id] = "approved"
-                results.approvals[call.tool_call_id] = True
+            self.shown_calls.add(call_id)
+            label = auto_decision(call.tool_name, normalise_args(call.args), self.deps)
+            if label is not None:
+                view.decision = label
+                self.frontend.on_tool_call(view)
             else:
-                self.decisions[call.tool_call_id] = "denied"
-                results.approvals[call.tool_call_id] = ToolDenied(
-                    "The user denied this action. Do not retry it as is; explain what you "
-                    "wanted to do and suggest an alternative."
-                )
+                label = await self._ask(view, timeout)
+            self.decisions[call_id] = label
+            if is_refusal(label):
+                results.approvals[call_id] = ToolDenied(denial_message(label, timeout))
+            else:
+                results.approvals[call_id] = True
         for call in requests.calls:
             # External calls are not used by Co's tools; never leave them dangling.
             results.calls[call.tool_call_id] = "This tool cannot run here."
         return results
+
+    async def _ask(self, view: ToolCallView, timeout: float | None) -> str:
+        try:
+            choice = await self.frontend.prompt_approval(ApprovalRequest(view, timeout=timeout))
+        except asyncio.CancelledError:
+            self.decisions[view.call_id] = INTERRUPTED
+            raise
+        except Exception as exc:
+            # A frontend that cannot ask (widgets or stdin broken) must not run the call.
+            self.frontend.on_notice(
+                f"Could not ask for approval of `{view.name}` ({type(exc).__name__}: {exc}); "
+                "the call was denied.",
+                "error",
+            )
+            choice = "deny"
+        if choice == "approve_all":
+            # Session yolo: the rest of this batch and of the session runs without asking.
+            self.deps.auto_confirm = True
+        return decision_label(choice)
 
     # -- the state machine -------------------------------------------------
 

@@ -1,0 +1,140 @@
+"""What the benchmarks share: the answer they stream, kernel environments, tables."""
+
+from __future__ import annotations
+
+import os
+import random
+import statistics
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    # The benchmarks drive kernels with the test harness (tests/kernel_harness.py).
+    sys.path.insert(0, str(REPO))
+
+__all__ = [
+    "REPO",
+    "kernel_env",
+    "markdown_answer",
+    "median",
+    "ms",
+    "print_table",
+    "verdict",
+]
+
+_WORDS = (  # noqa: SIM905 - a sentence of words reads better than a column of strings
+    "kernel notebook cell output display stream update segment block buffer message "
+    "client server socket answer prompt model token rate latency budget render fence "
+    "heading paragraph list code table value result error retry session history turn "
+    "the a of to and in is that for with as on it by this be are from at or an"
+).split()
+
+_CODE = (
+    (
+        "python",
+        'import json\n\n\ndef load(path: str) -> dict:\n    """Read a settings file."""\n'
+        "    with open(path) as f:\n        return json.load(f)\n\n\n"
+        'settings = load("settings.json")\nprint(settings.get("model", "none"))\n',
+    ),
+    (
+        "bash",
+        "python -m venv .venv\n. .venv/bin/activate\npip install -e '.[dev]'\npytest -q tests/\n",
+    ),
+    (
+        "python",
+        "async def stream(agent, prompt):\n    async with agent.run_stream_events(prompt) as events:\n"
+        "        async for event in events:\n            print(event)\n\n"
+        "# A blank line inside a fence is not a block boundary.\n\nresult = None\n",
+    ),
+    (
+        "json",
+        '{\n  "model": "ollama:llama3.2",\n  "approval_mode": "ask",\n'
+        '  "stream_max_updates_per_second": 20\n}\n',
+    ),
+)
+
+
+def _sentence(rng: random.Random) -> str:
+    words = [rng.choice(_WORDS) for _ in range(rng.randint(6, 16))]
+    if rng.random() < 0.3:
+        i = rng.randrange(len(words))
+        words[i] = f"`{words[i]}`"
+    if rng.random() < 0.2:
+        i = rng.randrange(len(words))
+        words[i] = f"**{words[i]}**"
+    text = " ".join(words)
+    return text[0].upper() + text[1:] + "."
+
+
+def _title(rng: random.Random) -> str:
+    return " ".join(rng.choice(_WORDS) for _ in range(rng.randint(3, 7))).capitalize()
+
+
+def _paragraph(rng: random.Random) -> str:
+    return " ".join(_sentence(rng) for _ in range(rng.randint(2, 5)))
+
+
+def markdown_answer(size: int = 20_000, seed: int = 2) -> str:
+    """A deterministic, realistic Markdown answer of about ``size`` characters.
+
+    Headings, paragraphs, bullet and numbered lists, fenced code blocks (some with blank
+    lines inside, which a segmenter must not split at) and a small table.
+    """
+    rng = random.Random(seed)
+    blocks = ["# " + _title(rng), _paragraph(rng)]
+    section = 0
+    while sum(len(b) + 2 for b in blocks) < size:
+        section += 1
+        blocks.append(f"## {section}. {_title(rng)}")
+        blocks.append(_paragraph(rng))
+        kind = section % 4
+        if kind == 0:
+            blocks.append("\n".join(f"- {_sentence(rng)}" for _ in range(rng.randint(3, 6))))
+        elif kind == 1:
+            lang, code = _CODE[section % len(_CODE)]
+            blocks.append(f"```{lang}\n{code}```")
+        elif kind == 2:
+            blocks.append("\n".join(f"{i}. {_sentence(rng)}" for i in range(1, rng.randint(3, 6))))
+        else:
+            rows = [f"| {rng.choice(_WORDS)} | {rng.randint(1, 999)} ms |" for _ in range(4)]
+            blocks.append("| name | time |\n|---|---|\n" + "\n".join(rows))
+        blocks.append(_paragraph(rng))
+    text = "\n\n".join(blocks)
+    # End on a whole block near the target size, always with a newline.
+    cut = text.rfind("\n\n", 0, size)
+    return text[:cut] + "\n" if cut > size // 2 else text + "\n"
+
+
+def kernel_env(co_home: Path, base_url: str) -> dict[str, str]:
+    """The environment a kernel gets: ours without CO_* variables, plus Co's for the run."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CO_")}
+    env.update({"CO_HOME": str(co_home), "CO_MODEL": "compat:scripted", "CO_BASE_URL": base_url})
+    return env
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
+def verdict(ok: bool) -> str:
+    return "met" if ok else "MISSED"
+
+
+def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+    """A plain-text table, columns as wide as their widest cell."""
+    cells = [[str(h) for h in headers], *[[str(c) for c in row] for row in rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    line = "  ".join("-" * w for w in widths)
+    print(f"\n{title}")
+    print(line)
+    for n, row in enumerate(cells):
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+        if n == 0:
+            print(line)
+    print(line)

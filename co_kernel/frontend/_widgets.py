@@ -1,0 +1,126 @@
+"""JupyterLab approvals: an ipywidgets card with Approve / Deny / Approve all.
+
+The cell keeps running while the card waits. ipykernel>=7.4 dispatches comm messages
+while the cell holds the shell lock, so the turn simply awaits an asyncio future that the
+button handler resolves. JupyterLab 4.6 may send widget messages on a kernel subshell,
+whose handler runs on another thread: the handler therefore only hands the answer to the
+turn's loop with ``call_soon_threadsafe``; every widget change happens on that loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import html
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from ..turn._approval import INTERRUPTED, decision_label
+from ..turn._frontend import ApprovalDecision, ApprovalRequest, ToolCallView
+from ._base import DECISION_TEXT, approval_text, wait_for_answer
+from ._publisher import Publisher
+from ._toolcard import format_args
+
+__all__ = ["BUTTONS", "ApprovalCard", "WidgetApprover"]
+
+BUTTONS: tuple[tuple[str, ApprovalDecision, str, str], ...] = (
+    ("Approve", "approve", "success", "Run this call"),
+    ("Deny", "deny", "danger", "Do not run it; the model is told and can propose something else"),
+    ("Approve all", "approve_all", "warning", "Run this and every later call this session"),
+)
+"""(label, decision, button style, tooltip) of each button, in order."""
+
+_CARD_CSS = "border-left: 3px solid #f0ad4e; padding: 2px 8px; margin: 4px 0"
+
+
+def _settle(future: asyncio.Future[ApprovalDecision], choice: ApprovalDecision) -> None:
+    if not future.done():  # a second click, or a click racing the timeout, is ignored
+        future.set_result(choice)
+
+
+class ApprovalCard:
+    """The widgets of one approval question and the record of its answer."""
+
+    def __init__(self, call: ToolCallView, on_choice: Callable[[ApprovalDecision], None]) -> None:
+        import ipywidgets as w
+
+        self.call = call
+        self.decision: str | None = None
+        header = w.HTML(
+            f"<b>✋ Co wants to run <code>{html.escape(call.name)}</code></b> "
+            "— approve it to continue."
+        )
+        parts: list[Any] = [
+            header,
+            w.HTML(f"<pre style='margin:2px 0'>{html.escape(format_args(call.args))}</pre>"),
+        ]
+        if call.detail:
+            parts.append(
+                w.HTML(
+                    "<details open><summary>Change</summary>"
+                    f"<pre style='margin:2px 0'>{html.escape(call.detail)}</pre></details>"
+                )
+            )
+        self.buttons: list[Any] = []
+        for label, choice, style, tooltip in BUTTONS:
+            button = w.Button(description=label, button_style=style, tooltip=tooltip)
+            button.on_click(lambda _b, c=choice: on_choice(c))
+            self.buttons.append(button)
+        self.status = w.HTML("<i>Waiting for your decision…</i>")
+        parts += [w.HBox(self.buttons), self.status]
+        self.box = w.VBox(parts, layout=w.Layout(border_left="3px solid #f0ad4e"))
+
+    def finish(self, decision: str) -> None:
+        """Freeze the card: buttons off, decision shown."""
+        self.decision = decision
+        for button in self.buttons:
+            button.disabled = True
+        self.status.value = f"<b>{html.escape(DECISION_TEXT.get(decision, decision))}</b>"
+
+    def bundle(self) -> dict[str, Any]:
+        """The widget view plus fallbacks that carry the decision without widget state."""
+        data: dict[str, Any] = dict(self.box._repr_mimebundle_())
+        question = approval_text(self.call)
+        verdict = DECISION_TEXT.get(self.decision, self.decision) if self.decision else "waiting"
+        data["text/plain"] = f"{question}Decision: {verdict}"
+        data["text/html"] = (
+            f'<div class="co-approval" data-decision="{html.escape(self.decision or "")}" '
+            f'style="{_CARD_CSS}"><pre>{html.escape(question)}</pre>'
+            f"<b>Decision: {html.escape(verdict)}</b></div>"
+        )
+        return data
+
+
+class WidgetApprover:
+    """Asks in the running cell with an ``ApprovalCard``; an ``Approver``."""
+
+    def __init__(self, publisher: Publisher) -> None:
+        self._pub = publisher
+        self.cards: list[ApprovalCard] = []
+
+    async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[ApprovalDecision] = loop.create_future()
+
+        def on_choice(choice: ApprovalDecision) -> None:
+            # May run on a subshell thread: hand the answer over, touch nothing else.
+            # A click on a card whose loop has gone (a stale output) has nobody to tell.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(_settle, answer, choice)
+
+        card = ApprovalCard(request.call, on_choice)
+        self.cards.append(card)
+        display_id = uuid.uuid4().hex
+        self._pub.display(card.bundle(), display_id=display_id)
+        try:
+            choice = await wait_for_answer(answer, request.timeout)
+        except asyncio.CancelledError:
+            self._finish(card, INTERRUPTED, display_id)
+            raise
+        self._finish(card, decision_label(choice), display_id)
+        return choice
+
+    def _finish(self, card: ApprovalCard, decision: str, display_id: str) -> None:
+        card.finish(decision)
+        self._pub.display(card.bundle(), display_id=display_id, update=True)

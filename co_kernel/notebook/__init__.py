@@ -1,0 +1,19 @@
+"""The notebook's own Python: `%%python` cells, references in prompts, recent cells.
+
+Co's kernel is an IPython kernel underneath, so the conversation and real Python share
+one namespace; this package is the bridge the dispatcher and the Python tools use.
+"""
+
+from __future__ import annotations
+
+from ._bridge import CellRecord, NotebookContext, PythonRun
+from ._describe import Expanded, describe_object, expand_references
+
+__all__ = [
+    "CellRecord",
+    "Expanded",
+    "NotebookContext",
+    "PythonRun",
+    "describe_object",
+    "expand_references",
+]

@@ -1,0 +1,55 @@
+"""Google Drive, Gmail and Calendar tools (seed 002 §5.4-5.8).
+
+Registered when a credentials file is found (the token `co-kernel google auth` saved, or an
+Application Default Credentials file); that check reads no file contents and makes no
+network call, so kernel start stays fast. The credentials themselves are loaded at the first
+tool call; a token that turns out to be unusable gives the model a terminal result naming
+the fix.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from .. import ToolsetBuild
+from ._auth import SCOPES, find_credentials, not_configured_reason
+
+if TYPE_CHECKING:
+    from ...config import Settings
+
+__all__ = ["APPROVAL", "SCOPES", "build"]
+
+# Tool name -> needs approval. Only writing a draft changes anything.
+APPROVAL: dict[str, bool] = {
+    "search_drive_files": False,
+    "read_drive_file": False,
+    "list_emails": False,
+    "search_emails": False,
+    "create_email_draft": True,
+    "list_calendar_events": False,
+    "search_calendar_events": False,
+}
+
+
+def build(settings: Settings, environ: Mapping[str, str] = os.environ) -> ToolsetBuild:
+    """The Google toolset, or the reason it is not registered."""
+    if find_credentials(settings, environ) is None:
+        return ToolsetBuild("google", reason=not_configured_reason(settings))
+    from pydantic_ai.toolsets import FunctionToolset
+
+    from . import calendar, drive, gmail
+
+    toolset: FunctionToolset[object] = FunctionToolset(id="google")
+    for func in (
+        drive.search_drive_files,
+        drive.read_drive_file,
+        gmail.list_emails,
+        gmail.search_emails,
+        gmail.create_email_draft,
+        calendar.list_calendar_events,
+        calendar.search_calendar_events,
+    ):
+        toolset.add_function(func, requires_approval=APPROVAL[func.__name__])
+    return ToolsetBuild("google", toolset, approval=dict(APPROVAL))

@@ -1,0 +1,244 @@
+"""Google sign-in: the installed-app OAuth flow, the token file, lazy credential resolution.
+
+Resolution order (seed 002 §5.8): the authorized-user token that ``co-kernel google auth``
+saved -> Application Default Credentials -> none. Registration at kernel start only looks
+at files and environment variables (`find_credentials`): no network, no import of the
+client libraries. Credentials are loaded on the first tool call and cached in
+``CoDeps.extras`` for the session.
+
+ADC here means a credentials file ADC would use (``GOOGLE_APPLICATION_CREDENTIALS`` or
+gcloud's ``application_default_credentials.json``). ``google.auth.default()`` is called only
+when such a file exists, so it never falls through to probing the Compute Engine metadata
+server, which costs a network timeout on every machine that is not on Google Cloud.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from ...config import paths
+from ...exceptions import ConfigError
+
+if TYPE_CHECKING:
+    from ...config import Settings
+    from ...turn import CoDeps
+
+__all__ = [
+    "SCOPES",
+    "CredentialSource",
+    "GoogleAuthUnavailable",
+    "client_secrets_path",
+    "find_credentials",
+    "forget_credentials",
+    "not_configured_reason",
+    "resolve_credentials",
+    "run_auth_flow",
+    "save_token",
+    "session_credentials",
+    "set_session_credentials",
+    "token_path",
+]
+
+# The least the tools need: read Drive files, read mail and write drafts (compose does not
+# allow sending without the person), read calendars.
+SCOPES: tuple[str, ...] = (
+    "https://www.googleapis.com/auth/drive.readonly",
+    "https://www.googleapis.com/auth/gmail.readonly",
+    "https://www.googleapis.com/auth/gmail.compose",
+    "https://www.googleapis.com/auth/calendar.readonly",
+)
+
+_EXTRAS_KEY = "google_creds"
+_LOCK_KEY = "google_creds_lock"
+_ADC_LOGIN = "gcloud auth application-default login --scopes=" + ",".join(
+    ["openid", "https://www.googleapis.com/auth/cloud-platform", *SCOPES]
+)
+
+
+class GoogleAuthUnavailable(ConfigError):
+    """No usable Google credentials; the message says how to get them."""
+
+
+@dataclass(frozen=True)
+class CredentialSource:
+    """Where the session's Google credentials come from."""
+
+    kind: Literal["token", "adc"]
+    """The token `co-kernel google auth` saved, or Application Default Credentials."""
+    path: Path
+    """The file the credentials are read from."""
+
+    @property
+    def fix(self) -> str:
+        """What the person runs to sign in again with this source."""
+        if self.kind == "token":
+            return "run `co-kernel google auth` in a terminal to sign in again"
+        return f"run `{_ADC_LOGIN}` (or `co-kernel google auth`) to sign in again"
+
+    def describe(self) -> str:
+        label = "token from `co-kernel google auth`" if self.kind == "token" else "ADC file"
+        return f"{label} ({self.path})"
+
+
+def token_path(settings: Settings) -> Path:
+    """Where `co-kernel google auth` keeps the token (setting `google_token_path`)."""
+    if settings.google_token_path is not None:
+        return settings.google_token_path.expanduser()
+    return paths().config_dir / "google_token.json"
+
+
+def client_secrets_path(settings: Settings) -> Path:
+    """The OAuth client file the sign-in flow needs (setting `google_client_secrets`)."""
+    if settings.google_client_secrets is not None:
+        return settings.google_client_secrets.expanduser()
+    return paths().config_dir / "google_client_secrets.json"
+
+
+def _adc_file(environ: Mapping[str, str]) -> Path | None:
+    explicit = environ.get("GOOGLE_APPLICATION_CREDENTIALS")
+    if explicit:
+        return Path(explicit).expanduser()
+    # gcloud's well-known file, found the way google.auth._cloud_sdk finds it.
+    config = environ.get("CLOUDSDK_CONFIG")
+    if config:
+        root = Path(config)
+    elif os.name == "nt":
+        root = Path(environ.get("APPDATA", "C:\\")) / "gcloud"
+    else:
+        root = Path.home() / ".config" / "gcloud"
+    well_known = root / "application_default_credentials.json"
+    return well_known if well_known.is_file() else None
+
+
+def find_credentials(
+    settings: Settings, environ: Mapping[str, str] = os.environ
+) -> CredentialSource | None:
+    """The credentials file a session would use, from file checks alone (cheap)."""
+    token = token_path(settings)
+    if token.is_file():
+        return CredentialSource("token", token)
+    adc = _adc_file(environ)
+    if adc is not None and adc.is_file():
+        return CredentialSource("adc", adc)
+    return None
+
+
+def not_configured_reason(settings: Settings) -> str:
+    """Why Google tools are not registered, naming what to do."""
+    return (
+        f"no Google credentials: run `co-kernel google auth` (it needs an OAuth client file "
+        f"of type Desktop app at {client_secrets_path(settings)}, setting "
+        "`google_client_secrets`), or set GOOGLE_APPLICATION_CREDENTIALS to an ADC file"
+    )
+
+
+def resolve_credentials(
+    settings: Settings, environ: Mapping[str, str] = os.environ
+) -> tuple[Any, CredentialSource]:
+    """Load credentials: token file, else ADC; raises GoogleAuthUnavailable with the fix."""
+    source = find_credentials(settings, environ)
+    if source is None:
+        raise GoogleAuthUnavailable(f"Google is not signed in: {not_configured_reason(settings)}.")
+    if source.kind == "token":
+        from google.oauth2.credentials import Credentials
+
+        try:
+            # No scopes argument: the file records the scopes it was granted.
+            creds = Credentials.from_authorized_user_file(str(source.path))  # type: ignore[no-untyped-call]
+        except (OSError, ValueError) as exc:
+            raise GoogleAuthUnavailable(
+                f"The Google token file {source.path} cannot be used ({exc}); {source.fix}."
+            ) from exc
+        return creds, source
+    import google.auth
+    from google.auth.exceptions import DefaultCredentialsError
+
+    try:
+        creds, _project = google.auth.default(scopes=list(SCOPES))
+    except DefaultCredentialsError as exc:
+        raise GoogleAuthUnavailable(
+            f"Application Default Credentials ({source.path}) cannot be used ({exc}); {source.fix}."
+        ) from exc
+    return creds, source
+
+
+def session_credentials(deps: CoDeps) -> tuple[Any, CredentialSource]:
+    """The session's credentials, resolved on first use and cached in ``deps.extras``."""
+    # Tools run in worker threads; two first calls at once must not both resolve.
+    lock = deps.extras.setdefault(_LOCK_KEY, threading.Lock())
+    with lock:
+        cached = deps.extras.get(_EXTRAS_KEY)
+        if cached is None:
+            # A failure is not cached: signing in during the session fixes the next call.
+            cached = resolve_credentials(deps.settings)
+            deps.extras[_EXTRAS_KEY] = cached
+        return cached
+
+
+def set_session_credentials(deps: CoDeps, creds: Any, source: CredentialSource) -> None:
+    """Use these credentials for the session (a host that signs in by other means)."""
+    deps.extras[_EXTRAS_KEY] = (creds, source)
+
+
+def forget_credentials(deps: CoDeps) -> None:
+    """Drop the cached credentials so the next call reads the files again."""
+    deps.extras.pop(_EXTRAS_KEY, None)
+
+
+def save_token(creds: Any, path: Path) -> Path:
+    """Write authorized-user credentials readable by their owner only (0600)."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    tmp = path.with_name(f".{path.name}.tmp")
+    # Created with 0600 from the start: the refresh token is never readable by others, not
+    # even between open and chmod.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(creds.to_json())
+        os.chmod(tmp, 0o600)  # an older tmp file may have had other bits
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def run_auth_flow(
+    settings: Settings, *, open_browser: bool = True, host: str = "localhost", port: int = 0
+) -> Path:
+    """Sign in through the browser (installed-app flow) and save the token; returns its path."""
+    secrets = client_secrets_path(settings)
+    if not secrets.is_file():
+        raise GoogleAuthUnavailable(
+            f"No OAuth client file at {secrets}. In the Google Cloud console create an OAuth "
+            "client ID of type 'Desktop app', download its JSON to that path (or set "
+            "`google_client_secrets`), enable the Drive, Gmail and Calendar APIs, and run "
+            "`co-kernel google auth` again."
+        )
+    from google_auth_oauthlib.flow import InstalledAppFlow
+
+    try:
+        flow = InstalledAppFlow.from_client_secrets_file(str(secrets), scopes=list(SCOPES))
+    except (ValueError, KeyError, OSError) as exc:
+        raise GoogleAuthUnavailable(
+            f"{secrets} is not an OAuth client file of type 'Desktop app' ({exc})."
+        ) from exc
+    creds = flow.run_local_server(
+        host=host,
+        port=port,
+        open_browser=open_browser,
+        authorization_prompt_message=(
+            "Open this address in a browser and allow Co to read Drive, Gmail and Calendar "
+            "and to write Gmail drafts:\n{url}"
+        ),
+        success_message="Co is signed in to Google. You can close this tab.",
+        access_type="offline",
+        # Ask again even for a returning person, so Google issues a refresh token.
+        prompt="consent",
+    )
+    return save_token(creds, token_path(settings))

@@ -1,0 +1,178 @@
+"""Google API failures, classified the way seed 001's tool error table says.
+
+| kind        | the model gets                                  | Google answers                         |
+|-------------|-------------------------------------------------|----------------------------------------|
+| `TERMINAL`  | a result ``{"display": ..., "error": True}``    | 401, refresh refused, API not enabled, |
+|             | naming what the person must do                  | missing scope, no access (403)         |
+| `TRANSIENT` | ``ModelRetry``: call again                      | 429, 5xx, 403 rate limits, network     |
+| `MISUSE`    | ``ModelRetry`` with a hint to fix the arguments | 404 (bad id), 400 (bad query)          |
+
+``ToolErrorKind`` and ``handle_tool_error`` have the same names and meaning as the shared
+ones in ``co_kernel/tools/_errors.py`` (issue 6) so that this module can import those
+instead once both exist.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+from pydantic_ai import ModelRetry
+
+__all__ = [
+    "ClassifiedError",
+    "ToolErrorKind",
+    "classify_google_error",
+    "handle_tool_error",
+    "tool_error_result",
+]
+
+
+class ToolErrorKind(enum.Enum):
+    """How the model should react to a failed tool call."""
+
+    TERMINAL = "terminal"
+    """Retrying will not help: the model reads the error and picks another way."""
+    TRANSIENT = "transient"
+    """The same call may work in a moment: the model calls again."""
+    MISUSE = "misuse"
+    """The arguments were wrong: the model corrects them, guided by a hint."""
+
+
+@dataclass(frozen=True)
+class ClassifiedError:
+    """A failure and what the model is told about it."""
+
+    kind: ToolErrorKind
+    """Terminal, transient or misuse."""
+    message: str
+    """What happened, in words the model can repeat to the person."""
+    hint: str | None = None
+    """How to correct the call (misuse only)."""
+
+
+def tool_error_result(message: str) -> dict[str, Any]:
+    """The result of a call that failed for good; the model sees ``error: true``."""
+    return {"display": message, "error": True}
+
+
+def handle_tool_error(
+    kind: ToolErrorKind, message: str, *, hint: str | None = None
+) -> dict[str, Any]:
+    """Return the terminal result, or raise ``ModelRetry`` for the other kinds."""
+    if kind is ToolErrorKind.TERMINAL:
+        return tool_error_result(message)
+    _retry(kind, message, hint)
+
+
+def _retry(kind: ToolErrorKind, message: str, hint: str | None) -> NoReturn:
+    if kind is ToolErrorKind.TRANSIENT:
+        raise ModelRetry(f"{message} This is temporary: try the same call again.")
+    raise ModelRetry(
+        f"{message} {hint or 'Check the arguments against the tool description and call again.'}"
+    )
+
+
+# The API's service name, for the "enable it" link when a project has not enabled it.
+_SERVICE_NAMES = {
+    "Drive": "drive.googleapis.com",
+    "Gmail": "gmail.googleapis.com",
+    "Calendar": "calendar-json.googleapis.com",
+}
+_DISABLED = {"accessNotConfigured", "SERVICE_DISABLED"}
+_SCOPE = {"insufficientPermissions", "ACCESS_TOKEN_SCOPE_INSUFFICIENT"}
+_RATE = {"rateLimitExceeded", "userRateLimitExceeded", "RATE_LIMIT_EXCEEDED"}
+
+
+def _error_body(content: bytes) -> tuple[set[str], str | None]:
+    """The reasons Google gave (``errors[].reason`` and ``details[].reason``) and an
+    activation URL, from an error body of the documented shape."""
+    try:
+        data = json.loads(content.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return set(), None
+    error = data.get("error") if isinstance(data, dict) else None
+    if not isinstance(error, dict):
+        return set(), None
+    reasons: set[str] = set()
+    url = None
+    for item in [*error.get("errors", []), *error.get("details", [])]:
+        if not isinstance(item, dict):
+            continue
+        if isinstance(item.get("reason"), str):
+            reasons.add(item["reason"])
+        meta = item.get("metadata")
+        if isinstance(meta, dict) and isinstance(meta.get("activationUrl"), str):
+            url = meta["activationUrl"]
+    return reasons, url
+
+
+def classify_google_error(
+    error: Exception, *, api: str, auth_fix: str, not_found: str
+) -> ClassifiedError:
+    """Classify an exception from a Google API call.
+
+    ``api`` names the API ("Drive"), ``auth_fix`` says how to sign in again, ``not_found``
+    is the hint for a 404 (which id was wrong and where to get a good one).
+    """
+    from google.auth.exceptions import RefreshError, TransportError
+    from googleapiclient.errors import HttpError
+
+    if isinstance(error, RefreshError):
+        return ClassifiedError(
+            ToolErrorKind.TERMINAL,
+            f"Google refused Co's saved sign-in ({error}). The person must {auth_fix}; "
+            "tell them, then stop using Google tools until they have.",
+        )
+    if isinstance(error, HttpError):
+        return _classify_http(error, api=api, auth_fix=auth_fix, not_found=not_found)
+    if isinstance(error, TransportError | OSError | TimeoutError):
+        return ClassifiedError(ToolErrorKind.TRANSIENT, f"Could not reach the {api} API ({error}).")
+    import httplib2
+
+    if isinstance(error, httplib2.HttpLib2Error):
+        return ClassifiedError(ToolErrorKind.TRANSIENT, f"Could not reach the {api} API ({error}).")
+    raise error
+
+
+def _classify_http(error: Any, *, api: str, auth_fix: str, not_found: str) -> ClassifiedError:
+    status = int(error.resp.status)
+    reason = str(error.reason or "").strip() or f"HTTP {status}"
+    reasons, activation = _error_body(error.content)
+    said = f"The {api} API answered {status}: {reason}"
+    if status in (408, 429) or status >= 500 or (status == 403 and reasons & _RATE):
+        return ClassifiedError(ToolErrorKind.TRANSIENT, f"{said}.")
+    if status == 401:
+        return ClassifiedError(
+            ToolErrorKind.TERMINAL,
+            f"{said}. Co's Google sign-in is no longer valid: the person must {auth_fix}.",
+        )
+    if status == 403 and reasons & _DISABLED:
+        service = _SERVICE_NAMES.get(api, "the API")
+        link = activation or f"https://console.cloud.google.com/apis/library/{service}"
+        return ClassifiedError(
+            ToolErrorKind.TERMINAL,
+            f"The {api} API is not enabled for the Google Cloud project of Co's OAuth client. "
+            f"The person must enable it at {link}, wait a minute, and ask again.",
+        )
+    if status == 403 and reasons & _SCOPE:
+        return ClassifiedError(
+            ToolErrorKind.TERMINAL,
+            f"{said}. Co's Google sign-in does not include {api} access: the person must "
+            f"{auth_fix} and allow {api}.",
+        )
+    if status == 404:
+        return ClassifiedError(ToolErrorKind.MISUSE, f"{said}.", hint=not_found)
+    if status == 400:
+        return ClassifiedError(
+            ToolErrorKind.MISUSE,
+            f"{said}.",
+            hint="Correct the arguments (query syntax, ids, dates) and call again.",
+        )
+    return ClassifiedError(
+        ToolErrorKind.TERMINAL,
+        f"{said}. The account Co signed in with is not allowed to do this; say so and "
+        "suggest another way.",
+    )

@@ -1,0 +1,168 @@
+"""The eval runner and its scoring, against the scripted model server over real HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from co_kernel.testing import ScriptedModelServer
+from co_kernel.tools import collect_toolsets
+from evals.tool_calling import HERE, args_match, eval_settings, load_cases
+
+REPO = Path(__file__).resolve().parents[2]
+
+CASES = [
+    {
+        "id": "py",
+        "category": "tool_selection",
+        "prompt": "Compute 2**10 in Python",
+        "expect_tool": "run_python",
+        "expect_args": {"code": "2**10"},
+    },
+    {
+        "id": "vars",
+        "category": "tool_selection",
+        "prompt": "Which variables exist?",
+        "expect_tool": "list_variables",
+    },
+    {
+        "id": "slack",
+        "category": "tool_selection",
+        "prompt": "Post hi to C1",
+        "expect_tool": "send_slack_message",
+        "expect_args": {"channel": "C1", "text": "hi"},
+        "arg_match": "exact",
+    },
+    {
+        "id": "wrong",
+        "category": "tool_selection",
+        "prompt": "Inspect df",
+        "expect_tool": "inspect_variable",
+        "expect_args": {"name": "df"},
+    },
+    {"id": "no-tool", "category": "refusal", "prompt": "What is 2+2?"},
+    {"id": "tool-anyway", "category": "refusal", "prompt": "Say hello"},
+    {
+        "id": "recover",
+        "category": "error_recovery",
+        "prompt": "Read Drive file BAD",
+        "expect_tool": "read_drive_file",
+        "expect_args": {"file_id": "BAD"},
+        "tool_error": "404 not found",
+        "expect_recovery": {"tool": "search_drive_files"},
+    },
+]
+
+SCRIPT = [
+    {
+        "tool_calls": [{"name": "run_python", "arguments": {"code": "2**10"}}],
+        "expect": {
+            "last_user_contains": "2**10",
+            "tools_include": ["run_python", "send_slack_message"],
+        },
+    },
+    {"tool_calls": [{"name": "list_variables", "arguments": {}}]},
+    {"tool_calls": [{"name": "send_slack_message", "arguments": {"channel": "C1", "text": "hi"}}]},
+    # Deliberately wrong: the wrong tool must score as wrong.
+    {"tool_calls": [{"name": "list_variables", "arguments": {}}]},
+    {"text": "4"},
+    # Deliberately wrong: a tool call where none is wanted.
+    {"tool_calls": [{"name": "list_variables", "arguments": {}}]},
+    {"tool_calls": [{"name": "read_drive_file", "arguments": {"file_id": "BAD"}}]},
+    {
+        "tool_calls": [{"name": "search_drive_files", "arguments": {"query": "BAD"}}],
+        "expect": {"tool_result_contains": "404 not found"},
+    },
+]
+
+
+def _run_evals(
+    server: ScriptedModelServer, tmp_path: Path, *extra: str
+) -> subprocess.CompletedProcess[str]:
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("\n".join(json.dumps(c) for c in CASES) + "\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CO_")}
+    env.update(
+        {"CO_HOME": str(tmp_path / "home"), "CO_BASE_URL": server.base_url, "PYTHONPATH": str(REPO)}
+    )
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "evals.tool_calling",
+            "--model",
+            "compat:scripted",
+            "--cases",
+            str(cases),
+            "--output",
+            str(tmp_path / "out"),
+            "--baselines",
+            str(tmp_path),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=300,
+    )
+
+
+def test_runner_scores_right_and_wrong_answers(tmp_path: Path) -> None:
+    with ScriptedModelServer(SCRIPT) as server:
+        done = _run_evals(server, tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert server.errors == []
+    result = json.loads((tmp_path / "out" / "compat-scripted.json").read_text())
+    assert result["model"] == "compat:scripted"
+    assert result["scores"] == {
+        "tool_selection": 80.0,  # 4 of 5: "wrong" picked the wrong tool
+        "arg_extraction": 100.0,
+        "refusal": 50.0,  # "tool-anyway" called a tool
+        "error_recovery": 100.0,
+    }
+    by_id = {c["id"]: c for c in result["cases"]}
+    assert by_id["wrong"]["selected"] is False and by_id["wrong"]["called"] == "list_variables"
+    assert by_id["tool-anyway"]["refused"] is False
+    assert by_id["recover"]["recovered"] is True
+    assert "tool_selection" in done.stdout and "compat:scripted (now)" in done.stdout
+
+
+def test_a_drop_below_the_baseline_fails_the_run(tmp_path: Path) -> None:
+    baseline = {
+        "model": "compat:scripted",
+        "scores": {
+            "tool_selection": 100.0,
+            "arg_extraction": 100.0,
+            "refusal": 100.0,
+            "error_recovery": 100.0,
+        },
+    }
+    (tmp_path / "baseline-compat-scripted.json").write_text(json.dumps(baseline))
+    with ScriptedModelServer(SCRIPT) as server:
+        done = _run_evals(server, tmp_path, "--max-degradation", "10")
+    assert done.returncode == 1
+    assert "REGRESSIONS" in done.stdout and "refusal: 50.0 is 50.0 points below" in done.stdout
+    assert "tool_selection: 80.0 is 20.0 points below" in done.stdout
+
+
+def test_arg_matching_modes() -> None:
+    assert args_match({"cmd": "ls -la"}, {"cmd": "LS  -la", "timeout": 5}, "subset")
+    assert not args_match({"cmd": "ls -la"}, {"cmd": "ls -la", "timeout": 5}, "exact")
+    assert args_match({"cmd": "ls -la"}, {"cmd": "ls -la"}, "exact")
+    assert not args_match({"path": "a.txt"}, {"path": "b.txt"}, "subset")
+
+
+def test_golden_cases_cover_every_registered_tool(tmp_path: Path) -> None:
+    cases = load_cases(HERE / "tool_calling.jsonl")
+    assert len(cases) >= 40
+    categories = {c.category for c in cases}
+    assert categories == {"tool_selection", "refusal", "error_recovery"}
+    expected = {c.expect_tool for c in cases}
+    registered = {name for b in collect_toolsets(eval_settings(tmp_path)) for name in b.approval}
+    assert registered, "eval settings must register the integrations"
+    missing = registered - expected
+    assert not missing, f"tools without a golden case: {sorted(missing)}"
