@@ -8,7 +8,6 @@ its own browser download). Screenshots go to ``test-artifacts/``.
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -42,7 +41,6 @@ CHROMIUM_ARGS = [
 ARTIFACTS = REPO / "test-artifacts"
 LOAD = 90_000  # ms: JupyterLab's first load on a small CI machine
 DIFF = "--- a/notes.md\n+++ b/notes.md\n@@ -1,3 +1,3 @@\n # Notes\n-old line\n+new line\n context\n"
-HAS_SHELL_TOOL = importlib.util.find_spec("co_kernel.tools.shell") is not None
 
 
 @pytest.fixture(scope="module")
@@ -400,9 +398,6 @@ def test_shortcut_presses_the_pending_approval_button(page: Any, lab: JupyterSer
     assert page.locator(".widget-label").inner_text() == "clicked Approve"
 
 
-@pytest.mark.skipif(
-    not HAS_SHELL_TOOL, reason="needs the shell tool and approval widget (issue 3) on main"
-)
 def test_shortcut_approves_a_real_co_tool_call_end_to_end(
     page: Any, lab: JupyterServer, model: ScriptedModelServer
 ) -> None:
