@@ -29,6 +29,5 @@ npm install --no-audit --no-fund --loglevel=error
 rm -rf ../co_kernel/labextension
 say "building (tsc, then jupyter-builder build)"
 npm run --silent build:prod
-cp install.json ../co_kernel/labextension/install.json
 python3 source_hash.py --write >/dev/null
 say "done: co_kernel/labextension/ (commit it with the sources)"

@@ -10,6 +10,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -140,6 +141,53 @@ def test_wheel_builds_without_node_and_installs_an_enabled_extension(tmp_path: P
         env,
     )
     _assert_enabled(prefix)
+
+
+@pytest.mark.slow
+def test_wheel_build_runs_the_extension_build_when_it_is_missing(tmp_path: Path) -> None:
+    """Without the committed build, hatch-jupyter-builder builds it with npm."""
+    node_modules = REPO / "labextension" / "node_modules"
+    if shutil.which("npm") is None or not node_modules.is_dir():
+        pytest.skip("needs npm and labextension/node_modules (scripts/test.sh installs them)")
+    skipped = {".git", ".venv", "node_modules", "lib", "test-artifacts", "dist", "build"}
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        drop = {n for n in names if n in skipped or n.endswith("_cache") or n == "__pycache__"}
+        if Path(folder) == REPO / "co_kernel":
+            drop.add("labextension")  # the committed build: gone, so it must be rebuilt
+        return drop
+
+    source = tmp_path / "source"
+    shutil.copytree(REPO, source, ignore=ignore)
+    # Hard links: no 500 MB copy; npm replaces files by renaming, never in place.
+    subprocess.run(
+        ["cp", "-al", str(node_modules), str(source / "labextension" / "node_modules")],
+        check=True,
+    )
+    env = _no_node_env()
+    env["PATH"] = os.pathsep.join([str(VENV_BIN), "/usr/local/bin", "/usr/bin", "/bin"])
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path / "dist"),
+            str(source),
+        ],
+        env,
+    )
+    (wheel,) = (tmp_path / "dist").glob("co_kernel-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    shared = f"co_kernel-0.1.0.data/data/share/jupyter/labextensions/{EXTENSION_NAME}/"
+    assert f"{shared}static/style.js" in names
+    assert any(n.startswith(f"{shared}static/remoteEntry.") for n in names)
+    built = json.loads((source / "co_kernel" / "labextension" / "package.json").read_text())
+    assert {"extension", "mimeExtension"} <= set(built["jupyterlab"]["_build"])
 
 
 @pytest.mark.slow
