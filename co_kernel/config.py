@@ -100,7 +100,15 @@ class Settings(BaseSettings):
     verbose: bool = Field(False, description="Show the model's thinking, collapsed")
     personality: str = Field("friendly", description="Tone of the assistant")
     max_request_limit: int = Field(25, ge=1, description="Model requests allowed in one turn")
-    model_http_retries: int = Field(2, ge=0, description="Retries of a failed model request")
+    model_http_retries: int = Field(
+        2, ge=0, description="Retries of failed model requests in one turn (all kinds together)"
+    )
+    model_backoff_base: float = Field(
+        2.0, ge=0, description="Seconds before the first retry of a 5xx or network failure; doubles"
+    )
+    model_backoff_cap: float = Field(
+        30.0, ge=0, description="Longest wait before a retry, even when a provider asks for more"
+    )
     tool_retries: int = Field(2, ge=0, description="Retries a tool may ask the model for")
     stream_max_updates_per_second: float = Field(20.0, gt=0, le=60)
     max_prompt_chars: int = Field(200_000, ge=1000, description="Longest cell sent as a prompt")
@@ -131,11 +139,27 @@ class Settings(BaseSettings):
     sandbox_max_output: int = Field(1_000_000, ge=1024)
 
     # --- history governance ---
-    max_history_messages: int = Field(40, ge=4)
-    tool_output_trim_chars: int = Field(2000, ge=100)
-    summarization_model: str | None = None
-    context_window_tokens: int = Field(32_000, ge=1024)
-    auto_compact_ratio: float = Field(0.8, gt=0, le=1)
+    max_history_messages: int = Field(
+        40, ge=4, description="Messages the model is sent before the oldest turns are dropped"
+    )
+    tool_output_trim_chars: int = Field(
+        2000, ge=100, description="Tool outputs older than the last turn are cut to this length"
+    )
+    summarization_model: str | None = Field(
+        None, description="provider:model that writes `%compact` summaries (default: the model)"
+    )
+    context_window_tokens: int = Field(32_000, ge=1024, description="The model's context window")
+    auto_compact_ratio: float = Field(
+        0.8, gt=0, le=1, description="Compact when the prompt passes this share of the window"
+    )
+    compact_keep_turns: int = Field(
+        2, ge=0, description="Latest turns `%compact` keeps verbatim after the summary"
+    )
+
+    # --- sessions ---
+    save_sessions: bool = Field(
+        True, description="Write each conversation to the session store for `%resume`"
+    )
 
     # --- integrations ---
     google_client_secrets: Path | None = Field(

@@ -145,30 +145,32 @@ class CoKernel(IPythonKernel):
             if previous is not None:
                 signal.signal(signal.SIGINT, previous)
 
-    async def do_complete(self, code: str, cursor_pos: int) -> dict[str, Any]:  # type: ignore[override]
-        from .magics import MAGICS
+    # -- completion and inspection (the logic lives in magics/_complete.py) --
 
-        cursor_pos = len(code) if cursor_pos is None else cursor_pos
-        text = code[:cursor_pos]
-        match = re.search(r"(?:^|\n)\s*(%(\w*))$", text)
-        matches: list[str] = []
-        start = cursor_pos
-        if match:
-            start = match.start(1)
-            matches = [f"%{name}" for name in sorted(MAGICS) if name.startswith(match.group(2))]
-        return {
-            "status": "ok",
-            "matches": matches,
-            "cursor_start": start,
-            "cursor_end": cursor_pos,
-            "metadata": {},
-        }
+    async def _magic_context(self) -> Any:
+        from .magics import MagicContext
 
-    async def do_is_complete(self, code: str) -> dict[str, Any]:  # type: ignore[override]
-        # A prompt is complete when the person presses Enter; a trailing backslash continues.
-        if code.rstrip("\n").endswith("\\"):
-            return {"status": "incomplete", "indent": ""}
-        return {"status": "complete"}
+        if self._dispatcher.warmup is not None:
+            # Completers import pydantic-ai too; never beside the warm-up thread's import.
+            await self._dispatcher.warmup
+        return MagicContext(self._dispatcher.session, kernel=self)
+
+    async def do_complete(self, code: str, cursor_pos: int | None) -> dict[str, Any]:
+        from .magics._complete import complete_reply
+
+        return complete_reply(await self._magic_context(), code, cursor_pos)
+
+    async def do_inspect(
+        self, code: str, cursor_pos: int | None, detail_level: int = 0, omit_sections: Any = ()
+    ) -> dict[str, Any]:
+        from .magics._complete import inspect_reply
+
+        return inspect_reply(code, cursor_pos, detail_level)
+
+    async def do_is_complete(self, code: str) -> dict[str, Any]:
+        from .magics._complete import is_complete_reply
+
+        return is_complete_reply(code)
 
 
 def _warm_imports() -> None:

@@ -1,15 +1,33 @@
-"""One status report for `%status` and `co-kernel status`."""
+"""One status report for `%status` and `co-kernel status`, and the provider probe `%model` uses.
+
+Everything here is cheap and side-effect free: no container is started, no model request
+is made; a provider is asked only for its model list (``GET {base}/models``).
+"""
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .config import SECRET_FIELDS, load_settings, paths
+from .config import SECRET_FIELDS, Settings, load_settings, paths
 
-__all__ = ["StatusReport", "check_model_reachable", "collect_status", "format_status"]
+__all__ = [
+    "ProviderProbe",
+    "StatusReport",
+    "check_model_reachable",
+    "collect_status",
+    "format_status",
+    "probe_provider",
+]
+
+_KEY_FIELDS = {
+    "gemini": ("gemini_api_key", "GEMINI_API_KEY"),
+    "openai": ("openai_api_key", "OPENAI_API_KEY"),
+    "anthropic": ("anthropic_api_key", "ANTHROPIC_API_KEY"),
+}
 
 
 @dataclass
@@ -25,28 +43,220 @@ class StatusReport:
         self.rows.append((area, item, value))
 
 
+@dataclass
+class ProviderProbe:
+    """Whether a provider can serve a model, and the fix when it cannot."""
+
+    ok: bool
+    """The model can be used as far as Co can tell without a model request."""
+    detail: str
+    """One readable sentence: how it answered, or what to do."""
+    models: list[str] = field(default_factory=list)
+    """Model ids the provider listed, when it lists them."""
+    base_url: str | None = None
+    """Where the provider was asked."""
+
+
+def _get_models(base_url: str, api_key: str | None, timeout: float) -> tuple[int, list[str]]:
+    """GET {base_url}/models -> (HTTP status, model ids); raises URLError/OSError."""
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(base_url.rstrip("/") + "/models")
+    if api_key:
+        request.add_header("Authorization", f"Bearer {api_key}")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as resp:
+            body = resp.read(1_000_000)
+            status = resp.status
+    except urllib.error.HTTPError as exc:
+        return exc.code, []
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return status, []
+    items = data.get("data", []) if isinstance(data, dict) else []
+    ids = [str(m["id"]) for m in items if isinstance(m, dict) and "id" in m]
+    return status, ids
+
+
 def check_model_reachable(base_url: str | None, timeout: float = 3.0) -> str:
     """GET {base_url}/models and describe the answer; never raises."""
     if not base_url:
         return "not checked (hosted API)"
-    import urllib.error
-    import urllib.request
-
-    url = base_url.rstrip("/") + "/models"
     started = time.monotonic()
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:
-            took = (time.monotonic() - started) * 1000
-            return f"answers ({resp.status}, {took:.0f} ms)"
-    except urllib.error.HTTPError as exc:
-        return f"answers with HTTP {exc.code}"
-    except (urllib.error.URLError, OSError) as exc:
+        status, _ = _get_models(base_url, None, timeout)
+    except OSError as exc:
         reason = getattr(exc, "reason", exc)
         return f"unreachable ({reason})"
+    took = (time.monotonic() - started) * 1000
+    if status >= 400:
+        return f"answers with HTTP {status}"
+    return f"answers ({status}, {took:.0f} ms)"
 
 
-def collect_status(project_dir: Path, session: Any = None) -> StatusReport:
-    """Gather settings, model, sandbox and stores; cheap and side-effect free."""
+def _secret(value: Any) -> str | None:
+    return value.get_secret_value() if value is not None else None
+
+
+def _base_for(
+    settings: Settings, provider: str, replay_base: str | None
+) -> tuple[str | None, str | None]:
+    """(base URL to list models at, key to send) for a provider; (None, None) if hosted."""
+    if provider == "ollama":
+        return settings.ollama_host.rstrip("/") + "/v1", None
+    if provider == "compat":
+        return settings.base_url, _secret(settings.api_key)
+    if provider == "openai" and settings.base_url:
+        return settings.base_url, _secret(settings.openai_api_key)
+    if provider == "replay":
+        return replay_base, None
+    return None, None
+
+
+def _name_listed(provider: str, name: str, models: list[str]) -> bool:
+    if name in models:
+        return True
+    # Ollama lists "llama3.2:latest" for what people call "llama3.2".
+    return provider == "ollama" and f"{name}:latest" in models
+
+
+def probe_provider(
+    settings: Settings,
+    model: str,
+    *,
+    base_dir: Path,
+    replay_base: str | None = None,
+    timeout: float = 3.0,
+) -> ProviderProbe:
+    """Check that ``provider:model`` can be used: key present, server answering, model listed.
+
+    Raises UnknownProvider (a ConfigError) for a malformed name.
+    """
+    from .turn._providers import parse_model_string
+
+    provider, name = parse_model_string(model)
+    if provider in _KEY_FIELDS:
+        field_name, variable = _KEY_FIELDS[provider]
+        if getattr(settings, field_name) is None:
+            return ProviderProbe(
+                False,
+                f"The {provider} provider needs an API key: set `{variable}` in the kernel's "
+                f"environment or `{field_name}` in settings.json, then restart the kernel.",
+            )
+    if provider == "compat" and not settings.base_url:
+        return ProviderProbe(
+            False,
+            "The compat provider needs `CO_BASE_URL` (or `base_url` in settings.json), the "
+            "OpenAI-compatible endpoint, e.g. http://localhost:8000/v1.",
+        )
+    if provider == "replay":
+        return _probe_replay(name, base_dir, replay_base, timeout)
+    base, key = _base_for(settings, provider, replay_base)
+    if base is None:
+        return ProviderProbe(True, "API key set; hosted API not contacted")
+    return _probe_listing(provider, name, base, key, timeout)
+
+
+def _probe_replay(
+    name: str, base_dir: Path, replay_base: str | None, timeout: float
+) -> ProviderProbe:
+    from .testing._script import Script
+
+    path = Path(name).expanduser()
+    if not path.is_absolute():
+        path = base_dir / path
+    if not path.is_file():
+        return ProviderProbe(False, f"Replay script not found: {path}")
+    try:
+        steps = len(Script.from_file(path))
+    except ValueError as exc:
+        return ProviderProbe(False, f"Replay script {path} is invalid: {exc}")
+    if replay_base:
+        return _probe_listing("replay", name, replay_base, None, timeout)
+    return ProviderProbe(True, f"replay script with {steps} step(s)")
+
+
+def _probe_listing(
+    provider: str, name: str, base: str, key: str | None, timeout: float
+) -> ProviderProbe:
+    started = time.monotonic()
+    try:
+        status, models = _get_models(base, key, timeout)
+    except OSError as exc:
+        reason = getattr(exc, "reason", exc)
+        fix = (
+            " Start it with `ollama serve` or point `OLLAMA_HOST` at it."
+            if provider == "ollama"
+            else " Check that the server runs and `CO_BASE_URL` points at it."
+        )
+        return ProviderProbe(False, f"{base} is unreachable ({reason}).{fix}", base_url=base)
+    took = (time.monotonic() - started) * 1000
+    if status in (401, 403):
+        return ProviderProbe(
+            False, f"{base} refused the API key (HTTP {status}): check it.", base_url=base
+        )
+    if status >= 400:
+        # Some OpenAI-compatible servers have no model list; they may still serve the model.
+        return ProviderProbe(True, f"{base} answers (HTTP {status} for /models)", base_url=base)
+    detail = f"{base} answers ({took:.0f} ms)"
+    if models and not _name_listed(provider, name, models):
+        import difflib
+
+        close = difflib.get_close_matches(name, models, n=1)
+        hint = f" Did you mean `{provider}:{close[0]}`?" if close else ""
+        shown = ", ".join(models[:8]) + (" …" if len(models) > 8 else "")
+        if provider == "ollama":
+            return ProviderProbe(
+                False,
+                f"Ollama has no model `{name}`.{hint} Pull it with `ollama pull {name}`; it has: "
+                f"{shown}.",
+                models,
+                base,
+            )
+        detail += f"; it does not list `{name}` (it lists {shown}){hint}"
+    return ProviderProbe(True, detail, models, base)
+
+
+def _session_rows(report: StatusReport, session: Any) -> None:
+    deps = session.deps
+    report.add("session", "id", deps.session_id)
+    report.add("session", "notebook", deps.notebook_path or "unknown (not sent by the frontend)")
+    report.add("session", "turns", str(len(session.live_turns)))
+    report.add("session", "auto-approve (%yolo)", "on" if deps.auto_confirm else "off")
+
+
+def _integration_rows(report: StatusReport, settings: Settings, session: Any) -> None:
+    from .tools import collect_toolsets
+
+    builds = (session.toolsets if session is not None else None) or collect_toolsets(settings)
+    if not builds:
+        report.add("integrations", "all", "none in this version of Co")
+    for build in builds:
+        if build.toolset is not None:
+            report.add("integrations", build.name, "registered")
+        else:
+            report.add("integrations", build.name, f"not registered: {build.reason or 'unknown'}")
+
+
+def _store_rows(report: StatusReport) -> None:
+    from .memory import memory_store_path
+    from .store import session_store_path
+    from .telemetry import telemetry_db_path
+
+    for label, path in (
+        ("telemetry", telemetry_db_path()),
+        ("sessions", session_store_path()),
+        ("memory", memory_store_path()),
+    ):
+        report.add("stores", label, str(path) if path.exists() else f"{path} (not created yet)")
+
+
+def collect_status(
+    project_dir: Path, session: Any = None, *, check_provider: bool = True
+) -> StatusReport:
+    """Gather settings, model, sandbox, integrations and stores."""
     from .turn._providers import PROVIDERS, parse_model_string
 
     loaded = session.loaded if session is not None else load_settings(project_dir)
@@ -65,22 +275,22 @@ def collect_status(project_dir: Path, session: Any = None) -> StatusReport:
             report.add("model", "model", f"{model}: {exc}")
         else:
             report.add("model", "model", f"{provider}:{name} ({PROVIDERS[provider]})")
-            base = None
-            if provider == "ollama":
-                base = settings.ollama_host.rstrip("/") + "/v1"
-            elif provider in ("compat", "openai") and settings.base_url:
-                base = settings.base_url
-            elif provider == "replay" and session is not None and session._handle is not None:
-                base = session._handle.base_url
-            report.add("model", "reachable", check_model_reachable(base))
+            if check_provider:
+                probe = probe_provider(
+                    settings,
+                    model,
+                    base_dir=project_dir,
+                    replay_base=getattr(session, "model_base_url", None),
+                )
+                mark = "✅" if probe.ok else "❌"
+                report.add("model", "reachable", f"{mark} {probe.detail}")
     keys = [n for n in sorted(SECRET_FIELDS) if getattr(settings, n) is not None]
     report.add("model", "keys set", ", ".join(keys) or "none")
-    report.add(
-        "sandbox",
-        "mode",
-        f"{settings.sandbox} (image {settings.sandbox_image}, network {settings.sandbox_network})",
-    )
+    if session is not None:
+        _session_rows(report, session)
     _sandbox_rows(report, settings, project_dir, session)
+    _integration_rows(report, settings, session)
+    _store_rows(report)
     report.add("paths", "config", str(where.config_dir))
     report.add("paths", "data", str(where.data_dir))
     return report
@@ -91,6 +301,12 @@ def _sandbox_rows(report: StatusReport, settings: Any, project_dir: Path, sessio
     from .sandbox import create_sandbox
 
     sandbox = session.deps.sandbox if session is not None else None
+    report.add(
+        "sandbox",
+        "mode",
+        f"{settings.sandbox} (image {settings.sandbox_image}, network {settings.sandbox_network})"
+        + ("" if sandbox is not None else "; starts on the first `!` cell or shell tool call"),
+    )
     if sandbox is None:
         try:
             sandbox = create_sandbox(
@@ -126,10 +342,14 @@ def _sandbox_rows(report: StatusReport, settings: Any, project_dir: Path, sessio
         report.add("sandbox", "container", f"{container.get('name')}: {container.get('status')}")
 
 
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
 def format_status(report: StatusReport, *, markdown: bool) -> str:
     if markdown:
         lines = ["| area | item | value |", "|---|---|---|"]
-        lines += [f"| {a} | {i} | {v} |" for a, i, v in report.rows]
+        lines += [f"| {a} | {_cell(i)} | {_cell(v)} |" for a, i, v in report.rows]
         if report.problems:
             lines.append("\n**Settings problems**")
             lines += [f"- {p}" for p in report.problems]

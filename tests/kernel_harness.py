@@ -6,6 +6,7 @@ import os
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -35,6 +36,7 @@ class CellResult:
     messages: list[dict[str, Any]] = field(default_factory=list)
     sent_at: float = 0.0
     replied_at: float = 0.0
+    interrupt_sent: bool = False
 
     @property
     def status(self) -> str:
@@ -83,10 +85,13 @@ class CoKernel:
         self.km = KernelManager(kernel_name="co")
         full_env = {k: v for k, v in os.environ.items() if not k.startswith("CO_")}
         full_env.update(env)
+        # Kernels import this checkout, whatever the environment has installed.
+        repo = str(Path(__file__).resolve().parents[1])
+        full_env["PYTHONPATH"] = os.pathsep.join(p for p in (repo, full_env.get("PYTHONPATH")) if p)
         self.km.start_kernel(env=full_env, cwd=str(cwd))
         self.kc = self.km.client()
         self.kc.start_channels()
-        self.kc.wait_for_ready(timeout=60)
+        self.kc.wait_for_ready(timeout=120)
         self.cwd = cwd
 
     def execute(
@@ -97,11 +102,15 @@ class CoKernel:
         cell_id: str | None = None,
         timeout: float = 60,
         interrupt_after: float | None = None,
+        interrupt_when: Callable[[], bool] | None = None,
         on_message: Any = None,
         on_input: Any = None,
     ) -> CellResult:
         """Run one cell and collect its iopub messages until the kernel is idle again.
 
+        ``interrupt_after`` interrupts after a delay; ``interrupt_when`` as soon as the
+        condition holds (checked between messages, at least every 50 ms), so the
+        interrupt lands in the phase a test is about however slow the machine is.
         ``on_message(kernel, msg)`` sees each iopub message of the cell as it arrives (it
         may send comm messages, e.g. a ``WidgetClicker``). ``input_request`` messages on
         the stdin channel are added to the result; ``on_input(kernel, msg)`` may return
@@ -129,10 +138,9 @@ class CoKernel:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise TimeoutError(f"cell did not finish within {timeout}s: {code[:60]!r}")
-            if (
-                interrupt_after is not None
-                and not interrupted
-                and time.monotonic() - sent_at >= interrupt_after
+            if not interrupted and (
+                (interrupt_after is not None and time.monotonic() - sent_at >= interrupt_after)
+                or (interrupt_when is not None and interrupt_when())
             ):
                 self.km.interrupt_kernel()
                 interrupted = True
@@ -155,7 +163,58 @@ class CoKernel:
             reply = self.kc.get_shell_msg(timeout=max(1.0, deadline - time.monotonic()))
         result.reply = reply
         result.replied_at = time.monotonic()
+        result.interrupt_sent = interrupted
         return result
+
+    def send(self, code: str, *, mode: Mode = "notebook", cell_id: str | None = None) -> str:
+        """Send a cell without waiting for it; returns the request's msg_id."""
+        content = {
+            "code": code,
+            "silent": False,
+            "store_history": True,
+            "user_expressions": {},
+            "allow_stdin": mode != "headless",
+            "stop_on_error": False,
+        }
+        msg = self.kc.session.msg("execute_request", content)
+        if mode == "notebook":
+            msg["metadata"]["cellId"] = cell_id or str(uuid.uuid4())
+        self.kc.shell_channel.send(msg)
+        return str(msg["header"]["msg_id"])
+
+    def wait_for(self, msg_id: str, predicate: Any, *, timeout: float = 60) -> list[dict[str, Any]]:
+        """Read iopub messages of one request until ``predicate(msg)`` holds; returns them."""
+        seen: list[dict[str, Any]] = []
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"no matching message for {msg_id} within {timeout}s")
+            try:
+                m = self.kc.get_iopub_msg(timeout=min(remaining, 0.05))
+            except Exception:  # queue.Empty
+                continue
+            if m["parent_header"].get("msg_id") != msg_id:
+                continue
+            seen.append(m)
+            if predicate(m):
+                return seen
+
+    def restart(self) -> None:
+        """Restart the kernel process (as the Restart button does) and wait until it answers."""
+        self.km.restart_kernel(now=False)
+        self.kc.wait_for_ready(timeout=120)
+
+    def kill(self) -> None:
+        """SIGKILL the kernel process: no shutdown, no cleanup, as in a crash."""
+        import signal
+
+        provisioner = self.km.provisioner
+        assert provisioner is not None and provisioner.pid is not None
+        os.kill(provisioner.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while self.km.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
 
     def _poll_stdin(self, msg_id: str, result: CellResult, on_input: Any) -> None:
         while self.kc.stdin_channel.msg_ready():

@@ -22,7 +22,17 @@ __all__ = ["MAGICS", "MagicContext", "MagicError", "find_magic", "magic_help", "
 # name -> module under co_kernel.magics
 MAGICS: dict[str, str] = {
     "help": "help",
+    "clear": "clear",
+    "status": "status",
+    "tools": "tools",
+    "history": "history",
+    "compact": "compact",
+    "yolo": "yolo",
     "model": "model",
+    "forget": "forget",
+    "usage": "usage",
+    "sessions": "sessions",
+    "resume": "resume",
 }
 
 

@@ -18,7 +18,9 @@ async def run(ctx: MagicContext, args: str) -> str:
     for name in sorted(MAGICS):
         module = find_magic(name)
         summary = (module.__doc__ or "").strip().splitlines()[0]
-        rows.append(f"| `{module.USAGE}` | {summary} |")
+        # A pipe splits a table cell even inside a code span unless escaped (GFM).
+        usage = module.USAGE.replace("|", "\\|")
+        rows.append(f"| `{usage}` | {summary} |")
     rows.append("")
     rows.append(
         "A plain cell is a prompt to Co; a cell starting with `!` runs a shell command in the sandbox."

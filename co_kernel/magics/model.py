@@ -1,31 +1,94 @@
-"""Show the model in use, or switch to another for the rest of the session.
+"""Show the model, or switch to another one for the rest of the session.
 
-`%model` shows provider:model; `%model ollama:llama3.2` switches. Providers: gemini,
-ollama, openai, anthropic, compat (any OpenAI-compatible `CO_BASE_URL`) and replay
-(`replay:path/to/script.jsonl`, a recorded conversation served locally).
+`%model` shows the current model; `%model ollama:llama3.2` switches after checking that
+the name is valid and the provider answers (a local server must list the model; a hosted
+API needs its key). The conversation is kept. Providers: gemini, ollama, openai,
+anthropic, compat (any OpenAI-compatible `CO_BASE_URL`) and replay (a scripted file).
 """
 
 from __future__ import annotations
 
-from ..exceptions import ConfigError
+import asyncio
+
 from . import MagicContext, MagicError
 
 USAGE = "%model [provider:model]"
 
+# Co's provider names -> the prefixes pydantic-ai uses in its known model names.
+_KNOWN_PREFIX = {"gemini": "google", "openai": "openai", "anthropic": "anthropic"}
+
+
+def known_models(provider: str) -> list[str]:
+    """Model names pydantic-ai lists for a hosted provider, as Co spells them."""
+    from pydantic_ai.models import known_model_names
+
+    prefix = _KNOWN_PREFIX.get(provider)
+    if prefix is None:
+        return []
+    return [
+        f"{provider}:{name.split(':', 1)[1]}"
+        for name in known_model_names()
+        if name.startswith(prefix + ":")
+    ]
+
 
 async def run(ctx: MagicContext, args: str) -> str:
+    from ..exceptions import ConfigError
+    from ..status import probe_provider
+    from ..turn._providers import PROVIDERS
+
     session = ctx.session
+    current = session.model_string
     if not args:
-        current = session.model_string
-        return f"Model: `{current}`" if current else "No model is configured. Use `%model provider:model`."
+        lines = [f"Model: **{current}**" if current else "No model is configured."]
+        lines.append("")
+        lines.append("Switch with `%model provider:model`. Providers:")
+        lines += [f"- `{name}`: {what}" for name, what in PROVIDERS.items()]
+        return "\n".join(lines)
+    value = args.split()[0]
     try:
-        label = session.set_model(args.split()[0])
+        probe = await asyncio.to_thread(
+            probe_provider,
+            session.settings,
+            value,
+            base_dir=session.deps.workspace,
+            replay_base=session.model_base_url if value == current else None,
+        )
     except ConfigError as exc:
-        raise MagicError(str(exc)) from exc
-    return f"Model: `{label}` (for the rest of this session)"
+        raise MagicError(str(exc)) from None
+    if probe.models:
+        session.provider_models[value.split(":", 1)[0].lower()] = probe.models
+    unchanged = f"still {current}" if current else "no model is set"
+    if not probe.ok:
+        raise MagicError(f"{probe.detail.rstrip('.')}. The model is unchanged ({unchanged}).")
+    label = session.set_model(value)
+    return f"Switched to **{label}**: {probe.detail}. The conversation is kept."
 
 
 def complete(ctx: MagicContext, arg_text: str) -> list[str]:
-    from ..turn import PROVIDERS
+    from ..turn._providers import PROVIDERS, parse_model_string
 
-    return [f"{p}:" for p in PROVIDERS if p.startswith(arg_text.strip())]
+    word = arg_text.strip()
+    session = ctx.session
+    candidates = [f"{p}:" for p in PROVIDERS]
+    providers = list(_KNOWN_PREFIX)
+    current = session.model_string
+    if current:
+        try:
+            provider, _ = parse_model_string(current)
+        except Exception:
+            provider = ""
+        # The current provider's names first: they are the likely switch.
+        if provider in providers:
+            providers.remove(provider)
+            providers.insert(0, provider)
+        candidates.append(current)
+    for provider in providers:
+        candidates += known_models(provider)
+    for provider, models in session.provider_models.items():
+        candidates += [f"{provider}:{m.removesuffix(':latest')}" for m in models]
+    seen: dict[str, None] = {}
+    for c in candidates:
+        if c.lower().startswith(word.lower()):
+            seen.setdefault(c, None)
+    return list(seen)

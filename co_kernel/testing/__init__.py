@@ -6,7 +6,15 @@ at its `base_url`; the model string `replay:path/to/script.jsonl` makes the kern
 itself. The script format is documented in `co_kernel.testing._script`.
 """
 
+from ._histories import synthetic_history, synthetic_turn
 from ._script import Script, ScriptSource, Step
 from ._server import ScriptedModelServer
 
-__all__ = ("Script", "ScriptSource", "ScriptedModelServer", "Step")
+__all__ = (
+    "Script",
+    "ScriptSource",
+    "ScriptedModelServer",
+    "Step",
+    "synthetic_history",
+    "synthetic_turn",
+)

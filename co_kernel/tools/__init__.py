@@ -2,11 +2,16 @@
 
 ``collect_toolsets`` builds the toolsets whose configuration is present and reports why
 the others are missing (``%tools`` shows it). Each integration module exposes
-``build(settings) -> ToolsetBuild``.
+``build(settings) -> ToolsetBuild``. Installed packages add their own integrations the
+same way through the ``co_kernel.toolsets`` entry-point group (``name = "module:build"``).
+
+Whatever a toolset's tools raise reaches the model as a readable tool error
+(``tools/_errors.py``, applied to the agent as a capability), never as a dead turn.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +20,12 @@ if TYPE_CHECKING:
 
     from ..config import Settings
 
-__all__ = ["ToolsetBuild", "collect_toolsets"]
+__all__ = ["ENTRY_POINT_GROUP", "ToolsetBuild", "collect_toolsets"]
+
+log = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "co_kernel.toolsets"
+"""Entry points of installed packages that add toolsets: ``build(settings) -> ToolsetBuild``."""
 
 
 @dataclass
@@ -44,4 +54,24 @@ def collect_toolsets(settings: Settings) -> list[ToolsetBuild]:
     for module_name in _INTEGRATIONS:
         module = importlib.import_module(f"{__name__}.{module_name}")
         builds.append(module.build(settings))
+    builds.extend(_plugin_builds(settings))
+    return builds
+
+
+def _plugin_builds(settings: Settings) -> list[ToolsetBuild]:
+    """Toolsets from installed plugins; a broken plugin is reported, never fatal."""
+    from importlib.metadata import entry_points
+
+    builds = []
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            build = entry.load()(settings)
+        except Exception as exc:
+            log.debug("toolset plugin %s failed", entry.value, exc_info=True)
+            build = ToolsetBuild(entry.name, reason=f"plugin {entry.value} failed: {exc}")
+        if not isinstance(build, ToolsetBuild):
+            build = ToolsetBuild(
+                entry.name, reason=f"plugin {entry.value} returned no ToolsetBuild"
+            )
+        builds.append(build)
     return builds

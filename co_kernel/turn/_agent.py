@@ -24,7 +24,9 @@ def build_agent(
     """An agent whose output is text or a batch of calls waiting for approval."""
     from pydantic_ai import Agent, DeferredToolRequests, RunContext
 
+    from ..tools._errors import ToolErrorGuard
     from ._deps import CoDeps
+    from ._govern import GovernHistory
 
     config_dir = paths().config_dir
 
@@ -42,6 +44,9 @@ def build_agent(
         output_type=[str, DeferredToolRequests],
         instructions=instructions,
         toolsets=toolsets,
+        # ToolErrorGuard: every toolset's failures become readable tool errors, never a
+        # dead turn. GovernHistory: trimming and windowing before each model request.
+        capabilities=[ToolErrorGuard(), GovernHistory()],
         retries=settings.tool_retries,
         model_settings={"max_retries": 0, "timeout": settings.request_timeout},
     )

@@ -3,15 +3,22 @@
 Streaming, approval chaining (a ``while``: a resumed run may ask again), provider-error
 retries with one usage budget shared by every resume and retry, and interrupt recovery
 that leaves a valid history behind.
+
+Whatever happens, the history a turn returns is one the next turn can send: every tool
+call has a return, and a turn that produced nothing but a failed request leaves the
+history as it found it. A retry continues from the failed request (the tools that already
+ran are not run again); a 400 is answered by showing the model the error once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._approval import (
     INTERRUPTED,
@@ -22,7 +29,7 @@ from ._approval import (
     normalise_args,
 )
 from ._frontend import ApprovalRequest, FrontendProtocol, ToolCallView, ToolResultView, TurnSummary
-from ._provider_errors import ProviderErrorKind, backoff_delay, classify_provider_error
+from ._provider_errors import ErrorAction, ProviderErrorKind, backoff_delay, classify_provider_error
 
 if TYPE_CHECKING:
     from pydantic_ai import Agent
@@ -34,6 +41,10 @@ if TYPE_CHECKING:
 __all__ = ["INTERRUPTED_TOOL_RETURN", "TurnResult", "patch_dangling_tool_calls", "run_turn"]
 
 INTERRUPTED_TOOL_RETURN = "Interrupted by user."
+INTERRUPTED_MARK = "[interrupted]"
+"""Appended to a partial answer kept in the history, so the model knows it was cut."""
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -63,8 +74,10 @@ class _Interrupted(Exception):
         self.messages = messages
 
 
-def patch_dangling_tool_calls(messages: list[ModelMessage]) -> list[ModelMessage]:
-    """Answer every unanswered tool call with a synthetic "Interrupted by user." return."""
+def patch_dangling_tool_calls(
+    messages: list[ModelMessage], content: str = INTERRUPTED_TOOL_RETURN
+) -> list[ModelMessage]:
+    """Answer every unanswered tool call with a synthetic return (seed 002 7.5)."""
     from pydantic_ai.messages import ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
 
     answered: set[str] = set()
@@ -85,8 +98,7 @@ def patch_dangling_tool_calls(messages: list[ModelMessage]) -> list[ModelMessage
         ]
         if dangling:
             returns = [
-                ToolReturnPart(p.tool_name, INTERRUPTED_TOOL_RETURN, tool_call_id=p.tool_call_id)
-                for p in dangling
+                ToolReturnPart(p.tool_name, content, tool_call_id=p.tool_call_id) for p in dangling
             ]
             # Insert right after the response so the order stays call -> return.
             insert_at = patched.index(msg, i) + 1
@@ -97,6 +109,21 @@ def patch_dangling_tool_calls(messages: list[ModelMessage]) -> list[ModelMessage
                 patched.insert(insert_at, ModelRequest(parts=returns))
             answered.update(p.tool_call_id for p in dangling)
     return patched
+
+
+def _tidy(messages: list[ModelMessage]) -> list[ModelMessage]:
+    """A run's live messages without the traces of a request that never completed.
+
+    pydantic-ai records a failed or cancelled request as a trailing ``interrupted``
+    response (empty, or holding the partial text and half-streamed tool calls) and a tool
+    that blew up as an empty request; neither is something to send again.
+    """
+    from pydantic_ai.messages import ModelRequest, ModelResponse
+
+    tidy = [m for m in messages if not (isinstance(m, ModelRequest) and not m.parts)]
+    while tidy and isinstance(tidy[-1], ModelResponse) and tidy[-1].state == "interrupted":
+        tidy.pop()
+    return tidy
 
 
 class _TurnRunner:
@@ -123,32 +150,31 @@ class _TurnRunner:
         self.frontend = frontend
         self.provider = provider
         self.model_label = model_label
+        # One budget for the whole turn: the first run, every approval resume and every
+        # retry share this limit and this usage, so N approval hops never get N budgets.
         self.limits = UsageLimits(request_limit=settings.max_request_limit)
         self.usage = RunUsage()
         self.messages: list[ModelMessage] = list(history)
+        self.partial: list[ModelMessage] | None = None
+        """The live messages of the run that just failed, when it got that far."""
         self.text_parts: list[str] = []
+        """Text of the responses that made it into the history: the answer."""
+        self.response_text = ""
+        """Text of the response being streamed; confirmed or dropped when it ends."""
         self.pending_text = ""
         self.tool_started: dict[str, float] = {}
         self.decisions: dict[str, str] = {}
         self.shown_calls: set[str] = set()
         self.call_args: dict[str, Any] = {}
         self.verbose = settings.verbose
+        self.retries_used = 0
+        self.reflected: set[str] = set()
+        self.status_shown = False
 
     # -- streaming ---------------------------------------------------------
 
     async def _stream_once(self, user_input: Any, deferred: Any) -> Any:
         from pydantic_ai import AgentRunResultEvent
-        from pydantic_ai.messages import (
-            FunctionToolCallEvent,
-            FunctionToolResultEvent,
-            PartDeltaEvent,
-            PartEndEvent,
-            PartStartEvent,
-            TextPart,
-            TextPartDelta,
-            ThinkingPart,
-            ThinkingPartDelta,
-        )
 
         result = None
         async with self.agent.run_stream_events(
@@ -161,35 +187,55 @@ class _TurnRunner:
         ) as events:
             try:
                 async for event in events:
-                    if isinstance(event, PartStartEvent):
-                        if isinstance(event.part, TextPart) and event.part.content:
-                            self._text(event.part.content)
-                        elif isinstance(event.part, ThinkingPart) and self.verbose:
-                            self.frontend.on_thinking_delta(event.part.content)
-                    elif isinstance(event, PartDeltaEvent):
-                        delta = event.delta
-                        if isinstance(delta, TextPartDelta):
-                            self._text(delta.content_delta)
-                        elif (
-                            isinstance(delta, ThinkingPartDelta)
-                            and self.verbose
-                            and delta.content_delta
-                        ):
-                            self.frontend.on_thinking_delta(delta.content_delta)
-                    elif isinstance(event, PartEndEvent):
-                        if isinstance(event.part, TextPart):
-                            self._commit_text()
-                        elif isinstance(event.part, ThinkingPart) and self.verbose:
-                            self.frontend.on_thinking_commit()
-                    elif isinstance(event, FunctionToolCallEvent):
-                        self._tool_call(event.part)
-                    elif isinstance(event, FunctionToolResultEvent):
-                        self._tool_result(event.part)
-                    elif isinstance(event, AgentRunResultEvent):
+                    if self.status_shown:
+                        # The model answers again: the retry note has done its job.
+                        self.frontend.clear_status()
+                        self.status_shown = False
+                    if isinstance(event, AgentRunResultEvent):
                         result = event.result
+                    else:
+                        self._on_event(event)
             except asyncio.CancelledError:
                 raise _Interrupted(self._partial_messages(events)) from None
+            except Exception:
+                self.partial = self._partial_messages(events)
+                raise
         return result
+
+    def _on_event(self, event: Any) -> None:
+        from pydantic_ai.messages import (
+            FunctionToolCallEvent,
+            FunctionToolResultEvent,
+            PartDeltaEvent,
+            PartEndEvent,
+            PartStartEvent,
+            TextPart,
+            TextPartDelta,
+            ThinkingPart,
+            ThinkingPartDelta,
+        )
+
+        if isinstance(event, PartStartEvent):
+            if isinstance(event.part, TextPart) and event.part.content:
+                self._text(event.part.content)
+            elif isinstance(event.part, ThinkingPart) and self.verbose:
+                self.frontend.on_thinking_delta(event.part.content)
+        elif isinstance(event, PartDeltaEvent):
+            delta = event.delta
+            if isinstance(delta, TextPartDelta):
+                self._text(delta.content_delta)
+            elif isinstance(delta, ThinkingPartDelta) and self.verbose and delta.content_delta:
+                self.frontend.on_thinking_delta(delta.content_delta)
+        elif isinstance(event, PartEndEvent):
+            if isinstance(event.part, TextPart):
+                self._commit_text()
+            elif isinstance(event.part, ThinkingPart) and self.verbose:
+                self.frontend.on_thinking_commit()
+        elif isinstance(event, FunctionToolCallEvent):
+            self._confirm_response()
+            self._tool_call(event.part)
+        elif isinstance(event, FunctionToolResultEvent):
+            self._tool_result(event.part)
 
     def _partial_messages(self, events: Any) -> list[ModelMessage]:
         try:
@@ -200,13 +246,18 @@ class _TurnRunner:
     def _text(self, delta: str) -> None:
         if delta:
             self.pending_text += delta
+            self.response_text += delta
             self.frontend.on_text_delta(delta)
 
     def _commit_text(self) -> None:
-        if self.pending_text:
-            self.text_parts.append(self.pending_text)
-            self.pending_text = ""
+        self.pending_text = ""
         self.frontend.on_text_commit()
+
+    def _confirm_response(self) -> None:
+        """The streamed response is in the history now: its text is part of the answer."""
+        if self.response_text:
+            self.text_parts.append(self.response_text)
+        self.response_text = ""
 
     def _tool_call(self, part: Any) -> None:
         if self.pending_text:
@@ -250,14 +301,16 @@ class _TurnRunner:
         # Only calls that needed approval carry a decision; read-only tools have none.
         decision = self.decisions.get(part.tool_call_id)
         kind = getattr(part, "part_kind", "")
-        status = "ok"
+        status: Literal["ok", "error", "denied", "interrupted"] = "ok"
         if is_refusal(decision) or getattr(part, "outcome", None) == "denied":
             status = "denied"
-        elif kind == "retry-prompt" or getattr(part, "outcome", "success") == "failed":
+        elif kind == "retry-prompt" or getattr(part, "outcome", "success") in ("failed", "retried"):
             status = "error"
         content = getattr(part, "content", None)
         if kind == "retry-prompt":
             content = part.model_response() if hasattr(part, "model_response") else content
+        elif isinstance(content, dict) and content.get("error") is True:
+            status = "error"  # a terminal tool error (tools/_errors.py)
         view = ToolResultView(
             part.tool_call_id,
             getattr(part, "tool_name", None) or "tool",
@@ -328,107 +381,207 @@ class _TurnRunner:
 
     async def run(self) -> TurnResult:
         from pydantic_ai import DeferredToolRequests
-        from pydantic_ai.exceptions import UsageLimitExceeded
 
         user_input: Any = self.prompt
         deferred = None
-        attempts = 0
-        reflected: set[str] = set()
-        retries = self.deps.settings.model_http_retries
         while True:
+            self.partial = None
             try:
                 result = await self._stream_once(user_input, deferred)
-                if result is None:  # pragma: no cover - the stream always ends with a result
-                    return self._end(error="The model returned no result.")
-                self.messages = list(result.all_messages())
-                self.usage = result.usage
-                if isinstance(result.output, DeferredToolRequests):
-                    deferred = await self._decide(result.output)
-                    user_input = None
-                    continue
-                self.frontend.clear_status()
-                return self._end()
             except _Interrupted as stop:
-                self.messages = self._salvage(stop.messages)
-                return self._end(interrupted=True)
+                return self._interrupted(stop.messages)
             except asyncio.CancelledError:
-                # Interrupted outside a stream: while asking for approval or backing off.
-                self.messages = self._salvage(self.messages)
-                return self._end(interrupted=True)
-            except UsageLimitExceeded as exc:
-                self.frontend.clear_status()
-                return self._end(
-                    error=f"Stopped: this turn reached its budget ({exc}). "
-                    "Raise `max_request_limit` or ask for a smaller step."
-                )
+                return self._interrupted(self.partial or self.messages)
             except Exception as exc:
-                action = classify_provider_error(
-                    exc, provider=self.provider, model=self.model_label
-                )
-                if action is None:
-                    raise
-                self._discard_partial_text()
-                if action.kind is ProviderErrorKind.ABORT:
-                    self.frontend.clear_status()
-                    return self._end(error=action.message)
-                if action.kind is ProviderErrorKind.REFLECT and action.body not in reflected:
-                    reflected.add(action.body)
-                    user_input, deferred = self._reflection(user_input, action.body), None
-                    continue
-                attempts += 1
-                if action.kind is ProviderErrorKind.REFLECT or attempts > retries:
-                    self.frontend.clear_status()
-                    tried = f" after {attempts} attempt(s)" if attempts > 1 else ""
-                    return self._end(error=f"{action.message}{tried}.")
-                delay = backoff_delay(action, attempts)
-                self.frontend.on_status(
-                    f"{action.message}; retrying in {delay:.0f} s ({attempts}/{retries})…"
-                )
                 try:
-                    await asyncio.sleep(delay)
-                except asyncio.CancelledError:
-                    self.messages = self._salvage(self.messages)
-                    return self._end(interrupted=True)
+                    outcome = await self._recover(exc, user_input, deferred)
+                except asyncio.CancelledError:  # interrupted during the backoff sleep
+                    return self._interrupted(self.messages)
+                if isinstance(outcome, TurnResult):
+                    return outcome
+                user_input, deferred = outcome
+                continue
+            if result is None:  # pragma: no cover - the stream always ends with a result
+                return self._stop("The model returned no result.", None)
+            self.messages = list(result.all_messages())
+            self.usage = result.usage
+            self._confirm_response()
+            if isinstance(result.output, DeferredToolRequests):
+                try:
+                    deferred = await self._decide(result.output)
+                except asyncio.CancelledError:  # interrupted while waiting for a decision
+                    return self._interrupted(self.messages)
+                user_input = None
+                continue
+            return self._end()
 
-    def _reflection(self, user_input: Any, body: str) -> Any:
-        note = (
-            f"[Co] The provider rejected the previous request with this error: {body}\n"
-            "Correct the request (for example the tool arguments) and try again."
+    async def _recover(
+        self, exc: Exception, user_input: Any, deferred: Any
+    ) -> TurnResult | tuple[Any, Any]:
+        """End the turn, or return the (input, deferred results) of the retry."""
+        from pydantic_ai.exceptions import UnexpectedModelBehavior, UsageLimitExceeded
+
+        resume = _tidy(self.partial) if self.partial is not None else None
+        self._drop_response()
+        if isinstance(exc, UsageLimitExceeded):
+            limit = self.deps.settings.max_request_limit
+            return self._stop(
+                f"Stopped: this turn used its budget of {limit} model requests "
+                "(setting `max_request_limit`). What was done so far is kept; "
+                "ask Co to continue in the next cell.",
+                resume,
+            )
+        if isinstance(exc, UnexpectedModelBehavior):
+            # Tool calls that stayed invalid after `tool_retries` corrections, an empty or
+            # unusable reply: the model's mistake, reported as such.
+            return self._stop(_unusable_reply(exc.message), resume)
+        action = classify_provider_error(exc, provider=self.provider, model=self.model_label)
+        if action is None:
+            log.debug("turn failed", exc_info=exc)
+            return self._stop(
+                f"The turn stopped on an unexpected error: {type(exc).__name__}: {exc}", resume
+            )
+        if action.kind is ProviderErrorKind.ABORT:
+            return self._stop(f"{action.message}.", resume)
+        settings = self.deps.settings
+        allowed = settings.model_http_retries
+        attempts = self.retries_used + 1
+        if action.kind is ProviderErrorKind.REFLECT and action.body in self.reflected:
+            return self._stop(f"{action.message}. The model could not correct it.", resume)
+        if self.retries_used >= allowed:
+            plural = "s" if attempts != 1 else ""
+            tried = f" (gave up after {attempts} attempt{plural}; setting `model_http_retries`)"
+            return self._stop(f"{action.message}{tried}.", resume)
+        self.retries_used += 1
+        if resume is not None and resume and _ends_with_request(resume):
+            # Continue from the failed request: what already ran does not run again.
+            self.messages, user_input, deferred = resume, None, None
+        if action.kind is ProviderErrorKind.REFLECT:
+            self.reflected.add(action.body)
+            self._status(
+                f"{action.message}; asking the model to correct it (retry {attempts} of {allowed})…"
+            )
+            return self._reflection(user_input, action)
+        delay = backoff_delay(
+            action,
+            self.retries_used,
+            base=settings.model_backoff_base,
+            cap=settings.model_backoff_cap,
         )
+        self._status(f"{action.message}; retry {attempts} of {allowed} in {_seconds(delay)}…")
+        await asyncio.sleep(delay)
+        return user_input, deferred
+
+    def _status(self, message: str) -> None:
+        self.frontend.on_status(message)
+        self.status_shown = True
+
+    def _reflection(self, user_input: Any, action: ErrorAction) -> tuple[Any, Any]:
+        """Show the model the provider's complaint so its next request can avoid it."""
+        from dataclasses import replace
+
+        from pydantic_ai.messages import ModelRequest, UserPromptPart
+
+        note = (
+            f"[Co] The provider rejected the previous request (HTTP {action.status or 400}) "
+            f"with this error: {action.body}\n"
+            "Correct what caused it (for example the tool arguments) and try again."
+        )
+        if user_input is None and self.messages and isinstance(self.messages[-1], ModelRequest):
+            last = self.messages[-1]
+            self.messages = [
+                *self.messages[:-1],
+                replace(last, parts=[*last.parts, UserPromptPart(note)]),
+            ]
+            return None, None
         if isinstance(user_input, str):
-            return f"{user_input}\n\n{note}"
-        return note
+            return f"{user_input}\n\n{note}", None
+        return note, None
 
-    def _discard_partial_text(self) -> None:
-        # A failed request's partial text is not part of the answer; a retry streams anew.
-        self.pending_text = ""
+    def _drop_response(self) -> None:
+        """A failed request's partial text is not part of the answer; a retry streams anew."""
+        if self.response_text.strip():
+            self.frontend.on_text_commit()
+            self.frontend.on_notice(
+                "*The answer above was cut off; it is not kept in the conversation.*", "warning"
+            )
+        self.response_text = self.pending_text = ""
 
-    def _salvage(self, messages: list[ModelMessage]) -> list[ModelMessage]:
+    # -- endings -----------------------------------------------------------
+
+    def _stop(self, message: str, resume: list[ModelMessage] | None) -> TurnResult:
+        """End the turn early with ``message``, keeping whatever completed."""
+        from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart
+
+        messages = resume if resume is not None else _tidy(self.messages)
+        new = messages[len(self.history) :]
+        if not any(isinstance(m, ModelResponse) for m in new):
+            # Nothing came back: leave the conversation as it was, the cell can simply run again.
+            messages = list(self.history)
+        else:
+            messages = self._answer_dangling(messages, f"Not run: {message}", "error")
+            if isinstance(messages[-1], ModelRequest):
+                messages.append(
+                    ModelResponse(parts=[TextPart(f"[Co stopped this turn] {message}")])
+                )
+        self.messages = messages
+        return self._end(error=message)
+
+    def _interrupted(self, messages: list[ModelMessage]) -> TurnResult:
         """History after an interrupt: keep the partial answer, answer dangling calls."""
         from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
 
-        messages = list(messages)
-        if self.pending_text:
-            self.text_parts.append(self.pending_text)
-            if messages and isinstance(messages[-1], ModelRequest):
-                messages.append(
-                    ModelResponse(parts=[TextPart(self.pending_text + " [interrupted]")])
-                )
-            self.pending_text = ""
+        task = asyncio.current_task()
+        if task is not None:
+            # The cancellation is handled here; later awaits of this cell must not see it.
+            task.uncancel()
+        messages = _tidy(messages)
         if not any(
             isinstance(m, ModelRequest) and any(isinstance(p, UserPromptPart) for p in m.parts)
             for m in messages[len(self.history) :]
         ) and isinstance(self.prompt, str):
             # Interrupted before the run recorded the prompt: keep it so the next turn has context.
             messages.append(ModelRequest(parts=[UserPromptPart(self.prompt)]))
-            messages.append(ModelResponse(parts=[TextPart("[interrupted before answering]")]))
-        return patch_dangling_tool_calls(messages)
+        partial = self.response_text
+        if messages and isinstance(messages[-1], ModelRequest):
+            if partial.strip():
+                messages.append(ModelResponse(parts=[TextPart(f"{partial} {INTERRUPTED_MARK}")]))
+            elif any(isinstance(p, UserPromptPart) for p in messages[-1].parts):
+                messages.append(
+                    ModelResponse(parts=[TextPart(f"{INTERRUPTED_MARK} (before answering)")])
+                )
+        if partial:
+            self.text_parts.append(partial)
+        self.response_text = self.pending_text = ""
+        self.messages = self._answer_dangling(messages, INTERRUPTED_TOOL_RETURN, "interrupted")
+        return self._end(interrupted=True)
+
+    def _answer_dangling(
+        self, messages: list[ModelMessage], content: str, status: Literal["error", "interrupted"]
+    ) -> list[ModelMessage]:
+        """Patch the unanswered calls and close their cards (and audit rows) with ``status``."""
+        patched = patch_dangling_tool_calls(messages, content)
+        before = _returned_ids(messages)
+        for call_id, name in _returned_ids(patched).items():
+            if call_id in before:
+                continue
+            self.tool_started.pop(call_id, None)
+            view = ToolResultView(
+                call_id, name, content, status=status, decision=self.decisions.get(call_id)
+            )
+            if call_id in self.shown_calls:
+                self.frontend.on_tool_result(view)
+            self._audit(view, self.call_args.pop(call_id, None))
+        return patched
 
     def _end(self, *, interrupted: bool = False, error: str | None = None) -> TurnResult:
         if self.pending_text:
             self._commit_text()
-        if error is not None:
-            self.messages = patch_dangling_tool_calls(self.messages)
+        if self.status_shown:
+            self.frontend.clear_status()
+            self.status_shown = False
+        if error is None and not interrupted:
+            self._confirm_response()
         return TurnResult(
             messages=self.messages,
             output="".join(self.text_parts),
@@ -438,6 +591,38 @@ class _TurnRunner:
             requests=self.usage.requests,
             decisions=dict(self.decisions),
         )
+
+
+def _unusable_reply(detail: str) -> str:
+    """The person's version of pydantic-ai's UnexpectedModelBehavior message."""
+    exceeded = re.match(r"Tool '([^']+)' exceeded max retries count of (\d+)", detail)
+    if exceeded:
+        name, count = exceeded.groups()
+        detail = f"its calls to `{name}` were still invalid after {count} corrections (setting `tool_retries`)"
+    return f"The model's reply could not be used: {detail.rstrip('.')}. The turn stopped; ask again or rephrase."
+
+
+def _returned_ids(messages: list[ModelMessage]) -> dict[str, str]:
+    """tool_call_id -> tool name of every tool return in ``messages``."""
+    from pydantic_ai.messages import ModelRequest, ToolReturnPart
+
+    return {
+        p.tool_call_id: p.tool_name
+        for m in messages
+        if isinstance(m, ModelRequest)
+        for p in m.parts
+        if isinstance(p, ToolReturnPart)
+    }
+
+
+def _ends_with_request(messages: list[ModelMessage]) -> bool:
+    from pydantic_ai.messages import ModelRequest
+
+    return bool(messages) and isinstance(messages[-1], ModelRequest)
+
+
+def _seconds(delay: float) -> str:
+    return f"{delay:.0f} s" if delay >= 10 or delay == int(delay) else f"{delay:.2g} s"
 
 
 async def run_turn(
@@ -450,7 +635,7 @@ async def run_turn(
     provider: str,
     model_label: str,
 ) -> TurnResult:
-    """Run one user turn to its end; never raises for provider faults or interrupts."""
+    """Run one user turn to its end; never raises for provider faults, tool errors or interrupts."""
     started = time.monotonic()
     runner = _TurnRunner(
         agent,

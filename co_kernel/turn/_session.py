@@ -1,14 +1,24 @@
-"""ChatSession: one kernel session's conversation, model and deps."""
+"""ChatSession: one kernel session's conversation, model and deps.
+
+The session keeps the whole conversation; the model is sent the governed view of it
+(``_govern.py``). After every turn the conversation is written to the session store, so
+``%resume`` brings it back after a restart or a crash.
+"""
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..exceptions import ConfigError
+from ..store import SessionStore, TurnRow, session_store_path
+from ._compact import CompactError, compacted_history, render_transcript, split_for_compaction
 from ._deps import CoDeps
+from ._history import estimate_tokens, govern_history
 from ._providers import build_model, parse_model_string
 from ._run import TurnResult, run_turn
 
@@ -17,29 +27,58 @@ if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
     from ..config import LoadedSettings
+    from ..store import SessionInfo
     from ..tools import ToolsetBuild
     from ._frontend import FrontendProtocol
     from ._providers import ModelHandle
 
-__all__ = ["ChatSession", "TurnRecord"]
+__all__ = ["ChatSession", "CompactReport", "TurnRecord"]
+
+log = logging.getLogger(__name__)
+
+TurnRecord = TurnRow
+"""A turn of the conversation: prompt, cell, where it starts in the history, its usage."""
 
 
 @dataclass
-class TurnRecord:
-    """Where a turn sits in the history, so re-running its cell can replace it."""
+class CompactReport:
+    """What a compaction did."""
 
-    cell_id: str | None
-    """JupyterLab's cellId of the cell that ran the turn."""
-    prompt: str
-    """What the person asked."""
-    start: int
-    """len(history) before the turn."""
+    folded_turns: int
+    """Turns replaced by the summary (an earlier summary counts as none)."""
+    kept_turns: int
+    """Turns kept verbatim after the summary."""
+    tokens_before: int
+    """Estimated tokens the model was sent before."""
+    tokens_after: int
+    """Estimated tokens it is sent now."""
+    summary: str
+    """The summary text."""
+
+
+@dataclass
+class SessionUsage:
+    """Usage outside turns (compaction requests), kept with the session."""
+
+    input_tokens: int = 0
+    """Prompt tokens."""
+    output_tokens: int = 0
+    """Completion tokens."""
+    requests: int = 0
+    """Model requests."""
 
 
 class ChatSession:
     """The conversation of one kernel session and what it needs to run turns."""
 
-    def __init__(self, loaded: LoadedSettings, *, workspace: Path, kernel_id: str) -> None:
+    def __init__(
+        self,
+        loaded: LoadedSettings,
+        *,
+        workspace: Path,
+        kernel_id: str,
+        store: SessionStore | None = None,
+    ) -> None:
         self.loaded = loaded
         self.deps = CoDeps(
             settings=loaded.settings,
@@ -50,17 +89,50 @@ class ChatSession:
         self.history: list[ModelMessage] = []
         self.turns: list[TurnRecord] = []
         self.model_override: str | None = None
+        self.compaction_usage = SessionUsage()
         self._handle: ModelHandle | None = None
         self._agent: Agent[CoDeps, Any] | None = None
         self.toolsets: list[ToolsetBuild] = []
+        self.provider_models: dict[str, list[str]] = {}
+        """Model ids providers listed when asked (`%model`), for Tab completion."""
+        self._store = store
+        self._store_failed = False
 
     @property
     def settings(self) -> Any:
         return self.deps.settings
 
     @property
+    def session_id(self) -> str:
+        return self.deps.session_id
+
+    @property
     def model_string(self) -> str | None:
         return self.model_override or self.settings.model
+
+    @property
+    def store(self) -> SessionStore | None:
+        """The session store, or None when `save_sessions` is off."""
+        if not self.settings.save_sessions:
+            return None
+        if self._store is None:
+            self._store = SessionStore(session_store_path())
+        return self._store
+
+    @property
+    def is_saved(self) -> bool:
+        """Whether the conversation so far is in the session store."""
+        return self.store is not None and not self._store_failed and bool(self.turns)
+
+    @property
+    def model_base_url(self) -> str | None:
+        """Where the current model's requests go, once it is built."""
+        return self._handle.base_url if self._handle is not None else None
+
+    @property
+    def live_turns(self) -> list[TurnRecord]:
+        """Turns still verbatim in the history (not folded into a summary)."""
+        return [t for t in self.turns if t.start is not None]
 
     def set_model(self, value: str) -> str:
         """Switch the model for the rest of the session; returns provider:model."""
@@ -88,10 +160,212 @@ class ChatSession:
             self._handle = handle
         return self._agent, self._handle
 
-    def clear(self) -> None:
-        """Forget the conversation (the model and deps stay)."""
+    # -- conversation state ------------------------------------------------
+
+    def clear(self) -> str:
+        """Start an empty conversation under a new id; returns the old id (still saved)."""
+        old = self.deps.session_id
         self.history = []
         self.turns = []
+        self.compaction_usage = SessionUsage()
+        self.deps.session_id = uuid.uuid4().hex
+        return old
+
+    def sent_view(self) -> list[ModelMessage]:
+        """The history as the model is sent it (window and trimming applied)."""
+        return govern_history(self.history, self.settings)
+
+    def estimated_prompt_tokens(self, prompt: str | None = None) -> int:
+        """Estimated tokens of the next request: instructions, governed history, prompt."""
+        from pydantic_ai.messages import ModelRequest, UserPromptPart
+
+        from ..config import paths
+        from ._prompt import build_system_prompt
+
+        pending = list(self.history)
+        if prompt is not None:
+            pending.append(ModelRequest(parts=[UserPromptPart(prompt)]))
+        instructions = build_system_prompt(
+            personality=self.settings.personality,
+            project_dir=self.deps.workspace,
+            config_dir=paths().config_dir,
+        )
+        view = govern_history(pending, self.settings)
+        return estimate_tokens(view) + len(instructions) // 4
+
+    def resume(self, session_id: str | None) -> SessionInfo:
+        """Replace the conversation with a saved one (an id prefix, or None for the latest).
+
+        Raises SessionLookupError (a LookupError) with what to type instead.
+        """
+        from ..store import SessionLookupError
+
+        store = self.store
+        if store is None:
+            raise SessionLookupError(
+                "Saving sessions is off (setting `save_sessions`), so there is nothing to resume."
+            )
+        if session_id:
+            info = store.resolve(session_id)
+        else:
+            found = store.latest(
+                notebook=self.deps.notebook_path,
+                workspace=str(self.deps.workspace),
+                exclude=self.session_id,
+            )
+            if found is None:
+                where = (
+                    f"notebook {self.deps.notebook_path}"
+                    if self.deps.notebook_path
+                    else f"folder {self.deps.workspace}"
+                )
+                raise SessionLookupError(
+                    f"No earlier session of this {where} is saved. See %sessions for all."
+                )
+            info = found
+        stored = store.load(info.id)
+        self.history = stored.messages
+        self.turns = stored.turns
+        meta = stored.info.meta.get("compaction", {})
+        self.compaction_usage = SessionUsage(
+            meta.get("input_tokens", 0), meta.get("output_tokens", 0), meta.get("requests", 0)
+        )
+        self.deps.session_id = info.id
+        return stored.info
+
+    def save(
+        self, *, from_message: int = 0, from_turn: int = 0, frontend: FrontendProtocol | None = None
+    ) -> bool:
+        """Write the conversation from those points on; never raises (a notice instead)."""
+        store = self.store
+        if store is None or (not self.turns and not self.history):
+            return False
+        usage = self.compaction_usage
+        meta = {
+            "compaction": {
+                "input_tokens": usage.input_tokens,
+                "output_tokens": usage.output_tokens,
+                "requests": usage.requests,
+            }
+        }
+        try:
+            store.save(
+                self.session_id,
+                self.history,
+                self.turns,
+                from_message=from_message,
+                from_turn=from_turn,
+                notebook=self.deps.notebook_path,
+                workspace=str(self.deps.workspace),
+                kernel_id=self.deps.kernel_id,
+                model=self.model_string,
+                meta=meta,
+            )
+        except (sqlite3.Error, OSError) as exc:
+            log.warning("saving session %s failed", self.session_id, exc_info=True)
+            if frontend is not None and not self._store_failed:
+                frontend.on_notice(
+                    f"Co could not save this conversation to {store.path} ({exc}); it "
+                    "continues in memory, but `%resume` will not find this turn.",
+                    "warning",
+                )
+            self._store_failed = True
+            return False
+        self._store_failed = False
+        return True
+
+    # -- compaction --------------------------------------------------------
+
+    async def compact(self, focus: str | None = None) -> CompactReport:
+        """Replace older turns with a summary; the last `compact_keep_turns` stay verbatim."""
+        from ._compact import summarise
+
+        keep = self.settings.compact_keep_turns
+        split = split_for_compaction(self.history, keep)
+        if split is None:
+            raise CompactError(
+                f"there is nothing to compact yet: the conversation has "
+                f"{len(self.live_turns)} turn(s) and the last {keep} always stay as they are"
+            )
+        cut, folded = split
+        before = self.estimated_prompt_tokens()
+        model, provider, label, close = self._summary_model()
+        try:
+            window = self.settings.context_window_tokens
+            transcript = render_transcript(self.history[:cut], max_chars=window * 2)
+            summary = await summarise(
+                model,
+                transcript,
+                focus=focus,
+                timeout=self.settings.request_timeout,
+                provider=provider,
+                label=label,
+            )
+        finally:
+            close()
+        usage = self.compaction_usage
+        usage.input_tokens += summary.input_tokens
+        usage.output_tokens += summary.output_tokens
+        usage.requests += summary.requests
+        kept = self.history[cut:]
+        self.history = compacted_history(summary.text, kept)
+        shift = len(self.history) - len(kept) - cut
+        for turn in self.turns:
+            if turn.start is not None:
+                turn.start = None if turn.start < cut else turn.start + shift
+        self.save()
+        return CompactReport(
+            folded_turns=folded,
+            kept_turns=len(self.live_turns),
+            tokens_before=before,
+            tokens_after=self.estimated_prompt_tokens(),
+            summary=summary.text,
+        )
+
+    def _summary_model(self) -> tuple[Any, str, str, Any]:
+        """(model, provider, label, close) for the summary request."""
+        wanted = self.settings.summarization_model
+        current = self.model_string
+        if not wanted or (current and parse_model_string(wanted) == parse_model_string(current)):
+            _, handle = self.ensure_agent()
+            return handle.model, handle.provider, handle.label, lambda: None
+        handle = build_model(self.settings, wanted, base_dir=self.deps.workspace)
+        return handle.model, handle.provider, handle.label, handle.close
+
+    async def _auto_compact(self, prompt: str, frontend: FrontendProtocol) -> None:
+        """Compact first when the prompt would pass `auto_compact_ratio` of the window."""
+        settings = self.settings
+        limit = int(settings.auto_compact_ratio * settings.context_window_tokens)
+        if not self.history:
+            return
+        estimate = self.estimated_prompt_tokens(prompt)
+        if (
+            estimate <= limit
+            or split_for_compaction(self.history, settings.compact_keep_turns) is None
+        ):
+            return
+        frontend.on_status("Compacting the conversation to fit the context window…")
+        try:
+            report = await self.compact()
+        except (CompactError, ConfigError) as exc:
+            frontend.clear_status()
+            frontend.on_notice(
+                f"The conversation is near the context window (~{estimate:,} of "
+                f"{settings.context_window_tokens:,} tokens) but Co could not compact it: {exc}. "
+                "Try `%compact` or `%clear`.",
+                "warning",
+            )
+            return
+        frontend.clear_status()
+        frontend.on_notice(
+            f"Co compacted the conversation: it was ~{estimate:,} tokens, past "
+            f"{settings.auto_compact_ratio:.0%} of the {settings.context_window_tokens:,}-token "
+            f"context window. {report.folded_turns} earlier turn(s) are now a summary; the last "
+            f"{report.kept_turns} stay as they were (~{report.tokens_after:,} tokens now).",
+            "info",
+        )
+
+    # -- turns -------------------------------------------------------------
 
     def check_prompt(self, prompt: str) -> str | None:
         """A readable refusal for a prompt Co will not send, or None."""
@@ -117,12 +391,15 @@ class ChatSession:
         except ConfigError as exc:
             frontend.on_notice(str(exc), "error")
             return None
-        if cell_id and self.turns and self.turns[-1].cell_id == cell_id:
+        last = self.turns[-1] if self.turns else None
+        if cell_id and last is not None and last.cell_id == cell_id and last.start is not None:
             # Regenerate: the last turn's cell ran again, so its turn is replaced.
-            last = self.turns.pop()
+            self.turns.pop()
             self.history = self.history[: last.start]
+        await self._auto_compact(prompt, frontend)
         start = len(self.history)
-        self.deps.turn_index = len(self.turns) + 1
+        turn_number = len(self.turns)
+        self.deps.turn_index = turn_number + 1
         if self.deps.audit is None:
             from ..telemetry import AuditLog, telemetry_db_path
 
@@ -138,11 +415,25 @@ class ChatSession:
         )
         self.history = result.messages
         if len(self.history) > start:
-            self.turns.append(TurnRecord(cell_id, prompt, start))
+            usage = result.usage
+            self.turns.append(
+                TurnRecord(
+                    prompt=prompt,
+                    start=start,
+                    cell_id=cell_id,
+                    model=handle.label,
+                    input_tokens=getattr(usage, "input_tokens", 0) or 0,
+                    output_tokens=getattr(usage, "output_tokens", 0) or 0,
+                    requests=getattr(usage, "requests", 0) or 0,
+                )
+            )
+        self.save(from_message=start, from_turn=turn_number, frontend=frontend)
         return result
 
     def close(self) -> None:
-        """Stop what the session started (replay server, audit connection)."""
+        """Stop what the session started (replay server, store and audit connections)."""
         self._drop_agent()
+        if self._store is not None:
+            self._store.close()
         if self.deps.audit is not None:
             self.deps.audit.close()

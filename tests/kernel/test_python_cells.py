@@ -140,3 +140,24 @@ def test_inspect_and_list_variables(kernel, model_server):
     )
     assert kernel.execute("what is defined?", mode="headless").status == "ok"
     assert model_server.errors == []
+
+
+def test_run_python_approved_through_the_widget_card(kernel, model_server):
+    from tests.kernel_harness import WidgetClicker
+
+    kernel.execute("%%python\nrows = [3, 1, 2]")
+    model_server.extend(
+        [
+            {"tool_calls": [{"name": "run_python", "arguments": {"code": "rows.sort()\nrows"}}]},
+            {"text": "Sorted.", "expect": {"tool_result_contains": "[1, 2, 3]"}},
+        ]
+    )
+    clicker = WidgetClicker(["Approve"])
+    turn = kernel.execute("sort my rows", on_message=clicker)
+    assert turn.status == "ok"
+    assert clicker.cards == 1 and [c for c, _ in clicker.clicked] == ["Approve"]
+    assert model_server.errors == []
+    card = json.dumps([m["content"] for m in turn.of_type("display_data", "update_display_data")])
+    assert "Runs on the host" in card, "the approval card says where the code runs"
+    after = kernel.execute("%python rows")
+    assert after.of_type("execute_result")[0]["content"]["data"]["text/plain"] == "[1, 2, 3]"

@@ -7,19 +7,17 @@
 | `TRANSIENT` | ``ModelRetry``: call again                      | 429, 5xx, 403 rate limits, network     |
 | `MISUSE`    | ``ModelRetry`` with a hint to fix the arguments | 404 (bad id), 400 (bad query)          |
 
-``ToolErrorKind`` and ``handle_tool_error`` have the same names and meaning as the shared
-ones in ``co_kernel/tools/_errors.py`` (issue 6) so that this module can import those
-instead once both exist.
+``ToolErrorKind``, ``handle_tool_error`` and ``tool_error_result`` are the shared ones
+from ``co_kernel/tools/_errors.py``, re-exported here for the Google and Slack modules.
 """
 
 from __future__ import annotations
 
-import enum
 import json
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any
 
-from pydantic_ai import ModelRetry
+from .._errors import ToolErrorKind, handle_tool_error, tool_error_result
 
 __all__ = [
     "ClassifiedError",
@@ -28,17 +26,6 @@ __all__ = [
     "handle_tool_error",
     "tool_error_result",
 ]
-
-
-class ToolErrorKind(enum.Enum):
-    """How the model should react to a failed tool call."""
-
-    TERMINAL = "terminal"
-    """Retrying will not help: the model reads the error and picks another way."""
-    TRANSIENT = "transient"
-    """The same call may work in a moment: the model calls again."""
-    MISUSE = "misuse"
-    """The arguments were wrong: the model corrects them, guided by a hint."""
 
 
 @dataclass(frozen=True)
@@ -51,28 +38,6 @@ class ClassifiedError:
     """What happened, in words the model can repeat to the person."""
     hint: str | None = None
     """How to correct the call (misuse only)."""
-
-
-def tool_error_result(message: str) -> dict[str, Any]:
-    """The result of a call that failed for good; the model sees ``error: true``."""
-    return {"display": message, "error": True}
-
-
-def handle_tool_error(
-    kind: ToolErrorKind, message: str, *, hint: str | None = None
-) -> dict[str, Any]:
-    """Return the terminal result, or raise ``ModelRetry`` for the other kinds."""
-    if kind is ToolErrorKind.TERMINAL:
-        return tool_error_result(message)
-    _retry(kind, message, hint)
-
-
-def _retry(kind: ToolErrorKind, message: str, hint: str | None) -> NoReturn:
-    if kind is ToolErrorKind.TRANSIENT:
-        raise ModelRetry(f"{message} This is temporary: try the same call again.")
-    raise ModelRetry(
-        f"{message} {hint or 'Check the arguments against the tool description and call again.'}"
-    )
 
 
 # The API's service name, for the "enable it" link when a project has not enabled it.

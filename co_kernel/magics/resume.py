@@ -1,0 +1,61 @@
+"""Bring back a saved conversation, after a kernel restart or from another notebook.
+
+`%resume` alone resumes the latest conversation of this notebook (or of this folder when
+the notebook is unknown); `%resume 3f2a91c0` a given one (see `%sessions`; the first
+characters of the id are enough). The conversation in this kernel is replaced; it stays
+saved under its own id.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from . import MagicContext, MagicError
+from ._render import short_id, when
+
+USAGE = "%resume [id]"
+
+
+async def run(ctx: MagicContext, args: str) -> str:
+    from ..store import SessionLookupError
+
+    session = ctx.session
+    previous = session.session_id if session.history and session.is_saved else None
+    word = args.strip().split()[0] if args.strip() else None
+    if word and word.lower() == session.session_id[: len(word)].lower() and len(word) >= 4:
+        return f"This kernel is already in conversation `{short_id(session.session_id)}`."
+    try:
+        info = session.resume(word)
+    except SessionLookupError as exc:
+        raise MagicError(str(exc)) from None
+    except sqlite3.Error as exc:
+        raise MagicError(f"The session store could not be read ({exc}).") from None
+    where = f" of {info.notebook}" if info.notebook else ""
+    lines = [
+        f"Resumed conversation `{short_id(info.id)}`{where}: {len(session.turns)} turn(s), "
+        f"last used {when(info.updated)}."
+    ]
+    live = session.live_turns
+    if live:
+        lines.append(f"\nIt ended with:\n> {live[-1].prompt.splitlines()[0][:200]}")
+    if previous and previous != info.id:
+        lines.append(f"\nThe conversation this kernel had stays saved as `{short_id(previous)}`.")
+    return "\n".join(lines)
+
+
+def complete(ctx: MagicContext, arg_text: str) -> list[str]:
+    store = ctx.session.store
+    if store is None or not store.path.exists():
+        return []  # completion must not create the database
+    ids = store.ids(limit=100)
+    word = arg_text.strip().lower()
+    out = []
+    for sid in ids:
+        if not sid.startswith(word):
+            continue
+        # The shortest prefix of at least 8 characters that no other id shares.
+        n = 8
+        while n < len(sid) and any(o != sid and o.startswith(sid[:n]) for o in ids):
+            n += 1
+        out.append(sid[:n])
+    return out

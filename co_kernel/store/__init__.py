@@ -1,0 +1,22 @@
+"""Co's SQLite stores under the user data directory (``paths().data_dir``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..config import paths
+from ._sessions import SessionInfo, SessionLookupError, SessionStore, StoredSession, TurnRow
+
+__all__ = [
+    "SessionInfo",
+    "SessionLookupError",
+    "SessionStore",
+    "StoredSession",
+    "TurnRow",
+    "session_store_path",
+]
+
+
+def session_store_path() -> Path:
+    """Where the session store lives for this user (honours ``CO_HOME``)."""
+    return paths().data_dir / "sessions.db"

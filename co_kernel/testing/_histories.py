@@ -1,0 +1,54 @@
+"""Synthetic conversations for tests and benchmarks of history governance and the store."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
+
+__all__ = ["synthetic_history", "synthetic_turn"]
+
+
+def synthetic_turn(
+    n: int, *, tool_calls: int = 0, output_chars: int = 200, prefix: str = "t"
+) -> list[ModelMessage]:
+    """One turn: a prompt, ``tool_calls`` calls each answered with ``output_chars`` of output,
+    and a final answer. Ids and texts carry ``n`` so every turn is distinct."""
+    from pydantic_ai.messages import (
+        ModelRequest,
+        ModelResponse,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+
+    messages: list[ModelMessage] = [ModelRequest(parts=[UserPromptPart(f"prompt {n}: what next?")])]
+    for c in range(tool_calls):
+        call_id = f"{prefix}{n}_{c}"
+        messages.append(
+            ModelResponse(
+                parts=[
+                    ToolCallPart("run_shell", {"command": f"ls dir{n}_{c}"}, tool_call_id=call_id)
+                ]
+            )
+        )
+        line = f"line {n}.{c} "
+        body = (line * (output_chars // len(line) + 1))[:output_chars]
+        messages.append(
+            ModelRequest(parts=[ToolReturnPart("run_shell", body, tool_call_id=call_id)])
+        )
+    messages.append(ModelResponse(parts=[TextPart(f"answer {n}: here is what I found.")]))
+    return messages
+
+
+def synthetic_history(
+    turns: int, *, tool_every: int = 2, tool_calls: int = 1, output_chars: int = 3000
+) -> list[ModelMessage]:
+    """``turns`` turns; every ``tool_every``-th one makes ``tool_calls`` tool calls."""
+    history: list[ModelMessage] = []
+    for n in range(turns):
+        calls = tool_calls if tool_every and n % tool_every == 0 else 0
+        history.extend(synthetic_turn(n, tool_calls=calls, output_chars=output_chars))
+    return history

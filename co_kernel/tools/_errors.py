@@ -1,0 +1,143 @@
+"""Tool errors the model can read (seed 001 "Tool Error Classification").
+
+| kind       | what the model gets                              | example                      |
+|------------|--------------------------------------------------|------------------------------|
+| `TERMINAL` | a result `{"display": ..., "error": True}`       | auth failure, API disabled   |
+| `TRANSIENT`| `ModelRetry`: call again, the same way           | rate limit (429), 5xx        |
+| `MISUSE`   | `ModelRetry` with a hint: correct the arguments  | unknown id (404), bad query  |
+
+Tools raise ``ToolError(kind, message, hint=...)``; integrations map their APIs' HTTP
+statuses with ``classify_http_status``. ``ToolErrorGuard`` is an agent capability that turns
+every tool failure into one of the above, including exceptions nobody planned for, so a
+broken tool costs the model one readable error instead of the turn. Retries are capped
+by the tool's budget (setting ``tool_retries``): the call that would exceed it gets a
+terminal result instead, so the model can still answer with what it has.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.exceptions import ModelRetry, UnexpectedModelBehavior
+
+if TYPE_CHECKING:
+    from pydantic_ai import RunContext
+    from pydantic_ai.capabilities import ValidatedToolArgs
+    from pydantic_ai.messages import ToolCallPart
+    from pydantic_ai.tools import ToolDefinition
+
+__all__ = [
+    "ToolError",
+    "ToolErrorGuard",
+    "ToolErrorKind",
+    "classify_http_status",
+    "handle_tool_error",
+    "tool_error_result",
+]
+
+log = logging.getLogger(__name__)
+
+
+class ToolErrorKind(enum.Enum):
+    """How the model should react to a failed tool call."""
+
+    TERMINAL = "terminal"
+    """Retrying will not help: the model reads the error and picks another way."""
+    TRANSIENT = "transient"
+    """The same call may work in a moment: the model calls again."""
+    MISUSE = "misuse"
+    """The arguments were wrong: the model corrects them, guided by a hint."""
+
+
+class ToolError(Exception):
+    """Raised by a tool to report a failure of a known kind."""
+
+    def __init__(self, kind: ToolErrorKind, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.hint = hint
+
+
+def classify_http_status(status: int) -> ToolErrorKind:
+    """The kind of a failed HTTP call an integration made (Google, Slack, the web)."""
+    if status in (408, 429) or status >= 500:
+        return ToolErrorKind.TRANSIENT
+    if status in (400, 404, 409, 422):
+        return ToolErrorKind.MISUSE
+    return ToolErrorKind.TERMINAL
+
+
+def tool_error_result(message: str) -> dict[str, Any]:
+    """The result of a call that failed for good; the model sees ``error: true``."""
+    return {"display": message, "error": True}
+
+
+def handle_tool_error(
+    kind: ToolErrorKind, message: str, *, hint: str | None = None
+) -> dict[str, Any]:
+    """Return the terminal result, or raise ``ModelRetry`` for the other kinds."""
+    if kind is ToolErrorKind.TERMINAL:
+        return tool_error_result(message)
+    _retry(kind, message, hint)
+
+
+def _retry(kind: ToolErrorKind, message: str, hint: str | None) -> NoReturn:
+    if kind is ToolErrorKind.TRANSIENT:
+        raise ModelRetry(f"{message} This is temporary: try the same call again.")
+    raise ModelRetry(
+        f"{message} {hint or 'Check the arguments against the tool description and call again.'}"
+    )
+
+
+def _describe(error: Exception) -> str:
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+@dataclass
+class ToolErrorGuard(AbstractCapability[Any]):
+    """Turns every tool failure into a readable result or a capped retry."""
+
+    @classmethod
+    def get_serialization_name(cls) -> str | None:
+        return None
+
+    async def on_tool_execute_error(
+        self,
+        ctx: RunContext[Any],
+        *,
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: ValidatedToolArgs,
+        error: Exception,
+    ) -> Any:
+        name = call.tool_name
+        if isinstance(error, UnexpectedModelBehavior):
+            # The tool raised ModelRetry itself once too often: pydantic-ai would end the
+            # whole run here; the model gets a terminal result instead and can still answer.
+            return tool_error_result(
+                f"`{name}` failed too many times ({error.message}); "
+                "do not call it again for this, use what you have or explain the problem."
+            )
+        if isinstance(error, ToolError):
+            kind, message, hint = error.kind, f"`{name}` failed: {error.message}", error.hint
+        else:
+            # A bug or an unplanned failure in the tool: log it for whoever maintains the
+            # tool, and let the model read what happened.
+            log.debug("tool %s raised", name, exc_info=error)
+            kind, message, hint = (
+                ToolErrorKind.MISUSE,
+                f"`{name}` raised an unexpected error: {_describe(error)}.",
+                "Try different arguments or another way to reach the goal.",
+            )
+        if kind is not ToolErrorKind.TERMINAL and ctx.retry >= ctx.max_retries:
+            return tool_error_result(
+                f"{message} Gave up after {ctx.retry} retries (setting `tool_retries`); "
+                "do not call it again for this, use what you have or explain the problem."
+            )
+        return handle_tool_error(kind, message, hint=hint)

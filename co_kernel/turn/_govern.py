@@ -1,0 +1,37 @@
+"""The history processors as a pydantic-ai capability, run before every model request.
+
+pydantic-ai 2.x has no ``history_processors=`` argument; its ``ProcessHistory`` capability
+also rewrites the run's persistent messages. Co wants the opposite: the model is sent the
+governed view, while the session keeps the whole conversation for the session store,
+``%history``, regenerate-on-rerun and ``%compact`` (which summarises what the window
+dropped). ``ModelRequestContext.messages`` is request-only, so assigning it does exactly
+that, and it runs before each request of a turn, including those after tool calls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pydantic_ai.capabilities import AbstractCapability
+
+from ._history import govern_history
+
+if TYPE_CHECKING:
+    from pydantic_ai import RunContext
+    from pydantic_ai.models import ModelRequestContext
+
+    from ._deps import CoDeps
+
+__all__ = ["GovernHistory"]
+
+
+@dataclass
+class GovernHistory(AbstractCapability["CoDeps"]):
+    """Send the model the windowed, trimmed history; leave the run's history whole."""
+
+    async def before_model_request(
+        self, ctx: RunContext[CoDeps], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        request_context.messages = govern_history(request_context.messages, ctx.deps.settings)
+        return request_context

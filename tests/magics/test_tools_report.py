@@ -1,0 +1,45 @@
+"""The `%tools` report for real pydantic-ai toolsets (the kernel test covers the empty case)."""
+
+from __future__ import annotations
+
+from pydantic_ai import Tool
+from pydantic_ai.toolsets import FunctionToolset
+
+from co_kernel.magics.tools import format_tools
+from co_kernel.tools import ToolsetBuild
+
+
+def run_shell(command: str) -> str:
+    """Run a command."""
+    return command
+
+
+def read_file(path: str) -> str:
+    """Read a file."""
+    return path
+
+
+def _builds() -> list[ToolsetBuild]:
+    shell = FunctionToolset([Tool(run_shell, requires_approval=True), read_file])
+    return [
+        ToolsetBuild("shell", shell),
+        ToolsetBuild("slack", None, reason="set `slack_bot_token` to enable"),
+    ]
+
+
+def test_each_tool_says_whether_it_asks_first() -> None:
+    report = format_tools(_builds(), auto_confirm=False)
+    assert "**Tools Co may call** (2)" in report
+    assert "| `read_file` | shell | runs without asking |" in report
+    assert "| `run_shell` | shell | asks first |" in report
+    assert "| slack | set `slack_bot_token` to enable |" in report
+
+
+def test_yolo_is_reflected() -> None:
+    report = format_tools(_builds(), auto_confirm=True)
+    assert "| `run_shell` | shell | auto-approved (%yolo on) |" in report
+
+
+def test_an_explicit_approval_map_wins() -> None:
+    build = ToolsetBuild("custom", FunctionToolset([read_file]), approval={"read_file": True})
+    assert "| `read_file` | custom | asks first |" in format_tools([build], auto_confirm=False)

@@ -1,0 +1,299 @@
+"""History governance: the processors' unit behaviour and, for random histories with tool
+calls, that every processor returns a valid history in the original order."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+
+from co_kernel.config import Settings
+from co_kernel.testing import synthetic_history, synthetic_turn
+from co_kernel.turn._compact import compacted_history, split_for_compaction
+from co_kernel.turn._history import (
+    SUMMARY_PREFIX,
+    estimate_tokens,
+    govern_history,
+    is_summary,
+    truncate_history_window,
+    truncate_tool_returns,
+    turn_starts,
+)
+
+# -- the oracle ---------------------------------------------------------------
+
+
+def _answers(msg: ModelMessage) -> list[str]:
+    if not isinstance(msg, ModelRequest):
+        return []
+    return [p.tool_call_id for p in msg.parts if isinstance(p, ToolReturnPart)]
+
+
+def assert_valid(messages: Sequence[ModelMessage]) -> None:
+    """Every tool call is answered later, every answer follows its call, none twice."""
+    assert messages, "a history the model is sent is never empty"
+    assert isinstance(messages[0], ModelRequest), "a history starts with a request"
+    open_calls: set[str] = set()
+    answered: set[str] = set()
+    for msg in messages:
+        if isinstance(msg, ModelResponse):
+            for part in msg.parts:
+                if isinstance(part, ToolCallPart):
+                    open_calls.add(part.tool_call_id)
+        for call_id in _answers(msg):
+            assert call_id in open_calls, f"answer to {call_id} without its call before it"
+            assert call_id not in answered, f"{call_id} answered twice"
+            open_calls.discard(call_id)
+            answered.add(call_id)
+    assert not open_calls, f"dangling tool calls: {sorted(open_calls)}"
+
+
+def _signature(msg: ModelMessage) -> tuple[Any, ...]:
+    """What identifies a message across processing (trimming and markers aside)."""
+    items: list[Any] = [msg.kind]
+    for part in msg.parts:
+        if isinstance(part, UserPromptPart):
+            text = part.content if isinstance(part.content, str) else ""
+            if text.startswith("[Co:") and not text.startswith(SUMMARY_PREFIX):
+                continue  # the window's marker
+            items.append(("prompt", text[:40]))
+        elif isinstance(part, TextPart):
+            items.append(("text", part.content[:40]))
+        elif isinstance(part, ToolCallPart | ToolReturnPart):
+            items.append((part.part_kind, part.tool_call_id))
+    return tuple(items)
+
+
+def assert_order_kept(before: Sequence[ModelMessage], after: Sequence[ModelMessage]) -> None:
+    """``after`` is ``before`` with messages left out, never reordered or invented."""
+    wanted = iter(_signature(m) for m in before)
+    for msg in after:
+        sig = _signature(msg)
+        assert any(sig == s for s in wanted), f"{sig} is not in the original order"
+
+
+def _dump(messages: Sequence[ModelMessage]) -> bytes:
+    return ModelMessagesTypeAdapter.dump_json(list(messages))
+
+
+# -- random histories ------------------------------------------------------------
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> list[ModelMessage]:
+    """Valid histories: turns of tool rounds, answers in any order, some answered only in
+    the next turn's prompt request (as interrupt patching leaves them), maybe a summary."""
+    messages: list[ModelMessage] = []
+    if draw(st.booleans()):
+        messages += compacted_history("earlier things happened", [])
+    carried: list[ToolReturnPart] = []
+    ids = iter(range(10_000))
+    for turn in range(draw(st.integers(1, 12))):
+        prompt = UserPromptPart(f"prompt {turn}")
+        messages.append(ModelRequest(parts=[*carried, prompt]))
+        carried = []
+        rounds = draw(st.integers(0, 3))
+        for r in range(rounds):
+            calls = [
+                ToolCallPart("tool", {"i": r}, tool_call_id=f"c{next(ids)}")
+                for _ in range(draw(st.integers(1, 3)))
+            ]
+            text = [TextPart(f"thinking {turn}.{r}")] if draw(st.booleans()) else []
+            messages.append(ModelResponse(parts=[*text, *calls]))
+            returns = [
+                ToolReturnPart(
+                    "tool",
+                    "x" * draw(st.integers(0, 5000))
+                    if draw(st.booleans())
+                    else {"rows": list(range(draw(st.integers(0, 800))))},
+                    tool_call_id=c.tool_call_id,
+                )
+                for c in calls
+            ]
+            returns = draw(st.permutations(returns))
+            last_round = r == rounds - 1
+            if last_round and draw(st.integers(0, 4)) == 0:
+                carried = list(returns)  # answered in the next prompt's request
+                break
+            messages.append(ModelRequest(parts=returns))
+        else:
+            messages.append(ModelResponse(parts=[TextPart(f"answer {turn}")]))
+            continue
+        # The turn ended on unanswered calls that the next request answers.
+    if carried:
+        messages.append(ModelRequest(parts=[*carried, UserPromptPart("prompt last")]))
+        messages.append(ModelResponse(parts=[TextPart("answer last")]))
+    return messages
+
+
+_PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@_PROPERTY
+@given(histories())
+def test_generated_histories_are_valid(history: list[ModelMessage]) -> None:
+    assert_valid(history)
+
+
+@_PROPERTY
+@given(histories(), st.integers(4, 30))
+def test_window_output_is_valid_ordered_and_bounded(
+    history: list[ModelMessage], limit: int
+) -> None:
+    before = _dump(history)
+    out = truncate_history_window(history, limit)
+    assert _dump(history) == before, "the input history was changed"
+    assert_valid(out)
+    assert_order_kept(history, out)
+    starts = turn_starts(history)
+    last_turn = len(history) - starts[-1]
+    head = 2 if is_summary(history[0]) else 0
+    assert len(out) <= max(limit, head + last_turn)
+    assert out[-1] is history[-1], "the newest turn is kept whole"
+    if is_summary(history[0]):
+        assert out[0] is history[0], "the summary is always kept"
+    if len(history) <= limit:
+        assert out == history
+    assert len(truncate_history_window(out, limit)) == len(out), "idempotent"
+
+
+@_PROPERTY
+@given(histories(), st.integers(100, 3000))
+def test_trim_output_is_valid_and_leaves_the_last_turn(
+    history: list[ModelMessage], trim: int
+) -> None:
+    before = _dump(history)
+    out = truncate_tool_returns(history, trim)
+    assert _dump(history) == before, "the input history was changed"
+    assert_valid(out)
+    assert_order_kept(history, out)
+    assert len(out) == len(history)
+    last = turn_starts(history)[-1]
+    assert all(a is b for a, b in zip(out[last:], history[last:], strict=True))
+    for msg in out[:last]:
+        for part in msg.parts:
+            if isinstance(part, ToolReturnPart):
+                assert len(part.model_response_str()) <= trim + 80
+    assert _dump(truncate_tool_returns(out, trim)) == _dump(out), "idempotent"
+
+
+@_PROPERTY
+@given(histories(), st.integers(4, 30), st.integers(100, 3000))
+def test_governed_history_is_valid(history: list[ModelMessage], limit: int, trim: int) -> None:
+    config = Settings(max_history_messages=limit, tool_output_trim_chars=trim)
+    out = govern_history(history, config)
+    assert_valid(out)
+    assert_order_kept(history, out)
+
+
+@_PROPERTY
+@given(histories(), st.integers(0, 4))
+def test_compaction_keeps_a_valid_history(history: list[ModelMessage], keep: int) -> None:
+    split = split_for_compaction(history, keep)
+    if split is None:
+        return
+    cut, folded = split
+    assert folded >= 1
+    assert cut in turn_starts(history) or cut == len(history)
+    out = compacted_history("the summary", history[cut:])
+    assert is_summary(out[0])
+    if len(out) > 2:
+        assert_valid(out)
+        assert_order_kept(history[cut:], out[2:])
+
+
+# -- unit behaviour -------------------------------------------------------------------
+
+
+def test_old_tool_outputs_are_trimmed_with_a_marker_and_the_last_turn_is_not() -> None:
+    history = synthetic_turn(0, tool_calls=1, output_chars=5000) + synthetic_turn(
+        1, tool_calls=1, output_chars=5000
+    )
+    out = truncate_tool_returns(history, 2000)
+    old = out[2].parts[0]
+    assert isinstance(old, ToolReturnPart)
+    assert old.content.startswith("line 0.0 ")
+    assert len(old.content) < 2100
+    assert old.content.endswith("[Co trimmed 3,000 more characters of this old tool output]")
+    newest = out[6].parts[0]
+    assert isinstance(newest, ToolReturnPart) and len(newest.content) == 5000
+    assert len(history[2].parts[0].content) == 5000  # type: ignore[union-attr]
+
+
+def test_structured_tool_outputs_are_trimmed_as_their_json() -> None:
+    call = ToolCallPart("query", {}, tool_call_id="q1")
+    history: list[ModelMessage] = [
+        ModelRequest(parts=[UserPromptPart("first")]),
+        ModelResponse(parts=[call]),
+        ModelRequest(
+            parts=[ToolReturnPart("query", {"rows": list(range(2000))}, tool_call_id="q1")]
+        ),
+        ModelResponse(parts=[TextPart("done")]),
+        ModelRequest(parts=[UserPromptPart("second")]),
+    ]
+    part = truncate_tool_returns(history, 100)[2].parts[0]
+    assert isinstance(part, ToolReturnPart)
+    assert part.content.startswith('{"rows":[0,1,2,')
+    assert "more characters of this old tool output" in part.content
+
+
+def test_window_drops_whole_old_turns_and_says_how_many() -> None:
+    history = synthetic_history(
+        10, tool_every=1, tool_calls=1, output_chars=50
+    )  # 4 messages a turn
+    out = truncate_history_window(history, 12)
+    assert len(out) == 12
+    first = out[0]
+    assert isinstance(first, ModelRequest)
+    marker = first.parts[0]
+    assert isinstance(marker, UserPromptPart)
+    assert "28 earlier messages" in str(marker.content)
+    assert first.parts[1].content == "prompt 7: what next?"  # type: ignore[union-attr]
+    assert out[1:] == history[29:]
+
+
+def test_window_keeps_a_compaction_summary_and_an_oversized_last_turn() -> None:
+    summary = compacted_history("we did things", [])
+    long_turn = synthetic_turn(99, tool_calls=8, output_chars=10)  # 18 messages
+    history = summary + synthetic_history(3, tool_calls=1) + long_turn
+    out = truncate_history_window(history, 10)
+    assert out[:2] == summary
+    assert out[2:][1:] == long_turn[1:]
+    assert "earlier messages" in str(out[2].parts[0].content)  # type: ignore[union-attr]
+    assert_valid(out)
+
+
+def test_a_turn_answered_in_the_next_prompt_is_not_cut_apart() -> None:
+    call = ToolCallPart("tool", {}, tool_call_id="x1")
+    history: list[ModelMessage] = [
+        ModelRequest(parts=[UserPromptPart("one")]),
+        ModelResponse(parts=[call]),
+        ModelRequest(
+            parts=[
+                ToolReturnPart("tool", "Interrupted by user.", tool_call_id="x1"),
+                UserPromptPart("two"),
+            ]
+        ),
+        ModelResponse(parts=[TextPart("answer two")]),
+    ]
+    assert turn_starts(history) == [0]
+    assert truncate_history_window(history, 4) == history
+    out = truncate_history_window([*history, *synthetic_turn(5)], 4)
+    assert_valid(out)
+
+
+def test_estimate_is_about_four_characters_a_token() -> None:
+    history = [ModelRequest(parts=[UserPromptPart("x" * 4000)])]
+    assert 950 <= estimate_tokens(history) <= 1050
