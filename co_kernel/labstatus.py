@@ -2,8 +2,8 @@
 
 The kernel puts it, under the key ``co``, into two messages JupyterLab already receives:
 the ``kernel_info_reply`` (so the bar is filled as soon as a notebook connects) and the
-metadata of every ``execute_reply`` (so it follows each turn, ``%model`` switch or
-approval with "Approve all"). No comm, no extra message, and other clients ignore it.
+metadata of every ``execute_reply`` (so it follows each turn, ``%model``, ``%yolo`` and
+"Approve all"). No comm, no extra message, and other clients ignore it.
 """
 
 from __future__ import annotations
@@ -21,20 +21,18 @@ __all__ = ["LAB_STATUS_KEY", "lab_status", "session_tokens"]
 LAB_STATUS_KEY = "co"
 
 
-def session_tokens(history: list[Any]) -> tuple[int, int]:
-    """Input and output tokens of the model responses in a conversation.
+def session_tokens(session: ChatSession) -> tuple[int, int]:
+    """Input and output tokens of the conversation, counted the way ``%usage`` counts them.
 
-    The conversation is the session (its id survives ``%resume``); a turn replaced by
-    re-running its cell is no longer part of it and no longer counts.
+    Each turn's usage plus the compaction requests; a turn replaced by re-running its cell
+    no longer counts, and ``%resume`` brings a conversation's turns back with their usage.
     """
-    from pydantic_ai.messages import ModelResponse
-
-    input_tokens = output_tokens = 0
-    for message in history:
-        if isinstance(message, ModelResponse):
-            input_tokens += message.usage.input_tokens or 0
-            output_tokens += message.usage.output_tokens or 0
-    return input_tokens, output_tokens
+    extra = session.compaction_usage
+    turns = session.turns
+    return (
+        sum(t.input_tokens for t in turns) + extra.input_tokens,
+        sum(t.output_tokens for t in turns) + extra.output_tokens,
+    )
 
 
 def lab_status(get_session: Callable[[], ChatSession]) -> dict[str, Any]:
@@ -43,7 +41,7 @@ def lab_status(get_session: Callable[[], ChatSession]) -> dict[str, Any]:
     try:
         session = get_session()
         settings = session.settings
-        input_tokens, output_tokens = session_tokens(session.history) if session.history else (0, 0)
+        input_tokens, output_tokens = session_tokens(session)
         status.update(
             session_id=session.deps.session_id,
             model=session.model_string,

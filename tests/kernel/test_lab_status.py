@@ -49,6 +49,8 @@ def test_every_reply_carries_the_status_and_tokens_add_up(
     assert (status["input_tokens"], status["output_tokens"], status["turns"]) == (320, 35, 2)
     # The session id is the same on every reply and in kernel_info.
     assert status["session_id"] == _kernel_info(kernel)[LAB_STATUS_KEY]["session_id"]
+    # The same totals as %usage shows.
+    assert "320 input and 35 output tokens" in kernel.execute("%usage").markdown()
 
 
 def test_rerunning_a_cell_replaces_its_tokens(
@@ -64,6 +66,13 @@ def test_rerunning_a_cell_replaces_its_tokens(
     rerun = kernel.execute("question", cell_id="same")
     status = rerun.reply["metadata"][LAB_STATUS_KEY]
     assert (status["input_tokens"], status["output_tokens"], status["turns"]) == (90, 12, 1)
+
+
+def test_yolo_follows_the_magic(kernel: CoKernel) -> None:
+    on = kernel.execute("%yolo on")
+    assert on.reply["metadata"][LAB_STATUS_KEY]["yolo"] is True
+    off = kernel.execute("%yolo off")
+    assert off.reply["metadata"][LAB_STATUS_KEY]["yolo"] is False
 
 
 def test_magics_and_failed_cells_carry_the_status_too(
