@@ -95,6 +95,11 @@ class CellDispatcher:
             self._session.deps.notebook = self.notebook
         return self._session
 
+    @property
+    def current_session(self) -> ChatSession | None:
+        """The session if one has started; never starts one (safe from any thread)."""
+        return self._session
+
     def make_frontend(self, request: CellRequest) -> BaseFrontend:
         """The frontend for who sent the cell, with its way of asking for approval.
 

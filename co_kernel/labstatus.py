@@ -8,7 +8,7 @@ metadata of every ``execute_reply`` (so it follows each turn, ``%model``, ``%yol
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import __version__
@@ -35,12 +35,28 @@ def session_tokens(session: ChatSession) -> tuple[int, int]:
     )
 
 
-def lab_status(get_session: Callable[[], ChatSession]) -> dict[str, Any]:
-    """The session's status as JSON; never raises, since it rides on every reply."""
+def lab_status(session: ChatSession | None) -> dict[str, Any]:
+    """The session's status as JSON; never raises, since it rides on every reply.
+
+    Before the session starts (``kernel_info``), the model comes from the settings the
+    session will load: the kernel's working directory is the notebook's folder.
+    """
     status: dict[str, Any] = {"version": __version__}
     try:
-        session = get_session()
-        settings = session.settings
+        if session is None:
+            from .config import load_settings
+
+            settings = load_settings(Path.cwd()).settings
+            status.update(
+                session_id=None,
+                model=settings.model,
+                turns=0,
+                input_tokens=0,
+                output_tokens=0,
+                yolo=False,
+                approval_mode=settings.approval_mode,
+            )
+            return status
         input_tokens, output_tokens = session_tokens(session)
         status.update(
             session_id=session.deps.session_id,
@@ -49,7 +65,7 @@ def lab_status(get_session: Callable[[], ChatSession]) -> dict[str, Any]:
             input_tokens=input_tokens,
             output_tokens=output_tokens,
             yolo=bool(session.deps.auto_confirm),
-            approval_mode=settings.approval_mode,
+            approval_mode=session.settings.approval_mode,
         )
     except Exception as exc:  # a broken session must not break kernel_info or a reply
         status["error"] = f"{type(exc).__name__}: {exc}"

@@ -7,7 +7,6 @@ from pathlib import Path
 
 from co_kernel import __version__
 from co_kernel.config import load_settings
-from co_kernel.exceptions import ConfigError
 from co_kernel.labstatus import LAB_STATUS_KEY, lab_status
 from co_kernel.testing import ScriptedModelServer
 from co_kernel.turn import ChatSession
@@ -28,7 +27,27 @@ def test_kernel_info_reports_model_before_any_turn(kernel: CoKernel) -> None:
     assert status["model"] == "compat:scripted"
     assert (status["input_tokens"], status["output_tokens"], status["turns"]) == (0, 0, 0)
     assert status["yolo"] is False
-    assert status["session_id"]
+
+
+def test_kernel_info_over_control_first_leaves_the_first_turn_working(
+    start_kernel: Callable[..., CoKernel], model_server: ScriptedModelServer
+) -> None:
+    """jupyter_server nudges a new kernel with kernel_info on control and shell at once."""
+    kernel = start_kernel(wait_ready=False)
+    request = kernel.kc.session.msg("kernel_info_request")
+    kernel.kc.control_channel.send(request)
+    reply = kernel.kc.control_channel.get_msg(timeout=120)
+    while reply["parent_header"].get("msg_id") != request["header"]["msg_id"]:
+        reply = kernel.kc.control_channel.get_msg(timeout=120)
+    status = reply["content"][LAB_STATUS_KEY]
+    # The model is known before the session starts; no session exists yet.
+    assert (status["model"], status["session_id"]) == ("compat:scripted", None)
+    kernel.kc.wait_for_ready(timeout=120)
+    model_server.extend([{"text": "Still fine."}])
+    first = kernel.execute("hello", cell_id="c1")
+    assert first.status == "ok", first.reply["content"]
+    assert "Still fine." in first.markdown()
+    assert first.reply["metadata"][LAB_STATUS_KEY]["session_id"]
 
 
 def test_every_reply_carries_the_status_and_tokens_add_up(
@@ -93,16 +112,14 @@ def _session(tmp_path: Path) -> ChatSession:
 
 def test_yolo_shows_once_the_session_approves_everything(tmp_path: Path) -> None:
     session = _session(tmp_path)
-    assert lab_status(lambda: session)["yolo"] is False
+    assert lab_status(session)["yolo"] is False
     session.deps.auto_confirm = True  # what "Approve all" and %yolo set
-    assert lab_status(lambda: session)["yolo"] is True
+    assert lab_status(session)["yolo"] is True
 
 
-def test_a_session_that_cannot_start_is_reported_not_raised() -> None:
-    def broken() -> ChatSession:
-        raise ConfigError("settings file unreadable")
-
-    get: Callable[[], ChatSession] = broken
-    status = lab_status(get)
+def test_a_broken_session_is_reported_not_raised(tmp_path: Path) -> None:
+    session = _session(tmp_path)
+    session.turns.append("not a turn")  # type: ignore[arg-type]
+    status = lab_status(session)
     assert status["version"] == __version__
-    assert status["error"] == "ConfigError: settings file unreadable"
+    assert status["error"] == "AttributeError: 'str' object has no attribute 'input_tokens'"
