@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 from pydantic_settings.sources import EnvSettingsSource
 
@@ -26,6 +26,7 @@ __all__ = [
     "CoPaths",
     "LoadedSettings",
     "Settings",
+    "WebPolicy",
     "load_settings",
     "paths",
 ]
@@ -64,6 +65,17 @@ def paths() -> CoPaths:
     )
 
 
+class WebPolicy(BaseModel):
+    """Whether each web tool runs, waits for approval, or is not offered at all."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    search: Literal["allow", "ask", "deny"] = "allow"
+    """web_search."""
+    fetch: Literal["allow", "ask", "deny"] = "allow"
+    """web_fetch."""
+
+
 def _env(default: Any, name: str, *extra: str) -> Any:
     """A field that also answers to a provider's usual environment variable."""
     return Field(default, validation_alias=AliasChoices(name, f"CO_{name.upper()}", *extra))
@@ -94,6 +106,27 @@ class Settings(BaseSettings):
     request_timeout: float = Field(60.0, gt=0, description="Seconds to wait for a model response")
     replay_tokens_per_second: float | None = Field(
         None, description="Pace of a `replay:` script (None = as fast as possible)"
+    )
+
+    # --- local model ---
+    local_default: bool = Field(
+        True,
+        description="With no model configured, use the small bundled local model if installed",
+    )
+    local_threads: int | None = Field(
+        None,
+        ge=1,
+        le=256,
+        description="CPU threads llama.cpp uses for a `local:` model (None = half the cores)",
+    )
+    local_context: int = Field(
+        4096, ge=512, le=262_144, description="Context size in tokens of a `local:` model"
+    )
+    local_port: int = Field(
+        0, ge=0, le=65_535, description="Port of the local model server on 127.0.0.1 (0 = any)"
+    )
+    local_max_tokens: int = Field(
+        1024, ge=1, description="Most tokens a `local:` model may generate per request"
     )
 
     # --- turn behaviour ---
@@ -159,6 +192,74 @@ class Settings(BaseSettings):
     # --- sessions ---
     save_sessions: bool = Field(
         True, description="Write each conversation to the session store for `%resume`"
+    )
+
+    # --- tools ---
+    obsidian_vault_path: Path | None = Field(
+        None, description="Folder of the Obsidian vault the notes tools search and read"
+    )
+    read_roots: list[Path] = Field(
+        default_factory=list, description="Folders besides the workspace the files tools may read"
+    )
+    scope_folders: list[str] = Field(
+        default_factory=lambda: ["*"],
+        description="Globs of workspace folders the files tools may touch (relative paths)",
+    )
+    scope_file_types: list[str] = Field(
+        default_factory=lambda: ["*"], description="Globs of file names the files tools may touch"
+    )
+    scope_operations: list[Literal["read", "write", "create", "delete"]] = Field(
+        default_factory=lambda: ["read", "write", "create"],
+        description="What the files tools may do inside the scope",
+    )
+    file_max_bytes: int = Field(
+        1_000_000, ge=1024, description="Largest file the files and notes tools read or write"
+    )
+    brave_search_api_key: SecretStr | None = _env(
+        None, "brave_search_api_key", "BRAVE_SEARCH_API_KEY", "BRAVE_API_KEY"
+    )
+    brave_search_base_url: str = Field(
+        "https://api.search.brave.com/res/v1", description="Brave Search API base URL"
+    )
+    web_policy: WebPolicy = Field(
+        default_factory=lambda: WebPolicy(),
+        description="Per web tool: allow (run), ask (approval) or deny (not offered)",
+    )
+    web_allowed_domains: list[str] = Field(
+        default_factory=list,
+        description="When set, web_fetch only reaches these domains (and their subdomains)",
+    )
+    web_blocked_domains: list[str] = Field(
+        default_factory=list, description="Domains (and subdomains) web tools never reach"
+    )
+    web_private_hosts: list[str] = Field(
+        default_factory=list,
+        description="host:port pairs (IPv6 in brackets) on private or loopback addresses "
+        "web_fetch may reach, spelled as in the URL",
+    )
+    web_fetch_max_bytes: int = Field(2_000_000, ge=1024, description="Largest page web_fetch reads")
+    web_fetch_timeout: float = Field(15.0, gt=0, description="Seconds a whole fetch may take")
+    web_fetch_max_redirects: int = Field(5, ge=0, le=20)
+    web_fetch_page_chars: int = Field(
+        20_000, ge=1000, description="Markdown characters per page of a fetched document"
+    )
+
+    # --- memory ---
+    memory_max_count: int = Field(200, ge=10, description="Memories kept before the oldest decay")
+    memory_dedup_window_days: int = Field(
+        7, ge=0, description="A new memory this recent and similar updates the old one"
+    )
+    memory_dedup_threshold: int = Field(
+        85, ge=0, le=100, description="Similarity (0-100) above which memories are duplicates"
+    )
+    memory_decay_strategy: Literal["summarize", "cut"] = Field(
+        "summarize", description="What happens to the oldest memories past memory_max_count"
+    )
+    memory_decay_percentage: float = Field(
+        0.2, gt=0, le=1, description="Share of memory_max_count that decays at once"
+    )
+    memory_prompt_count: int = Field(
+        10, ge=0, description="Relevant or recent memories added to the system prompt"
     )
 
     # --- integrations ---

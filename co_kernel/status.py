@@ -153,10 +153,29 @@ def probe_provider(
         )
     if provider == "replay":
         return _probe_replay(name, base_dir, replay_base, timeout)
+    if provider == "local":
+        return _probe_local(name, base_dir)
     base, key = _base_for(settings, provider, replay_base)
     if base is None:
         return ProviderProbe(True, "API key set; hosted API not contacted")
     return _probe_listing(provider, name, base, key, timeout)
+
+
+def _probe_local(name: str, base_dir: Path) -> ProviderProbe:
+    """The file exists and is a GGUF; loading it is left to the first turn (seconds)."""
+    from .exceptions import ConfigError
+    from .turn._local import human_size, resolve_local_model
+
+    try:
+        spec = resolve_local_model(name, base_dir=base_dir)
+    except ConfigError as exc:
+        return ProviderProbe(False, str(exc))
+    tools = "" if spec.supports_tools else "; it has no tool support"
+    return ProviderProbe(
+        True,
+        f"{spec.label} ({human_size(spec.size)} GGUF) runs on this machine; it loads on the "
+        f"next turn{tools}",
+    )
 
 
 def _probe_replay(
@@ -265,7 +284,13 @@ def collect_status(
     where = paths()
     files = ", ".join(str(p) for p in loaded.files) or "none (defaults and environment only)"
     report.add("settings", "files in force", files)
-    model = (session.model_string if session is not None else None) or settings.model
+    from .turn._providers import default_model_string
+
+    model = (session.model_override if session is not None else None) or settings.model
+    is_default = False
+    if not model:
+        model = default_model_string(settings)
+        is_default = model is not None
     if not model:
         report.add("model", "model", "not configured: set CO_MODEL or use %model provider:model")
     else:
@@ -274,8 +299,12 @@ def collect_status(
         except Exception as exc:
             report.add("model", "model", f"{model}: {exc}")
         else:
-            report.add("model", "model", f"{provider}:{name} ({PROVIDERS[provider]})")
-            if check_provider:
+            default = " (the default: nothing is configured)" if is_default else ""
+            report.add("model", "model", f"{provider}:{name} ({PROVIDERS[provider]}){default}")
+            if provider == "local":
+                # Nothing to ask over the network: the file, and the server if it runs.
+                _local_rows(report, name, project_dir, session)
+            elif check_provider:
                 probe = probe_provider(
                     settings,
                     model,
@@ -294,6 +323,26 @@ def collect_status(
     report.add("paths", "config", str(where.config_dir))
     report.add("paths", "data", str(where.data_dir))
     return report
+
+
+def _local_rows(report: StatusReport, name: str, project_dir: Path, session: Any) -> None:
+    """The local model's file, size, load time and speed, without starting it."""
+    from .exceptions import ConfigError
+    from .turn._local import local_status_rows, resolve_local_model
+
+    handle = session.model_handle if session is not None else None
+    if handle is not None and handle.local is not None:
+        rows = handle.local.describe(session.history)
+    else:
+        base = session.deps.workspace if session is not None else project_dir
+        try:
+            spec = resolve_local_model(name, base_dir=base)
+        except ConfigError as exc:
+            report.add("model", "local model", str(exc))
+            return
+        rows = local_status_rows(spec, None, [])
+    for item, value in rows:
+        report.add("model", item, value)
 
 
 def _sandbox_rows(report: StatusReport, settings: Any, project_dir: Path, session: Any) -> None:

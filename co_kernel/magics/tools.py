@@ -6,6 +6,7 @@ them. `%yolo on` makes every tool run without asking for the rest of the session
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 from . import MagicContext, MagicError
@@ -25,8 +26,13 @@ def _tools_of(build: ToolsetBuild) -> dict[str, bool]:
     return {name: bool(getattr(tool, "requires_approval", False)) for name, tool in tools.items()}
 
 
-def format_tools(builds: list[ToolsetBuild], *, auto_confirm: bool) -> str:
-    """The `%tools` report for a list of integration builds."""
+def format_tools(
+    builds: list[ToolsetBuild], *, auto_confirm: bool, unavailable: str | None = None
+) -> str:
+    """The `%tools` report for a list of integration builds.
+
+    ``unavailable`` says why the model gets no tools at all (a model without tool support).
+    """
     rows = []
     for build in builds:
         if build.toolset is None:
@@ -46,6 +52,8 @@ def format_tools(builds: list[ToolsetBuild], *, auto_confirm: bool) -> str:
             f"**Tools Co may call** ({len(rows)})\n\n"
             + table(["tool", "integration", "approval"], rows)
         )
+    elif unavailable:
+        parts.append(f"**No tools for this model.** {unavailable}")
     else:
         parts.append("No tools are registered: Co answers from the conversation alone.")
     if missing:
@@ -54,10 +62,18 @@ def format_tools(builds: list[ToolsetBuild], *, auto_confirm: bool) -> str:
 
 
 async def run(ctx: MagicContext, args: str) -> str:
+    from ..exceptions import ConfigError
     from ..tools import collect_toolsets
 
     if args:
         raise MagicError(f"%tools takes no arguments (got '{args}').")
     session = ctx.session
+    if not session.toolsets:
+        # Building the agent starts nothing (a local model loads on its first turn) and
+        # says which tools this model gets: none for a model without tool support.
+        with contextlib.suppress(ConfigError):
+            session.ensure_agent()
     builds = session.toolsets or collect_toolsets(session.settings)
-    return format_tools(builds, auto_confirm=session.deps.auto_confirm)
+    return format_tools(
+        builds, auto_confirm=session.deps.auto_confirm, unavailable=session.tools_unavailable
+    )

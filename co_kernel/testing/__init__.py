@@ -3,18 +3,21 @@
 `ScriptedModelServer` answers `POST /v1/chat/completions` on 127.0.0.1 from a `Script` of
 `Step`s, streamed or not, with tool calls, pacing and injected faults. Tests point the kernel
 at its `base_url`; the model string `replay:path/to/script.jsonl` makes the kernel start one
-itself. The script format is documented in `co_kernel.testing._script`.
+itself. The script format is documented in `co_kernel.testing._script`. `generate_vault`
+writes a deterministic Obsidian vault for the notes tools' tests and benchmarks.
 """
 
 from ._histories import synthetic_history, synthetic_turn
 from ._script import Script, ScriptSource, Step
 from ._server import ScriptedModelServer
+from ._vaultgen import generate_vault
 
 __all__ = (
     "Script",
     "ScriptSource",
     "ScriptedModelServer",
     "Step",
+    "generate_vault",
     "synthetic_history",
     "synthetic_turn",
 )

@@ -2,8 +2,10 @@
 
 ``collect_toolsets`` builds the toolsets whose configuration is present and reports why
 the others are missing (``%tools`` shows it). Each integration module exposes
-``build(settings) -> ToolsetBuild``. Installed packages add their own integrations the
-same way through the ``co_kernel.toolsets`` entry-point group (``name = "module:build"``).
+``build(settings)`` returning a ``ToolsetBuild``, or a list of them when the module holds
+integrations that are configured separately (``web``: ``web_search`` and ``web_fetch``).
+Installed packages add their own integrations the same way through the
+``co_kernel.toolsets`` entry-point group (``name = "module:build"``).
 
 Whatever a toolset's tools raise reaches the model as a readable tool error
 (``tools/_errors.py``, applied to the agent as a capability), never as a dead turn.
@@ -43,17 +45,20 @@ class ToolsetBuild:
 
 
 # Integration modules, in the order their tools are offered to the model.
-_INTEGRATIONS: tuple[str, ...] = ("shell", "python", "google", "slack")
+_INTEGRATIONS: tuple[str, ...] = (
+    "shell", "python", "files", "notes", "web", "memory", "google", "slack",
+)  # fmt: skip
 
 
 def collect_toolsets(settings: Settings) -> list[ToolsetBuild]:
     """Build every integration's toolset from settings."""
     import importlib
 
-    builds = []
+    builds: list[ToolsetBuild] = []
     for module_name in _INTEGRATIONS:
         module = importlib.import_module(f"{__name__}.{module_name}")
-        builds.append(module.build(settings))
+        built = module.build(settings)
+        builds.extend(built if isinstance(built, list) else [built])
     builds.extend(_plugin_builds(settings))
     return builds
 

@@ -19,9 +19,18 @@ __all__ = ["build_agent"]
 
 
 def build_agent(
-    model: Model, settings: Settings, toolsets: list[AbstractToolset[Any]]
+    model: Model,
+    settings: Settings,
+    toolsets: list[AbstractToolset[Any]],
+    *,
+    compact_prompt: bool = False,
+    model_settings: dict[str, Any] | None = None,
 ) -> Agent[CoDeps, Any]:
-    """An agent whose output is text or a batch of calls waiting for approval."""
+    """An agent whose output is text or a batch of calls waiting for approval.
+
+    ``compact_prompt`` and ``model_settings`` come from the model handle (a tiny local
+    model gets the short system prompt and a generation cap).
+    """
     from pydantic_ai import Agent, DeferredToolRequests, RunContext
 
     from ..tools._errors import ToolErrorGuard
@@ -32,10 +41,15 @@ def build_agent(
 
     async def instructions(ctx: RunContext[CoDeps]) -> str:
         # async: a sync function would cost a thread hop on every request
+        from ..tools.memory import memory_prompt
+
+        prompt = ctx.prompt if isinstance(ctx.prompt, str) else None
         return build_system_prompt(
             personality=ctx.deps.settings.personality,
             project_dir=ctx.deps.workspace,
             config_dir=config_dir,
+            extra_sections=[memory_prompt(ctx.deps, prompt)],
+            compact=compact_prompt,
         )
 
     return Agent(
@@ -48,5 +62,9 @@ def build_agent(
         # dead turn. GovernHistory: trimming and windowing before each model request.
         capabilities=[ToolErrorGuard(), GovernHistory()],
         retries=settings.tool_retries,
-        model_settings={"max_retries": 0, "timeout": settings.request_timeout},
+        model_settings={
+            "max_retries": 0,
+            "timeout": settings.request_timeout,
+            **(model_settings or {}),
+        },
     )

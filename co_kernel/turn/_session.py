@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -93,6 +93,9 @@ class ChatSession:
         self._handle: ModelHandle | None = None
         self._agent: Agent[CoDeps, Any] | None = None
         self.toolsets: list[ToolsetBuild] = []
+        self.tools_unavailable: str | None = None
+        """Why the model gets no tools at all (a tiny local model), for `%tools`."""
+        self._default_notice_shown = False
         self.provider_models: dict[str, list[str]] = {}
         """Model ids providers listed when asked (`%model`), for Tab completion."""
         self._store = store
@@ -108,7 +111,15 @@ class ChatSession:
 
     @property
     def model_string(self) -> str | None:
-        return self.model_override or self.settings.model
+        """The model in use: chosen with `%model`, configured, or the bundled default."""
+        from ._providers import default_model_string
+
+        return self.model_override or self.settings.model or default_model_string(self.settings)
+
+    @property
+    def model_handle(self) -> ModelHandle | None:
+        """The model built for the last turn, if any (for `%status`)."""
+        return self._handle
 
     @property
     def store(self) -> SessionStore | None:
@@ -153,12 +164,44 @@ class ChatSession:
             from ..tools import collect_toolsets
             from ._agent import build_agent
 
-            handle = build_model(self.settings, self.model_string, base_dir=self.deps.workspace)
+            configured = self.model_override or self.settings.model
+            handle = build_model(self.settings, configured, base_dir=self.deps.workspace)
             self.toolsets = collect_toolsets(self.settings)
+            self.tools_unavailable = None
+            if not handle.supports_tools:
+                self.tools_unavailable = (
+                    f"`{handle.label}` has no tool support, so Co offers it no tools. "
+                    "Choose a tool-capable model with `%model` to use them."
+                )
+                self.toolsets = [
+                    replace(b, toolset=None, reason=b.reason or self.tools_unavailable)
+                    for b in self.toolsets
+                ]
             toolsets = [b.toolset for b in self.toolsets if b.toolset is not None]
-            self._agent = build_agent(handle.model, self.settings, toolsets)
+            self._agent = build_agent(
+                handle.model,
+                self.settings,
+                toolsets,
+                compact_prompt=handle.compact_prompt,
+                model_settings=handle.model_settings,
+            )
             self._handle = handle
         return self._agent, self._handle
+
+    async def _prepare(self, handle: ModelHandle, frontend: FrontendProtocol) -> bool:
+        """Start what the model needs (a local server) and say once that it is the default."""
+        if handle.local is not None:
+            try:
+                await handle.local.prepare(frontend)
+            except ConfigError as exc:
+                frontend.on_notice(str(exc), "error")
+                # Rebuilt on the next turn, so a fixed file or setting is picked up.
+                self._drop_agent()
+                return False
+        if handle.default and not self._default_notice_shown:
+            self._default_notice_shown = True
+            frontend.on_notice(_default_notice(handle), "info")
+        return True
 
     # -- conversation state ------------------------------------------------
 
@@ -170,6 +213,15 @@ class ChatSession:
         self.compaction_usage = SessionUsage()
         self.deps.session_id = uuid.uuid4().hex
         return old
+
+    @property
+    def context_window(self) -> int:
+        """Tokens the model takes: `context_window_tokens`, or less for a local model."""
+        window = self.settings.context_window_tokens
+        handle = self._handle
+        if handle is not None and handle.context_tokens:
+            return min(window, handle.context_tokens)
+        return window
 
     def sent_view(self) -> list[ModelMessage]:
         """The history as the model is sent it (window and trimming applied)."""
@@ -189,6 +241,7 @@ class ChatSession:
             personality=self.settings.personality,
             project_dir=self.deps.workspace,
             config_dir=paths().config_dir,
+            compact=self._handle is not None and self._handle.compact_prompt,
         )
         view = govern_history(pending, self.settings)
         return estimate_tokens(view) + len(instructions) // 4
@@ -291,7 +344,7 @@ class ChatSession:
         before = self.estimated_prompt_tokens()
         model, provider, label, close = self._summary_model()
         try:
-            window = self.settings.context_window_tokens
+            window = self.context_window
             transcript = render_transcript(self.history[:cut], max_chars=window * 2)
             summary = await summarise(
                 model,
@@ -335,7 +388,8 @@ class ChatSession:
     async def _auto_compact(self, prompt: str, frontend: FrontendProtocol) -> None:
         """Compact first when the prompt would pass `auto_compact_ratio` of the window."""
         settings = self.settings
-        limit = int(settings.auto_compact_ratio * settings.context_window_tokens)
+        window = self.context_window
+        limit = int(settings.auto_compact_ratio * window)
         if not self.history:
             return
         estimate = self.estimated_prompt_tokens(prompt)
@@ -351,7 +405,7 @@ class ChatSession:
             frontend.clear_status()
             frontend.on_notice(
                 f"The conversation is near the context window (~{estimate:,} of "
-                f"{settings.context_window_tokens:,} tokens) but Co could not compact it: {exc}. "
+                f"{window:,} tokens) but Co could not compact it: {exc}. "
                 "Try `%compact` or `%clear`.",
                 "warning",
             )
@@ -359,7 +413,7 @@ class ChatSession:
         frontend.clear_status()
         frontend.on_notice(
             f"Co compacted the conversation: it was ~{estimate:,} tokens, past "
-            f"{settings.auto_compact_ratio:.0%} of the {settings.context_window_tokens:,}-token "
+            f"{settings.auto_compact_ratio:.0%} of the {window:,}-token "
             f"context window. {report.folded_turns} earlier turn(s) are now a summary; the last "
             f"{report.kept_turns} stay as they were (~{report.tokens_after:,} tokens now).",
             "info",
@@ -390,6 +444,8 @@ class ChatSession:
             agent, handle = self.ensure_agent()
         except ConfigError as exc:
             frontend.on_notice(str(exc), "error")
+            return None
+        if not await self._prepare(handle, frontend):
             return None
         last = self.turns[-1] if self.turns else None
         if cell_id and last is not None and last.cell_id == cell_id and last.start is not None:
@@ -431,9 +487,24 @@ class ChatSession:
         return result
 
     def close(self) -> None:
-        """Stop what the session started (replay server, store and audit connections)."""
+        """Stop what the session started (replay or local model server, store, audit)."""
         self._drop_agent()
         if self._store is not None:
             self._store.close()
         if self.deps.audit is not None:
             self.deps.audit.close()
+        for resource in self.deps.extras.values():  # tools' stores and watchers
+            close = getattr(resource, "close", None)
+            if callable(close):
+                close()
+
+
+def _default_notice(handle: ModelHandle) -> str:
+    name = handle.local.spec.label if handle.local is not None else handle.label
+    return (
+        f"No model is configured, so Co is using **{name}**, a very small local model "
+        "that runs offline on this machine: expect short, simple answers and no tools. "
+        "For a better assistant choose another model with `%model`, e.g. "
+        "`%model ollama:qwen2.5-coder:1.5b`, `%model local:/path/to/model.gguf`, or "
+        "`%model gemini:gemini-2.5-flash` with `GEMINI_API_KEY` set."
+    )

@@ -128,7 +128,8 @@ def test_thinking_is_hidden_unless_verbose(start_kernel, model_server):
 
 
 def test_no_provider_gives_the_settings_to_set(start_kernel):
-    kernel = start_kernel(model=False)
+    # Without the bundled local model (tests/turn/test_local_kernel.py covers it).
+    kernel = start_kernel({"CO_LOCAL_DEFAULT": "false"}, model=False)
     result = kernel.execute("hello")
     assert result.status == "error"
     text = result.text()

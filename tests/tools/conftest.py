@@ -1,4 +1,5 @@
-"""Fixtures of the integration tests: local fake APIs and tool contexts pointed at them."""
+"""Fixtures of the tools' tests: local fake APIs, real folders, a real audit log, and the
+RunContext a tool gets in a run."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pydantic_ai.models.test import TestModel
 from pydantic_ai.usage import RunUsage
 
 from co_kernel.config import Settings
+from co_kernel.telemetry import AuditLog
 from co_kernel.tools.google._auth import CredentialSource, set_session_credentials
 from co_kernel.turn import CoDeps
 
@@ -88,3 +90,31 @@ def slack_ctx(slack: FakeSlack, tmp_path: Path) -> Callable[..., ToolContext]:
         return tool_context(settings, tmp_path)
 
     return make
+
+
+@pytest.fixture
+def audit(tmp_path: Path) -> Iterator[AuditLog]:
+    log = AuditLog(tmp_path / "telemetry.db")
+    yield log
+    log.close()
+
+
+@pytest.fixture
+def make_deps(workspace: Path, audit: AuditLog) -> Callable[..., CoDeps]:
+    """CoDeps for the workspace with the given settings, auditing into a real database."""
+
+    def make(**settings: Any) -> CoDeps:
+        return CoDeps(
+            settings=Settings(**settings),
+            session_id="tools-test",
+            kernel_id="kernel-test",
+            workspace=workspace,
+            audit=audit,
+        )
+
+    return make
+
+
+def ctx(deps: CoDeps, *, approved: bool = False) -> ToolContext:
+    """The context pydantic-ai hands a tool (the model is never called by the tools)."""
+    return RunContext(deps=deps, model=TestModel(), usage=RunUsage(), tool_call_approved=approved)

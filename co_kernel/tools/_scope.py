@@ -1,0 +1,329 @@
+"""The scope guard (seed 003): one path-resolution function for the notes and files tools.
+
+Every path a tool is given passes through :func:`resolve` before anything touches the
+file system. It refuses by default: a path must name something inside one of the scope's
+roots after symlinks are resolved, the operation must be allowed there, and the folder and
+file-type globs must match. Path spellings that only make sense as an attack (``..``, NUL,
+percent-encoding, backslashes, ``~``, lookalike separators, control characters, absurd
+lengths) are refused outright rather than interpreted, so there is no decoding step that
+could disagree with the check. :func:`guarded` wraps it for tools: it audits the decision
+and turns a refusal into a ``ToolFailed`` the model reads.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import unicodedata
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Literal
+
+from ._audit import record_access
+
+if TYPE_CHECKING:
+    from ..turn import CoDeps
+
+__all__ = [
+    "Action",
+    "Resolved",
+    "Root",
+    "Scope",
+    "ScopeViolation",
+    "admit",
+    "guarded",
+    "in_scope",
+    "resolve",
+    "walk",
+]
+
+Action = Literal["read", "write", "create", "delete"]
+
+MAX_PATH_CHARS = 4096
+MAX_NAME_BYTES = 255
+# Folders no walk descends into: version control, caches, environments.
+SKIP_DIRS = frozenset(
+    {".git", "__pycache__", ".ipynb_checkpoints", "node_modules", ".venv", ".mypy_cache"}
+)
+_PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
+# Characters that render like a dot or a slash but are not one; NFKC folds some of them.
+_LOOKALIKES = frozenset(
+    "\u2215\u2044\u29f8\u2571\uff0f\u2024\uff0e\u3002\ufe52\u2025\u2026\uff3c\u2216"
+)
+
+
+class ScopeViolation(Exception):
+    """A path the scope does not allow; the message says why, for the model."""
+
+    def __init__(self, reason: str, target: str, action: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.target = target
+        self.action = action
+
+
+@dataclass(frozen=True)
+class Root:
+    """One folder a scope reaches into."""
+
+    path: Path
+    """Absolute, symlinks resolved."""
+    label: str
+    """How messages name it: "workspace", "vault", "read root"."""
+    operations: frozenset[str]
+    """What may be done under it."""
+    folders: tuple[str, ...] = ("*",)
+    """Globs of paths (relative to the root) in scope; a folder includes what is under it."""
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The roots, file types and operations a set of tools may touch."""
+
+    roots: tuple[Root, ...]
+    """The first root is where relative paths point."""
+    file_types: tuple[str, ...] = ("*",)
+    """Globs of file names in scope (case-sensitive, as the file system is)."""
+    secret_names: tuple[str, ...] = field(default=(".env", ".env.*"))
+    """File names never read or written whatever the globs say (matched ignoring case)."""
+    protected_dirs: tuple[str, ...] = field(default=(".git", ".co"))
+    """Folders whose contents may be read but never written (matched ignoring case)."""
+    protected_files: tuple[str, ...] = field(default=(".co/settings.json",))
+    """Relative paths never read or written: they may hold API keys (ignoring case)."""
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A path the guard allowed."""
+
+    path: Path
+    """The real path (symlinks resolved)."""
+    root: Root
+    """The root it lies under."""
+    rel: str
+    """Its path relative to the root, with forward slashes."""
+    action: Action = "read"
+    """What was allowed (a write to a file that does not exist yet is a create)."""
+
+
+def _check_spelling(raw: object, action: str) -> PurePosixPath:
+    """Refuse spellings that are only useful to escape the scope; return the parsed path."""
+    if not isinstance(raw, str) or not raw.strip():
+        raise ScopeViolation("the path is empty", str(raw), action)
+    # Control characters are shown escaped: the message goes to the model and the cell.
+    shown = "".join(f"\\x{ord(c):02x}" if unicodedata.category(c) == "Cc" else c for c in raw[:120])
+    shown += "..." if len(raw) > 120 else ""
+
+    def refuse(why: str) -> ScopeViolation:
+        return ScopeViolation(f"path '{shown}' {why}", raw[:500], action)
+
+    if "\x00" in raw:
+        raise refuse("contains a NUL byte")
+    if len(raw) > MAX_PATH_CHARS:
+        raise refuse(f"is {len(raw):,} characters long (the limit is {MAX_PATH_CHARS:,})")
+    if any(unicodedata.category(ch) == "Cc" for ch in raw):
+        raise refuse("contains control characters")
+    if "\\" in raw:
+        raise refuse("contains a backslash; use forward slashes")
+    if raw.startswith("~"):
+        raise refuse("starts with '~'; home folders are outside the scope, use a relative path")
+    if "://" in raw:
+        raise refuse("is a URL, not a path")
+    if _PERCENT.search(raw):
+        raise refuse("contains percent-encoding, which is not decoded; write the plain path")
+    for ch in raw:
+        if ch in _LOOKALIKES or (
+            ch not in "./" and any(c in "./\\" for c in unicodedata.normalize("NFKC", ch))
+        ):
+            raise refuse(f"contains '{ch}' (U+{ord(ch):04X}), which looks like a dot or slash")
+    path = PurePosixPath(raw)
+    if ".." in path.parts:
+        raise refuse("contains '..'; paths may not climb out of a folder")
+    for part in path.parts:
+        if len(part.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+            raise refuse(f"has a name longer than {MAX_NAME_BYTES} bytes")
+    return path
+
+
+def _within(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _locate(path: PurePosixPath, scope: Scope, raw: str, action: str) -> tuple[Root, Path]:
+    """The root a parsed path belongs to and the path it names (symlinks not yet resolved)."""
+    if not path.is_absolute():
+        root = scope.roots[0]
+        return root, root.path / path
+    for root in scope.roots:
+        if _within(Path(path), root.path):
+            return root, Path(path)
+    # The caller may spell a root through a symlink (e.g. /tmp vs /private/tmp).
+    real = Path(os.path.realpath(path))
+    for root in scope.roots:
+        if _within(real, root.path):
+            return root, Path(path)
+    where = " or ".join(f"the {r.label} ({r.path})" for r in scope.roots)
+    raise ScopeViolation(f"path '{raw[:120]}' is outside {where}", raw[:500], action)
+
+
+@lru_cache(maxsize=64)
+def _globs(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    """One compiled regex for a tuple of fnmatch globs (walks test every file name)."""
+    return re.compile("|".join(fnmatch.translate(g) for g in patterns) or "(?!)")
+
+
+def in_scope(
+    scope: Scope, root: Root, rel: str, action: str, *, is_dir: bool = False
+) -> str | None:
+    """Why ``rel`` under ``root`` is out of scope for ``action``, or None when it is in.
+
+    Called for every file of a walk, so the common case does little: a few string tests.
+    """
+    if action not in root.operations:
+        allowed = ", ".join(sorted(root.operations)) or "nothing"
+        return f"'{action}' is not allowed in the {root.label} (allowed: {allowed})"
+    rel = rel.strip("/")
+    folded = rel.casefold()
+    if folded in scope.protected_files:
+        return f"'{rel}' may hold secrets and is never {action}-accessible"
+    name = rel.rpartition("/")[2]
+    if not is_dir and name and _globs(scope.secret_names).match(name.casefold()):
+        return f"'{name}' may hold secrets and is never {action}-accessible"
+    if (
+        action != "read"
+        and "/" in rel
+        and any(p in scope.protected_dirs for p in folded.split("/")[:-1])
+    ):
+        return f"'{rel}' is inside a protected folder ({', '.join(scope.protected_dirs)})"
+    if "*" not in root.folders:
+        parts = rel.split("/")
+        folders = _globs(root.folders)
+        if not any(folders.match("/".join(parts[:i])) for i in range(1, len(parts) + 1)):
+            return f"'{rel}' is not in the folders in scope ({', '.join(root.folders)})"
+    if (
+        not is_dir
+        and name
+        and "*" not in scope.file_types
+        and not _globs(scope.file_types).match(name)
+    ):
+        return f"'{name}' is not a file type in scope ({', '.join(scope.file_types)})"
+    return None
+
+
+def resolve(raw: object, scope: Scope, action: Action) -> Resolved:
+    """Resolve a tool's path argument inside the scope, or raise ScopeViolation.
+
+    ``write`` to a file that does not exist yet is judged (and returned) as ``create``.
+    """
+    path = _check_spelling(raw, action)
+    assert isinstance(raw, str)
+    root, candidate = _locate(path, scope, raw, action)
+    real = Path(os.path.realpath(candidate))
+    if not _within(real, root.path):
+        raise ScopeViolation(
+            f"path '{raw[:120]}' leads outside the {root.label} through a symbolic link",
+            raw[:500],
+            action,
+        )
+    if action == "write" and not real.exists():
+        action = "create"
+    rel = real.relative_to(root.path).as_posix()
+    if rel == ".":
+        rel = ""
+    asked = candidate.relative_to(root.path).as_posix() if _within(candidate, root.path) else rel
+    # Judge both the spelling asked for and the file it leads to: a link must not launder
+    # a protected name, nor reach a protected file under an innocent one.
+    for name in dict.fromkeys((asked, rel)):
+        reason = in_scope(scope, root, name, action, is_dir=real.is_dir())
+        if reason:
+            raise ScopeViolation(reason, raw[:500], action)
+    return Resolved(real, root, rel, action)
+
+
+def guarded(deps: CoDeps, tool: str, raw: object, scope: Scope, action: Action) -> Resolved:
+    """:func:`resolve`, audited; a refusal becomes a ToolFailed the model reads."""
+    target = str(raw)[:500]
+    try:
+        resolved = resolve(raw, scope, action)
+    except ScopeViolation as exc:
+        record_access(
+            deps, tool=tool, action=action, target=target, decision="scope-refused",
+            detail=exc.reason,
+        )  # fmt: skip
+        from pydantic_ai import ToolFailed
+
+        raise ToolFailed(f"Refused: {exc.reason}. Nothing was {_done(action)}.") from None
+    record_access(
+        deps, tool=tool, action=resolved.action, target=str(resolved.path), decision="auto"
+    )
+    return resolved
+
+
+def _done(action: str) -> str:
+    return {"read": "read", "write": "written", "create": "created", "delete": "deleted"}[action]
+
+
+def walk(scope: Scope, root: Root, *, hidden: bool = False) -> Iterator[tuple[str, str]]:
+    """(real path, relative path) of the files under ``root`` readable in scope, unordered.
+
+    Symbolic links to folders are not followed; links to files count only when their
+    target is inside the root and in scope. Plain strings, not Path objects: this runs
+    over whole vaults, where pathlib's overhead would dominate.
+    """
+    base = str(root.path)
+    prefix = base.rstrip("/") + "/"
+    stack = [base]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            if not hidden and entry.name.startswith("."):
+                continue
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name not in SKIP_DIRS:
+                        stack.append(entry.path)
+                    continue
+                if entry.is_symlink():
+                    real = os.path.realpath(entry.path)
+                    if not real.startswith(prefix) or not os.path.isfile(real):
+                        continue
+                elif entry.is_file(follow_symlinks=False):
+                    real = entry.path
+                else:
+                    continue
+            except OSError:
+                continue
+            rel = real[len(prefix) :]
+            if in_scope(scope, root, rel, "read") is None:
+                yield real, rel
+
+
+def admit(scope: Scope, root: Root, rel: str, *, hidden: bool = False) -> tuple[str, str] | None:
+    """(real path, relative path) when :func:`walk` would yield the file ``rel``, else None."""
+    parts = rel.split("/")
+    if not hidden and any(p.startswith(".") for p in parts):
+        return None
+    if any(p in SKIP_DIRS for p in parts[:-1]):
+        return None
+    prefix = str(root.path).rstrip("/") + "/"
+    path = prefix + rel
+    try:
+        if os.path.islink(path):
+            real = os.path.realpath(path)
+            if not real.startswith(prefix) or not os.path.isfile(real):
+                return None
+        elif os.path.isfile(path):
+            real = path
+        else:
+            return None
+    except OSError:
+        return None
+    rel = real[len(prefix) :]
+    return (real, rel) if in_scope(scope, root, rel, "read") is None else None

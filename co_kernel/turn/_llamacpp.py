@@ -1,0 +1,94 @@
+"""llama.cpp's server through pydantic-ai's OpenAI chat model, keeping its timings.
+
+llama.cpp adds ``timings`` (tokens and milliseconds of prompt and generation) to the last
+chunk of a stream and to a whole response; pydantic-ai drops fields the Chat Completions
+API does not define, so this subclass copies them into ``provider_details["timings"]``,
+where `%status` reads the speed of the last turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+from openai.types import chat
+from openai.types.chat import ChatCompletionChunk
+from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
+from pydantic_ai.models.openai import OpenAIChatModel, OpenAIStreamedResponse
+from pydantic_ai.models.wrapper import WrapperModel
+
+if TYPE_CHECKING:
+    from pydantic_ai import RunContext
+    from pydantic_ai.messages import ModelMessage, ModelResponse
+    from pydantic_ai.settings import ModelSettings
+
+    from ._local import LocalRuntime
+
+__all__ = ["LlamaCppChatModel", "LocalServerModel", "timings_of"]
+
+_TIMING_KEYS = ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "predicted_per_second")
+
+
+def timings_of(obj: Any) -> dict[str, Any] | None:
+    """The timing figures of a validated completion or chunk, or None."""
+    timings = (getattr(obj, "model_extra", None) or {}).get("timings")
+    if not isinstance(timings, dict):
+        return None
+    return {k: timings[k] for k in _TIMING_KEYS if k in timings}
+
+
+class _LlamaCppStreamedResponse(OpenAIStreamedResponse):
+    def _map_chunk_provider_details(self, chunk: ChatCompletionChunk) -> dict[str, Any] | None:
+        timings = timings_of(chunk)
+        return {"timings": timings} if timings else None
+
+
+class LlamaCppChatModel(OpenAIChatModel):
+    """The OpenAI-compatible code path, plus llama.cpp's timings."""
+
+    @property
+    def _streamed_response_cls(self) -> type[OpenAIStreamedResponse]:
+        return _LlamaCppStreamedResponse
+
+    def _process_provider_details(self, response: chat.ChatCompletion) -> dict[str, Any] | None:
+        details = super()._process_provider_details(response) or {}
+        timings = timings_of(response)
+        if timings:
+            details["timings"] = timings
+        return details or None
+
+
+class LocalServerModel(WrapperModel):
+    """Makes sure the local server runs before each request.
+
+    A turn starts it first, with a progress line; this covers every other caller of the
+    model (the evals runner, a server that died between turns).
+    """
+
+    def __init__(self, wrapped: Model, runtime: LocalRuntime) -> None:
+        super().__init__(wrapped)
+        self.runtime = runtime
+
+    async def request(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        await self.runtime.prepare()
+        return await self.wrapped.request(messages, model_settings, model_request_parameters)
+
+    @asynccontextmanager
+    async def request_stream(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+        run_context: RunContext[Any] | None = None,
+    ) -> AsyncGenerator[StreamedResponse]:
+        await self.runtime.prepare()
+        async with self.wrapped.request_stream(
+            messages, model_settings, model_request_parameters, run_context
+        ) as stream:
+            yield stream
