@@ -106,6 +106,11 @@ class CellDispatcher:
 
             return Redactor.from_settings(None).redact(text)
 
+    @property
+    def current_session(self) -> ChatSession | None:
+        """The session if one has started; never starts one (safe from any thread)."""
+        return self._session
+
     def make_frontend(self, request: CellRequest) -> BaseFrontend:
         frontend = self._make_frontend(request)
         frontend.footer_mode = self.session.settings.show_footer

@@ -16,6 +16,7 @@ from ipykernel.ipkernel import IPythonKernel
 
 from . import __version__
 from .dispatch import CellDispatcher, CellRequest, Outcome
+from .labstatus import LAB_STATUS_KEY, lab_status
 
 __all__ = ["CoKernel"]
 
@@ -71,13 +72,26 @@ class CoKernel(IPythonKernel):
 
     async def kernel_info_request(self, stream: Any, ident: Any, parent: Any) -> None:
         await super().kernel_info_request(stream, ident, parent)
-        if not self._warmed:
+        # Only on the shell thread: the server also nudges over the control channel, and a
+        # future made on the control thread's loop cannot be awaited by a cell.
+        if not self._warmed and threading.current_thread() is threading.main_thread():
             # Import the model stack off the critical path: the kernel answers at once
             # and the first turn does not pay for the imports.
             self._warmed = True
             self._dispatcher.warmup = asyncio.get_running_loop().run_in_executor(
                 None, _warm_imports
             )
+
+    @property
+    def kernel_info(self) -> dict[str, Any]:
+        # The JupyterLab status bar reads `co` here and in every execute_reply's metadata.
+        # Never starts the session here: kernel_info also arrives on the control thread.
+        return {**super().kernel_info, LAB_STATUS_KEY: lab_status(self._dispatcher.current_session)}
+
+    def finish_metadata(self, parent: Any, metadata: Any, reply_content: Any) -> Any:
+        metadata = super().finish_metadata(parent, metadata, reply_content)
+        metadata[LAB_STATUS_KEY] = lab_status(self._dispatcher.session)
+        return metadata
 
     async def do_shutdown(self, restart: bool) -> dict[str, Any]:  # type: ignore[override]
         await self._dispatcher.close()

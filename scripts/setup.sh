@@ -19,11 +19,14 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 
 stamp="$VENV/.co-installed"
-want="$(sha256sum pyproject.toml | cut -c1-16)"
+# A rebuilt labextension also reinstalls: an editable install copies it into the venv.
+want="$( (cat pyproject.toml; cat co_kernel/labextension/sources.sha256 2>/dev/null || true) \
+    | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ] || ! "$VENV/bin/python" -c 'import co_kernel' 2>/dev/null; then
     say "installing Co and its dependencies into $VENV (a minute or two the first time)"
     "$VENV/bin/python" -m pip install -q --upgrade pip
-    "$VENV/bin/python" -m pip install -q -e ".[lab,test]"
+    # The JupyterLab extension is prebuilt and committed: no Node.js build here.
+    SKIP_JUPYTER_BUILDER=1 "$VENV/bin/python" -m pip install -q -e ".[lab,test]"
     echo "$want" > "$stamp"
 fi
 

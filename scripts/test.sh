@@ -2,8 +2,9 @@
 # README command 2: set everything up and run the whole test suite.
 #
 # Installs what the tests need on a fresh Debian/Ubuntu machine (root or sudo):
-# Chromium for the browser tests, a Docker engine, and the local sandbox image
-# (built with debootstrap: no image registry is needed). Extra arguments go to pytest.
+# Chromium for the browser tests, Node.js for the labextension's unit tests, a Docker
+# engine, and the local sandbox image (built with debootstrap: no image registry is
+# needed). Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 say() { printf 'test: %s\n' "$*" >&2; }
@@ -19,6 +20,7 @@ scripts/setup.sh
 missing=()
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
 if [ ${#missing[@]} -gt 0 ]; then
     say "installing ${missing[*]} with apt-get"
     export DEBIAN_FRONTEND=noninteractive
@@ -28,6 +30,11 @@ fi
 
 scripts/start-docker.sh
 scripts/build-sandbox-image.sh co-sandbox-test:bookworm
+
+# The labextension's TypeScript: lint, type-check and unit tests (Node.js >= 20.19).
+# `npm install` installs the locked versions (see labextension/build.sh for why not `npm ci`).
+(cd labextension && npm install --no-audit --no-fund --loglevel=error \
+    && npm run --silent lint:check && npm test)
 
 export CO_TEST_SANDBOX_IMAGE=co-sandbox-test:bookworm
 # The regression notebooks' kernels use it too (no registry here for python:3.12-slim).

@@ -40,13 +40,17 @@ def start_kernel(
     started: list[CoKernel] = []
 
     def start(
-        env: dict[str, str] | None = None, *, cwd: Path | None = None, model: bool = True
+        env: dict[str, str] | None = None,
+        *,
+        cwd: Path | None = None,
+        model: bool = True,
+        wait_ready: bool = True,
     ) -> CoKernel:
         full = {"CO_HOME": str(co_home), "CO_SANDBOX": "subprocess"}
         if model:
             full.update({"CO_MODEL": "compat:scripted", "CO_BASE_URL": model_server.base_url})
         full.update(env or {})
-        kernel = CoKernel(full, cwd or workspace)
+        kernel = CoKernel(full, cwd or workspace, wait_ready=wait_ready)
         started.append(kernel)
         return kernel
 

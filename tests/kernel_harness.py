@@ -80,7 +80,8 @@ class CellResult:
 class CoKernel:
     """A running Co kernel and a client connected to it."""
 
-    def __init__(self, env: dict[str, str], cwd: Path) -> None:
+    def __init__(self, env: dict[str, str], cwd: Path, *, wait_ready: bool = True) -> None:
+        """Start the kernel; ``wait_ready=False`` leaves the first request to the test."""
         ensure_kernelspec()
         self.km = KernelManager(kernel_name="co")
         full_env = {k: v for k, v in os.environ.items() if not k.startswith("CO_")}
@@ -91,7 +92,8 @@ class CoKernel:
         self.km.start_kernel(env=full_env, cwd=str(cwd))
         self.kc = self.km.client()
         self.kc.start_channels()
-        self.kc.wait_for_ready(timeout=120)
+        if wait_ready:
+            self.kc.wait_for_ready(timeout=120)
         self.cwd = cwd
 
     def execute(

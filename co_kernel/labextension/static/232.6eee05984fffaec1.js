@@ -1,0 +1,277 @@
+"use strict";(self.rspackChunkco_kernel_lab=self.rspackChunkco_kernel_lab||[]).push([[232],{475(o,r,e){var t=e(601),a=e.n(t),n=e(314),c=(e.n(n))()(a());c.push([o.id,`/*
+ * Co extension styles. Only JupyterLab theme variables, so the light and dark
+ * themes (and high-contrast ones) both read well.
+ */
+
+/* Tool-call card */
+.co-ToolCard {
+  border: var(--jp-border-width) solid var(--jp-border-color2);
+  border-left: 3px solid var(--co-card-accent, var(--jp-border-color1));
+  border-radius: var(--jp-border-radius);
+  background: var(--jp-layout-color1);
+  color: var(--jp-content-font-color1);
+  font-family: var(--jp-ui-font-family);
+  font-size: var(--jp-ui-font-size1);
+  margin: 2px 0;
+}
+
+.co-ToolCard[data-status='running'] {
+  --co-card-accent: var(--jp-brand-color1);
+}
+
+.co-ToolCard[data-status='waiting'] {
+  --co-card-accent: var(--jp-warn-color1);
+}
+
+.co-ToolCard[data-status='ok'] {
+  --co-card-accent: var(--jp-success-color1);
+}
+
+.co-ToolCard[data-status='error'],
+.co-ToolCard[data-status='denied'] {
+  --co-card-accent: var(--jp-error-color1);
+}
+
+.co-ToolCard[data-status='interrupted'] {
+  --co-card-accent: var(--jp-layout-color4);
+}
+
+.co-ToolCard-summary {
+  display: flex;
+  align-items: center;
+  gap: 8px;
+  padding: 4px 8px;
+  cursor: pointer;
+  list-style: none;
+  user-select: none;
+}
+
+.co-ToolCard-summary::-webkit-details-marker {
+  display: none;
+}
+
+.co-ToolCard-summary::before {
+  content: '▸';
+  color: var(--jp-ui-font-color2);
+  flex: none;
+}
+
+.co-ToolCard[open] > .co-ToolCard-summary::before {
+  content: '▾';
+}
+
+.co-ToolCard-summary:hover {
+  background: var(--jp-layout-color2);
+}
+
+/* Outlined badges: the text keeps the theme's font colour, the accent marks it. */
+.co-ToolCard-status {
+  flex: none;
+  padding: 0 6px;
+  border: 1px solid var(--co-card-accent, var(--jp-border-color1));
+  border-radius: 8px;
+  font-size: var(--jp-ui-font-size0);
+  color: var(--jp-ui-font-color1);
+}
+
+.co-ToolCard-status::before {
+  content: '●';
+  margin-right: 4px;
+  color: var(--co-card-accent, var(--jp-border-color1));
+}
+
+.co-ToolCard-tool {
+  flex: none;
+  font-family: var(--jp-code-font-family);
+  font-weight: 600;
+}
+
+.co-ToolCard-argsLine {
+  flex: 1 1 auto;
+  min-width: 0;
+  overflow: hidden;
+  text-overflow: ellipsis;
+  white-space: nowrap;
+  font-family: var(--jp-code-font-family);
+  color: var(--jp-ui-font-color2);
+}
+
+.co-ToolCard-decision {
+  flex: none;
+  padding: 0 6px;
+  border: 1px solid var(--jp-success-color1);
+  border-radius: 8px;
+  font-size: var(--jp-ui-font-size0);
+  color: var(--jp-ui-font-color1);
+}
+
+.co-ToolCard-decision[data-allowed='false'] {
+  border-color: var(--jp-error-color1);
+}
+
+.co-ToolCard-duration {
+  flex: none;
+  color: var(--jp-ui-font-color2);
+  font-size: var(--jp-ui-font-size0);
+}
+
+.co-ToolCard-body {
+  padding: 4px 8px 8px 22px;
+  border-top: var(--jp-border-width) solid var(--jp-border-color2);
+}
+
+.co-ToolCard-heading {
+  margin: 6px 0 2px;
+  font-weight: 600;
+  color: var(--jp-ui-font-color1);
+}
+
+.co-ToolCard-pre,
+.co-Diff {
+  margin: 0;
+  padding: 4px 6px;
+  max-height: 24em;
+  overflow: auto;
+  white-space: pre-wrap;
+  word-break: break-word;
+  font-family: var(--jp-code-font-family);
+  font-size: var(--jp-code-font-size);
+  color: var(--jp-content-font-color1);
+  background: var(--jp-cell-editor-background);
+  border: var(--jp-border-width) solid var(--jp-cell-editor-border-color);
+  border-radius: var(--jp-border-radius);
+}
+
+.co-ToolCard-hint {
+  margin: 4px 0;
+  color: var(--jp-warn-color0);
+}
+
+.co-ToolCard-footer {
+  margin-top: 6px;
+  color: var(--jp-ui-font-color2);
+  font-size: var(--jp-ui-font-size0);
+}
+
+/* Diff lines: translucent tints keep the text colour of the theme readable. */
+.co-Diff-line {
+  display: block;
+  padding: 0 4px;
+}
+
+.co-Diff-add {
+  background: rgb(46 160 67 / 20%);
+  box-shadow: inset 3px 0 var(--jp-success-color1);
+}
+
+.co-Diff-del {
+  background: rgb(248 81 73 / 20%);
+  box-shadow: inset 3px 0 var(--jp-error-color1);
+}
+
+.co-Diff-hunk {
+  color: var(--jp-content-link-color);
+}
+
+.co-Diff-meta {
+  color: var(--jp-ui-font-color2);
+  font-weight: 600;
+}
+
+/* Status bar */
+.co-StatusBar {
+  display: flex;
+  align-items: center;
+  gap: 6px;
+  cursor: pointer;
+}
+
+.co-StatusBar-yolo {
+  padding: 0 5px;
+  border-radius: 3px;
+  font-weight: 700;
+  color: var(--jp-ui-inverse-font-color1);
+  background: var(--jp-error-color1);
+}
+
+/* Activity panel */
+.co-Activity {
+  padding: 8px 12px;
+  overflow: auto;
+  color: var(--jp-ui-font-color1);
+  background: var(--jp-layout-color1);
+  font-family: var(--jp-ui-font-family);
+  font-size: var(--jp-ui-font-size1);
+}
+
+.co-Activity h3 {
+  margin: 12px 0 4px;
+  font-size: var(--jp-ui-font-size2);
+}
+
+.co-Activity-toolbar {
+  display: flex;
+  flex-wrap: wrap;
+  align-items: center;
+  gap: 10px;
+}
+
+.co-Activity-info {
+  color: var(--jp-ui-font-color2);
+}
+
+.co-Activity-info.co-mod-error {
+  color: var(--jp-error-color1);
+}
+
+.co-Activity-table {
+  border-collapse: collapse;
+  width: 100%;
+}
+
+.co-Activity-table th,
+.co-Activity-table td {
+  padding: 3px 8px;
+  text-align: left;
+  border-bottom: var(--jp-border-width) solid var(--jp-border-color2);
+  max-width: 28em;
+  overflow: hidden;
+  text-overflow: ellipsis;
+  white-space: nowrap;
+}
+
+.co-Activity-table th {
+  color: var(--jp-ui-font-color2);
+  font-weight: 600;
+  background: var(--jp-layout-color2);
+}
+
+.co-Activity-sessions tbody tr {
+  cursor: pointer;
+}
+
+.co-Activity-sessions tbody tr:hover,
+.co-Activity-sessions tr.co-mod-selected {
+  background: var(--jp-layout-color2);
+}
+
+.co-Activity-sessions tr.co-mod-selected td:first-child {
+  box-shadow: inset 3px 0 var(--jp-brand-color1);
+}
+
+.co-Activity-mono {
+  font-family: var(--jp-code-font-family);
+}
+
+.co-Activity-decision[data-allowed='true'] {
+  color: var(--jp-success-color1);
+}
+
+.co-Activity-decision[data-allowed='false'] {
+  color: var(--jp-error-color1);
+}
+
+.co-Activity-empty {
+  color: var(--jp-ui-font-color2);
+}
+`,""]),e.d(r,{},{A:c})},314(o){o.exports=function(o){var r=[];return r.toString=function(){return this.map(function(r){var e="",t=void 0!==r[5];return r[4]&&(e+="@supports (".concat(r[4],") {")),r[2]&&(e+="@media ".concat(r[2]," {")),t&&(e+="@layer".concat(r[5].length>0?" ".concat(r[5]):""," {")),e+=o(r),t&&(e+="}"),r[2]&&(e+="}"),r[4]&&(e+="}"),e}).join("")},r.i=function(o,e,t,a,n){"string"==typeof o&&(o=[[null,o,void 0]]);var c={};if(t)for(var i=0;i<this.length;i++){var l=this[i][0];null!=l&&(c[l]=!0)}for(var s=0;s<o.length;s++){var d=[].concat(o[s]);t&&c[d[0]]||(void 0!==n&&(void 0===d[5]||(d[1]="@layer".concat(d[5].length>0?" ".concat(d[5]):""," {").concat(d[1],"}")),d[5]=n),e&&(d[2]&&(d[1]="@media ".concat(d[2]," {").concat(d[1],"}")),d[2]=e),a&&(d[4]?(d[1]="@supports (".concat(d[4],") {").concat(d[1],"}"),d[4]=a):d[4]="".concat(a)),r.push(d))}},r}},601(o){o.exports=function(o){return o[1]}},72(o){var r=[];function e(o){for(var e=-1,t=0;t<r.length;t++)if(r[t].identifier===o){e=t;break}return e}function t(o,t){for(var a={},n=[],c=0;c<o.length;c++){var i=o[c],l=t.base?i[0]+t.base:i[0],s=a[l]||0,d="".concat(l," ").concat(s);a[l]=s+1;var p=e(d),u={css:i[1],media:i[2],sourceMap:i[3],supports:i[4],layer:i[5]};if(-1!==p)r[p].references++,r[p].updater(u);else{var f=function(o,r){var e=r.domAPI(r);return e.update(o),function(r){r?(r.css!==o.css||r.media!==o.media||r.sourceMap!==o.sourceMap||r.supports!==o.supports||r.layer!==o.layer)&&e.update(o=r):e.remove()}}(u,t);t.byIndex=c,r.splice(c,0,{identifier:d,updater:f,references:1})}n.push(d)}return n}o.exports=function(o,a){var n=t(o=o||[],a=a||{});return function(o){o=o||[];for(var c=0;c<n.length;c++){var i=e(n[c]);r[i].references--}for(var l=t(o,a),s=0;s<n.length;s++){var d=e(n[s]);0===r[d].references&&(r[d].updater(),r.splice(d,1))}n=l}}},659(o){var r={};o.exports=function(o,e){var t=function(o){if(void 0===r[o]){var e=document.querySelector(o);if(window.HTMLIFrameElement&&e instanceof window.HTMLIFrameElement)try{e=e.contentDocument.head}catch(o){e=null}r[o]=e}return r[o]}(o);if(!t)throw Error("Couldn't find a style target. This probably means that the value for the 'insert' parameter is invalid.");t.appendChild(e)}},540(o){o.exports=function(o){var r=document.createElement("style");return o.setAttributes(r,o.attributes),o.insert(r,o.options),r}},56(o,r,e){o.exports=function(o){var r=e.nc;r&&o.setAttribute("nonce",r)}},825(o){o.exports=function(o){if("u"<typeof document)return{update:function(){},remove:function(){}};var r=o.insertStyleElement(o);return{update:function(e){var t,a,n;t="",e.supports&&(t+="@supports (".concat(e.supports,") {")),e.media&&(t+="@media ".concat(e.media," {")),(a=void 0!==e.layer)&&(t+="@layer".concat(e.layer.length>0?" ".concat(e.layer):""," {")),t+=e.css,a&&(t+="}"),e.media&&(t+="}"),e.supports&&(t+="}"),(n=e.sourceMap)&&"u">typeof btoa&&(t+="\n/*# sourceMappingURL=data:application/json;base64,".concat(btoa(unescape(encodeURIComponent(JSON.stringify(n))))," */")),o.styleTagTransform(t,r,o.options)},remove:function(){var o;null===(o=r).parentNode||o.parentNode.removeChild(o)}}}},113(o){o.exports=function(o,r){if(r.styleSheet)r.styleSheet.cssText=o;else{for(;r.firstChild;)r.removeChild(r.firstChild);r.appendChild(document.createTextNode(o))}}},579(o,r,e){var t=e(72),a=e.n(t),n=e(825),c=e.n(n),i=e(659),l=e.n(i),s=e(56),d=e.n(s),p=e(540),u=e.n(p),f=e(113),v=e.n(f),m=e(475),b={};b.styleTagTransform=v(),b.setAttributes=d(),b.insert=l().bind(null,"head"),b.domAPI=c(),b.insertStyleElement=u(),a()(m.A,b),m.A&&m.A.locals&&m.A.locals}}]);

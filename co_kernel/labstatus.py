@@ -1,0 +1,72 @@
+"""What the JupyterLab status bar shows about a Co session: model, tokens, yolo.
+
+The kernel puts it, under the key ``co``, into two messages JupyterLab already receives:
+the ``kernel_info_reply`` (so the bar is filled as soon as a notebook connects) and the
+metadata of every ``execute_reply`` (so it follows each turn, ``%model``, ``%yolo`` and
+"Approve all"). No comm, no extra message, and other clients ignore it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import __version__
+
+if TYPE_CHECKING:
+    from .turn import ChatSession
+
+__all__ = ["LAB_STATUS_KEY", "lab_status", "session_tokens"]
+
+LAB_STATUS_KEY = "co"
+
+
+def session_tokens(session: ChatSession) -> tuple[int, int]:
+    """Input and output tokens of the conversation, counted the way ``%usage`` counts them.
+
+    Each turn's usage plus the compaction requests; a turn replaced by re-running its cell
+    no longer counts, and ``%resume`` brings a conversation's turns back with their usage.
+    """
+    extra = session.compaction_usage
+    turns = session.turns
+    return (
+        sum(t.input_tokens for t in turns) + extra.input_tokens,
+        sum(t.output_tokens for t in turns) + extra.output_tokens,
+    )
+
+
+def lab_status(session: ChatSession | None) -> dict[str, Any]:
+    """The session's status as JSON; never raises, since it rides on every reply.
+
+    Before the session starts (``kernel_info``), the model comes from the settings the
+    session will load: the kernel's working directory is the notebook's folder.
+    """
+    status: dict[str, Any] = {"version": __version__}
+    try:
+        if session is None:
+            from .config import load_settings
+
+            settings = load_settings(Path.cwd()).settings
+            status.update(
+                session_id=None,
+                model=settings.model,
+                turns=0,
+                input_tokens=0,
+                output_tokens=0,
+                yolo=False,
+                approval_mode=settings.approval_mode,
+            )
+            return status
+        input_tokens, output_tokens = session_tokens(session)
+        status.update(
+            session_id=session.deps.session_id,
+            model=session.model_string,
+            turns=len(session.turns),
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            yolo=bool(session.deps.auto_confirm),
+            approval_mode=session.settings.approval_mode,
+        )
+    except Exception as exc:  # a broken session must not break kernel_info or a reply
+        status["error"] = f"{type(exc).__name__}: {exc}"
+    return status

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Rebuild the prebuilt JupyterLab extension that ships inside the Python package
+# (co_kernel/labextension/), then record the hash of its sources beside it.
+#
+# Run it after changing anything in labextension/src, style, schema or package.json,
+# and commit the result: `pip install` never needs Node.js
+# because the build is committed, and tests/labextension/test_build.py fails when
+# it is older than its sources.
+#
+# Needs Node.js >= 20.19 with npm, and `jupyter-builder` (installed with
+# JupyterLab) on PATH or in the project's .venv.
+# Usage: labextension/build.sh
+set -euo pipefail
+cd "$(dirname "$0")"
+say() { printf 'labextension/build: %s\n' "$*" >&2; }
+
+if ! command -v jupyter-builder >/dev/null 2>&1; then
+    [ -x ../.venv/bin/jupyter-builder ] \
+        || { say "error: jupyter-builder not found; run scripts/setup.sh or activate a venv with JupyterLab"; exit 1; }
+    PATH="$(cd ../.venv/bin && pwd):$PATH"
+fi
+command -v npm >/dev/null 2>&1 || { say "error: npm not found; install Node.js 20.19 or newer"; exit 1; }
+
+say "installing the locked npm dependencies"
+# `npm install`, not `npm ci`: the lock was made against a registry mirror without some
+# platform-only optional packages (rspack and rollup bindings for other systems), which
+# `npm ci` rejects; `npm install` still installs the locked versions.
+npm install --no-audit --no-fund --loglevel=error
+rm -rf ../co_kernel/labextension
+say "building (tsc, then jupyter-builder build)"
+npm run --silent build:prod
+python3 source_hash.py --write >/dev/null
+say "done: co_kernel/labextension/ (commit it with the sources)"

@@ -1,0 +1,94 @@
+/**
+ * The extension's commands: answer the pending approval, open the activity
+ * panel. Their shortcuts live in `schema/plugin.json`.
+ */
+import type { JupyterFrontEnd } from '@jupyterlab/application';
+import type { ICommandPalette } from '@jupyterlab/apputils';
+import { Notification } from '@jupyterlab/apputils';
+import type { INotebookTracker } from '@jupyterlab/notebook';
+
+import type { ApprovalChoice } from './approval';
+import { findPendingButton } from './approval';
+import { CommandIDs } from './keys';
+
+const PALETTE_CATEGORY = 'Co';
+
+/** None of the commands takes arguments. */
+const NO_ARGS = { args: { type: 'object' as const, properties: {} } };
+
+/** The active cell first, then the notebook's other cells, as search roots. */
+function searchRoots(tracker: INotebookTracker): HTMLElement[] {
+  const panel = tracker.currentWidget;
+  if (!panel) {
+    return [];
+  }
+  const active = panel.content.activeCell;
+  const others = panel.content.widgets.filter(cell => cell !== active);
+  return [...(active ? [active] : []), ...others].map(cell => cell.node);
+}
+
+/** Press the pending approval's button for `choice`; says so when none waits. */
+export function answerPendingApproval(
+  tracker: INotebookTracker,
+  choice: ApprovalChoice
+): boolean {
+  const button = findPendingButton(searchRoots(tracker), choice);
+  if (!button) {
+    Notification.info('No Co tool call is waiting for approval here.', {
+      autoClose: 3000
+    });
+    return false;
+  }
+  button.click();
+  return true;
+}
+
+/** Register the commands and put them in the palette. */
+export function addCommands(
+  app: JupyterFrontEnd,
+  tracker: INotebookTracker,
+  palette: ICommandPalette | null,
+  openActivity: () => Promise<void>
+): void {
+  const hasNotebook = (): boolean => tracker.currentWidget !== null;
+  const answers: Array<[string, ApprovalChoice, string, string]> = [
+    [
+      CommandIDs.approve,
+      'approve',
+      'Co: Approve the pending tool call',
+      'Run the pending tool call'
+    ],
+    [
+      CommandIDs.deny,
+      'deny',
+      'Co: Deny the pending tool call',
+      'Do not run it; the model is told and can propose something else'
+    ],
+    [
+      CommandIDs.approveAll,
+      'approve_all',
+      'Co: Approve all tool calls this session',
+      'Run the pending call and every later one without asking (yolo)'
+    ]
+  ];
+  for (const [id, choice, label, caption] of answers) {
+    app.commands.addCommand(id, {
+      label,
+      caption,
+      describedBy: NO_ARGS,
+      isEnabled: hasNotebook,
+      execute: () => answerPendingApproval(tracker, choice)
+    });
+  }
+  app.commands.addCommand(CommandIDs.openActivity, {
+    label: 'Co: Agent Activity',
+    caption: 'Sessions, turns, tool calls and decisions from the audit log',
+    describedBy: NO_ARGS,
+    execute: openActivity
+  });
+  if (palette) {
+    for (const id of Object.values(CommandIDs)) {
+      palette.addItem({ command: id, category: PALETTE_CATEGORY });
+    }
+  }
+}

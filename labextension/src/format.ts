@@ -1,0 +1,152 @@
+/**
+ * Text for people: labels, numbers, durations and arguments, shared by the
+ * card, the status bar and the activity panel.
+ */
+import type { ICoStatus, ToolStatus } from './api';
+
+/** What each status reads as on a card. */
+export const STATUS_LABELS: Record<ToolStatus, string> = {
+  running: 'running',
+  waiting: 'waiting for approval',
+  ok: 'done',
+  error: 'error',
+  denied: 'denied',
+  interrupted: 'interrupted'
+};
+
+/** What each decision means, for tooltips. */
+export const DECISION_TITLES: Record<string, string> = {
+  auto: 'No approval needed: the tool has no side effects',
+  approved: 'Approved in the notebook',
+  'approved all':
+    'Approved in the notebook, with every later call of this session (yolo)',
+  denied: 'Denied: the model was told and could propose something else',
+  yolo: 'Approved automatically: session yolo is on',
+  'safe-prefix': 'Approved automatically: a read-only command',
+  'scope-refused': 'Refused: outside the allowed scope',
+  'policy-denied': 'Refused by policy',
+  interrupted: 'The turn was interrupted before a decision',
+  'timed-out': 'Nobody answered in time: counted as denied',
+  'timed out': 'Nobody answered in time: counted as denied',
+  'rate-limited': 'Refused: a rate limit of this session was reached'
+};
+
+/** Decisions that let the call run. */
+export const ALLOWED_DECISIONS = new Set([
+  'auto',
+  'approved',
+  'approved all',
+  'yolo',
+  'safe-prefix'
+]);
+
+/** 1234 -> "1.2k", 1234567 -> "1.2M"; small numbers stay exact. */
+export function formatCount(n: number): string {
+  if (n < 1000) {
+    return String(Math.round(n));
+  }
+  if (n < 1_000_000) {
+    return `${(n / 1000).toFixed(n < 10_000 ? 1 : 0)}k`;
+  }
+  return `${(n / 1_000_000).toFixed(1)}M`;
+}
+
+/** Seconds as "0.42 s", "12.3 s" or "2 min 5 s". */
+export function formatDuration(seconds: number): string {
+  if (seconds < 10) {
+    return `${seconds.toFixed(2)} s`;
+  }
+  if (seconds < 60) {
+    return `${seconds.toFixed(1)} s`;
+  }
+  const minutes = Math.floor(seconds / 60);
+  return `${minutes} min ${Math.round(seconds - minutes * 60)} s`;
+}
+
+/** Arguments pretty-printed, whatever form they arrived in. */
+export function formatArgs(args: unknown): string {
+  if (args === null || args === undefined) {
+    return '{}';
+  }
+  if (typeof args === 'string') {
+    try {
+      return JSON.stringify(JSON.parse(args), null, 2);
+    } catch {
+      return args;
+    }
+  }
+  return JSON.stringify(args, null, 2);
+}
+
+/** Arguments on one line, `key='text', n=3`, cut at `limit` characters. */
+export function shortArgs(args: unknown, limit = 60): string {
+  let value: unknown = args;
+  if (typeof args === 'string') {
+    try {
+      value = JSON.parse(args);
+    } catch {
+      return cut(args.replace(/\s+/g, ' '), limit);
+    }
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return value === null || value === undefined
+      ? ''
+      : cut(JSON.stringify(value), limit);
+  }
+  const parts = Object.entries(value as Record<string, unknown>).map(
+    ([key, val]) =>
+      typeof val === 'string'
+        ? `${key}='${val.replace(/\s+/g, ' ')}'`
+        : `${key}=${JSON.stringify(val)}`
+  );
+  return cut(parts.join(', '), limit);
+}
+
+function cut(text: string, limit: number): string {
+  return text.length <= limit ? text : `${text.slice(0, limit - 1)}…`;
+}
+
+/** The status bar's text: `Co · provider:model · 1.2k tokens · YOLO`. */
+export function statusText(status: ICoStatus | null): string {
+  if (status === null) {
+    return 'Co';
+  }
+  const parts = ['Co', status.model ?? 'no model'];
+  const tokens = status.inputTokens + status.outputTokens;
+  parts.push(`${formatCount(tokens)} tokens`);
+  return parts.join(' · ');
+}
+
+/** The status bar's tooltip: the numbers in full. */
+export function statusTitle(status: ICoStatus | null): string {
+  if (status === null) {
+    return 'Co kernel: waiting for its status';
+  }
+  const lines = [
+    `Co ${status.version}`,
+    `Model: ${status.model ?? 'not configured (use %model provider:model)'}`,
+    `Session tokens: ${status.inputTokens.toLocaleString()} in, ` +
+      `${status.outputTokens.toLocaleString()} out over ${status.turns} turn(s)`,
+    status.yolo
+      ? 'YOLO: every tool call is approved without asking'
+      : 'Tool calls with side effects ask for approval'
+  ];
+  if (status.sessionId) {
+    lines.push(`Session ${status.sessionId}`);
+  }
+  if (status.error) {
+    lines.push(`Problem: ${status.error}`);
+  }
+  return lines.join('\n');
+}
+
+/** A Unix time as local "HH:MM:SS" today, or "YYYY-MM-DD HH:MM" otherwise. */
+export function formatTime(ts: number, now: Date = new Date()): string {
+  const date = new Date(ts * 1000);
+  const pad = (n: number): string => String(n).padStart(2, '0');
+  const time = `${pad(date.getHours())}:${pad(date.getMinutes())}`;
+  if (date.toDateString() === now.toDateString()) {
+    return `${time}:${pad(date.getSeconds())}`;
+  }
+  return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())} ${time}`;
+}

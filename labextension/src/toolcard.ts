@@ -1,0 +1,166 @@
+/**
+ * The tool-call card: a collapsible `<details>` built from the kernel's
+ * bundle. Text only (never `innerHTML`), so it is safe to render from an
+ * untrusted, saved notebook.
+ */
+import type { IToolCall } from './api';
+import { isUnifiedDiff, diffStats, parseDiff, renderDiff } from './diff';
+import {
+  ALLOWED_DECISIONS,
+  DECISION_TITLES,
+  STATUS_LABELS,
+  formatArgs,
+  formatDuration,
+  shortArgs
+} from './format';
+
+/** How the card is drawn. */
+export interface ICardOptions {
+  /** Whether the card starts expanded. */
+  open: boolean;
+  /** The shortcuts to mention on a waiting card, e.g. `Alt+Y` and `Alt+N`. */
+  shortcuts?: { approve: string; deny: string };
+  /** Called when the person expands or collapses the card. */
+  onToggle?: (open: boolean) => void;
+}
+
+function el<K extends keyof HTMLElementTagNameMap>(
+  doc: Document,
+  tag: K,
+  className: string,
+  text?: string
+): HTMLElementTagNameMap[K] {
+  const node = doc.createElement(tag);
+  node.className = className;
+  if (text !== undefined) {
+    node.textContent = text;
+  }
+  return node;
+}
+
+function section(
+  doc: Document,
+  name: string,
+  title: string,
+  body: HTMLElement
+): HTMLElement {
+  const wrap = el(doc, 'div', `co-ToolCard-section co-ToolCard-${name}`);
+  wrap.appendChild(el(doc, 'div', 'co-ToolCard-heading', title));
+  wrap.appendChild(body);
+  return wrap;
+}
+
+/** The one-line summary: status, tool, arguments, decision, duration. */
+function summary(doc: Document, call: IToolCall): HTMLElement {
+  const node = el(doc, 'summary', 'co-ToolCard-summary');
+  const status = el(
+    doc,
+    'span',
+    'co-ToolCard-status',
+    STATUS_LABELS[call.status]
+  );
+  status.dataset.status = call.status;
+  node.appendChild(status);
+  node.appendChild(el(doc, 'span', 'co-ToolCard-tool', call.tool));
+  node.appendChild(
+    el(doc, 'span', 'co-ToolCard-argsLine', `(${shortArgs(call.args)})`)
+  );
+  if (call.decision && call.decision !== call.status) {
+    const decision = el(doc, 'span', 'co-ToolCard-decision', call.decision);
+    decision.dataset.allowed = String(ALLOWED_DECISIONS.has(call.decision));
+    decision.title = DECISION_TITLES[call.decision] ?? call.decision;
+    node.appendChild(decision);
+  }
+  if (call.duration !== null) {
+    node.appendChild(
+      el(doc, 'span', 'co-ToolCard-duration', formatDuration(call.duration))
+    );
+  }
+  return node;
+}
+
+/** The card for one tool call. */
+export function renderToolCard(
+  call: IToolCall,
+  options: ICardOptions,
+  doc: Document = document
+): HTMLDetailsElement {
+  const card = el(doc, 'details', 'co-ToolCard');
+  card.dataset.status = call.status;
+  card.dataset.callId = call.callId;
+  if (call.decision) {
+    card.dataset.decision = call.decision;
+  }
+  card.open = options.open;
+  card.appendChild(summary(doc, call));
+
+  const body = el(doc, 'div', 'co-ToolCard-body');
+  if (call.status === 'waiting') {
+    const keys = options.shortcuts;
+    body.appendChild(
+      el(
+        doc,
+        'div',
+        'co-ToolCard-hint',
+        'Waiting for your decision in this cell' +
+          (keys ? ` (${keys.approve} approves, ${keys.deny} denies).` : '.')
+      )
+    );
+  }
+  body.appendChild(
+    section(
+      doc,
+      'args',
+      'Arguments',
+      el(doc, 'pre', 'co-ToolCard-pre', formatArgs(call.args))
+    )
+  );
+  if (call.detail) {
+    if (isUnifiedDiff(call.detail)) {
+      const stats = diffStats(parseDiff(call.detail));
+      body.appendChild(
+        section(
+          doc,
+          'change',
+          `Change (+${stats.added} −${stats.removed})`,
+          renderDiff(call.detail, doc)
+        )
+      );
+    } else {
+      body.appendChild(
+        section(
+          doc,
+          'change',
+          'Details',
+          el(doc, 'pre', 'co-ToolCard-pre', call.detail)
+        )
+      );
+    }
+  }
+  if (call.result !== null) {
+    body.appendChild(
+      section(
+        doc,
+        'result',
+        'Result',
+        el(doc, 'pre', 'co-ToolCard-pre', call.result || '(empty)')
+      )
+    );
+  }
+  if (call.decision) {
+    body.appendChild(
+      el(
+        doc,
+        'div',
+        'co-ToolCard-footer',
+        `Decision: ${call.decision}` +
+          (DECISION_TITLES[call.decision]
+            ? ` (${DECISION_TITLES[call.decision]})`
+            : '')
+      )
+    );
+  }
+  card.appendChild(body);
+  card.addEventListener('toggle', () => options.onToggle?.(card.open));
+  return card;
+}

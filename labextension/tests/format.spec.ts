@@ -1,0 +1,84 @@
+import { describe, expect, it } from 'vitest';
+
+import { parseCoStatus } from '../src/api';
+import {
+  formatArgs,
+  formatCount,
+  formatDuration,
+  formatTime,
+  shortArgs,
+  statusText,
+  statusTitle
+} from '../src/format';
+
+describe('numbers and durations', () => {
+  it('abbreviates large counts', () => {
+    expect([0, 999, 1000, 1234, 12_345, 1_234_567].map(formatCount)).toEqual([
+      '0',
+      '999',
+      '1.0k',
+      '1.2k',
+      '12k',
+      '1.2M'
+    ]);
+  });
+
+  it('writes durations for people', () => {
+    expect(formatDuration(0.421)).toBe('0.42 s');
+    expect(formatDuration(12.34)).toBe('12.3 s');
+    expect(formatDuration(125)).toBe('2 min 5 s');
+  });
+
+  it('writes today as a time and other days with the date', () => {
+    const now = new Date(2026, 0, 15, 12, 0, 0);
+    const today = new Date(2026, 0, 15, 9, 5, 7).getTime() / 1000;
+    const earlier = new Date(2025, 11, 31, 23, 59, 0).getTime() / 1000;
+    expect(formatTime(today, now)).toBe('09:05:07');
+    expect(formatTime(earlier, now)).toBe('2025-12-31 23:59');
+  });
+});
+
+describe('arguments', () => {
+  it('pretty-prints objects and JSON text, keeps broken JSON as sent', () => {
+    expect(formatArgs({ a: 1 })).toBe('{\n  "a": 1\n}');
+    expect(formatArgs('{"a":1}')).toBe('{\n  "a": 1\n}');
+    expect(formatArgs('{"a":')).toBe('{"a":');
+    expect(formatArgs(null)).toBe('{}');
+  });
+
+  it('shortens to one line', () => {
+    expect(shortArgs({ cmd: 'ls\n-la', n: 3 })).toBe("cmd='ls -la', n=3");
+    expect(shortArgs({ text: 'x'.repeat(100) }, 20)).toBe(
+      `text='${'x'.repeat(13)}…`
+    );
+    expect(shortArgs(null)).toBe('');
+  });
+});
+
+describe('status bar text', () => {
+  const status = parseCoStatus({
+    version: '0.1.0',
+    session_id: 'abc',
+    model: 'compat:scripted',
+    turns: 2,
+    input_tokens: 1200,
+    output_tokens: 34,
+    yolo: true,
+    approval_mode: 'ask'
+  });
+
+  it('shows model and session tokens', () => {
+    expect(statusText(status)).toBe('Co · compat:scripted · 1.2k tokens');
+    expect(statusText(null)).toBe('Co');
+    expect(statusText(parseCoStatus({ version: '0.1.0', model: null }))).toBe(
+      'Co · no model · 0 tokens'
+    );
+  });
+
+  it('spells the numbers out in the tooltip', () => {
+    const title = statusTitle(status);
+    expect(title).toContain('Model: compat:scripted');
+    expect(title).toContain('Session tokens: 1,200 in, 34 out over 2 turn(s)');
+    expect(title).toContain('YOLO: every tool call is approved without asking');
+  });
+});

@@ -1,0 +1,95 @@
+"""The activity panel's data, read from a real SQLite audit log."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from co_kernel.server import ActivityQuery, parse_query, read_activity
+from co_kernel.telemetry import AuditEvent, AuditLog
+
+
+def _log(path: Path, *events: AuditEvent) -> None:
+    log = AuditLog(path)
+    for event in events:
+        log.record(event)
+    log.close()
+
+
+def test_missing_database_is_an_empty_log_and_stays_missing(tmp_path: Path) -> None:
+    db = tmp_path / "data" / "telemetry.db"
+    data = read_activity(db, ActivityQuery())
+    assert data["rows"] == [] and data["sessions"] == [] and data["tools"] == []
+    assert "approved" in data["decisions"]
+    assert not db.exists() and not db.parent.exists()
+
+
+def test_filters_and_session_summary(tmp_path: Path) -> None:
+    db = tmp_path / "telemetry.db"
+    _log(
+        db,
+        AuditEvent("s1", "run_shell_command", "approved", turn=1, target="ls", ts=1000.0),
+        AuditEvent("s1", "run_shell_command", "denied", turn=2, status="denied", ts=1010.0),
+        AuditEvent("s1", "read_file", "auto", turn=2, target="a.md", ts=1020.0),
+        AuditEvent("s2", "web_fetch", "scope-refused", turn=1, status="refused", ts=2000.0),
+    )
+    everything = read_activity(db, ActivityQuery())
+    assert [r["tool"] for r in everything["rows"]] == [
+        "web_fetch",
+        "read_file",
+        "run_shell_command",
+        "run_shell_command",
+    ]
+    assert everything["tools"] == ["read_file", "run_shell_command", "web_fetch"]
+    s2, s1 = everything["sessions"]
+    assert (s1["session_id"], s1["turns"], s1["calls"], s1["refused"]) == ("s1", 2, 3, 1)
+    assert (s1["first"], s1["last"]) == (1000.0, 1020.0)
+    assert (s2["session_id"], s2["calls"], s2["refused"]) == ("s2", 1, 1)
+
+    denied = read_activity(db, ActivityQuery(decision="denied"))
+    assert [(r["session_id"], r["turn"]) for r in denied["rows"]] == [("s1", 2)]
+    # The choices ignore the other filters, so a person can switch without clearing.
+    assert len(denied["sessions"]) == 2
+
+    one_tool = read_activity(db, ActivityQuery(session_id="s1", tool="run_shell_command"))
+    assert [r["decision"] for r in one_tool["rows"]] == ["denied", "approved"]
+
+    recent = read_activity(db, ActivityQuery(since=1015.0))
+    assert [r["tool"] for r in recent["rows"]] == ["web_fetch", "read_file"]
+    assert [s["session_id"] for s in recent["sessions"]] == ["s2", "s1"]
+    assert recent["sessions"][1]["calls"] == 1
+
+    assert len(read_activity(db, ActivityQuery(limit=1))["rows"]) == 1
+
+
+def test_unknown_decisions_are_offered_after_the_known_ones(tmp_path: Path) -> None:
+    db = tmp_path / "telemetry.db"
+    _log(db, AuditEvent("s", "model_request", "rate-limited", status="refused"))
+    decisions = read_activity(db, ActivityQuery())["decisions"]
+    assert decisions[-1] == "rate-limited"
+    assert decisions.index("approved") < decisions.index("rate-limited")
+
+
+def test_parse_query_accepts_the_filters() -> None:
+    query = parse_query(
+        {"session": "s1", "tool": "t", "decision": "denied", "since": "12.5", "limit": "10"}
+    )
+    assert query == ActivityQuery("s1", "t", "denied", 12.5, 10)
+    assert parse_query({"session": "", "since": ""}) == ActivityQuery()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"since": "yesterday"}, "since must be a Unix time in seconds, not 'yesterday'"),
+        ({"since": "nan"}, "since must be a Unix time"),
+        ({"since": "-5"}, "since must be a Unix time"),
+        ({"limit": "0"}, "limit must be a whole number from 1 to 2000"),
+        ({"limit": "many"}, "limit must be a whole number from 1 to 2000"),
+        ({"user": "x"}, "unknown filter user; use session, tool, decision, since or limit"),
+    ],
+)
+def test_parse_query_names_the_bad_filter(args: dict[str, str], message: str) -> None:
+    with pytest.raises(ValueError, match="^" + message.replace("(", r"\(")):
+        parse_query(args)
