@@ -118,11 +118,12 @@ class Tracing:
     def instrumentation(self) -> AbstractCapability[Any]:
         """pydantic-ai's instrumentation capability, reporting to this provider."""
         from opentelemetry.metrics import NoOpMeterProvider
-        from pydantic_ai.capabilities import Instrumentation
         from pydantic_ai.models.instrumented import InstrumentationSettings
 
-        return Instrumentation(
-            settings=InstrumentationSettings(
+        from ._instrumentation import instrumentation
+
+        return instrumentation(
+            InstrumentationSettings(
                 tracer_provider=self.provider,
                 # Co stores spans, not metrics (token usage is on the spans). Without this,
                 # pydantic-ai records into the process's global meter provider: whatever
