@@ -264,6 +264,7 @@ class CellDispatcher:
         if self._session is None:
             return
         session, self._session = self._session, None
+        await session.mcp.close()
         session.close()
         sandbox = session.deps.sandbox
         if sandbox is not None:

@@ -107,6 +107,13 @@ class ChatSession:
         """Model ids providers listed when asked (`%model`), for Tab completion."""
         self._store = store
         self._store_failed = False
+        from ..mcp import McpManager, mcp_log_dir
+
+        self.mcp = McpManager(
+            loaded.settings.mcp_servers, workspace=workspace, log_dir=mcp_log_dir()
+        )
+        """The session's MCP servers; they start connecting now, in the background."""
+        self.mcp.start()
 
     @property
     def settings(self) -> Any:
@@ -185,6 +192,10 @@ class ChatSession:
                     for b in self.toolsets
                 ]
             toolsets = [b.toolset for b in self.toolsets if b.toolset is not None]
+            if handle.supports_tools:
+                # Always there, so `%mcp reload` can add servers to a built agent.
+                self.mcp.reserve(self.toolsets)
+                toolsets.append(self.mcp.toolset)
             self._agent = build_agent(
                 handle.model,
                 self.settings,
@@ -468,6 +479,7 @@ class ChatSession:
             self.deps.audit = self.telemetry.audit_log()
         for problem in self.telemetry.take_problems():
             frontend.on_notice(problem, "warning")
+        await self.mcp.before_turn(lambda text: frontend.on_notice(text, "warning"))
         with self.telemetry.turn(
             session_id=self.deps.session_id,
             turn=self.deps.turn_index,
@@ -484,6 +496,7 @@ class ChatSession:
                 model_label=handle.label,
             )
             span.finish(result)
+        self.mcp.after_turn()
         self.history = result.messages
         if len(self.history) > start:
             usage = result.usage
