@@ -47,7 +47,9 @@ def format_servers(manager: McpManager) -> str:
     tool_rows = []
     for name, server in manager.servers.items():
         spec = server.spec
-        transport = f"{spec.transport}: {spec.describe()}"
+        names = spec.secret_names()
+        # The names first: a long command line is cut at the end, not them.
+        transport = f"{spec.transport}{f' ({names})' if names else ''}: {spec.describe()}"
         rows.append((f"`{name}`", transport, spec.approval, manager.state_text(server)))
         approval = "asks first" if server.needs_approval else "runs without asking"
         for tool, description in server.tools.items():

@@ -273,13 +273,18 @@ class McpManager:
         log_path = self._log_path(server)
         offset = 0
         try:
+            # The MCP client stack takes seconds to import: not on the kernel's event loop.
+            await asyncio.to_thread(_import_client)
             log_path.parent.mkdir(parents=True, exist_ok=True)
             offset = log_path.stat().st_size if log_path.exists() else 0
             connection = self._open(server, log_path)
         except KeyError as exc:
             self.fail(server, f"the environment variable `{exc.args[0]}` it names is not set")
             return
-        except (OSError, ValueError) as exc:
+        except ImportError as exc:
+            self.fail(server, f"the MCP client is not installed ({exc}); install co-kernel again")
+            return
+        except Exception as exc:  # a bad cwd, a transport that refuses the spec
             self.fail(server, _describe(exc, spec))
             return
         entered = False
@@ -399,6 +404,11 @@ class McpManager:
             )
             for name, s in self.servers.items()
         ]
+
+
+def _import_client() -> None:
+    import fastmcp.client.transports  # noqa: F401
+    import pydantic_ai.mcp  # noqa: F401
 
 
 async def _close_quietly(connection: MCPToolset[Any]) -> None:

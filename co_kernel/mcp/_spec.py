@@ -105,25 +105,32 @@ class McpServerSpec(BaseModel):
         return name if self.prefix is None else self.prefix
 
     def describe(self) -> str:
-        """Where the server is, without a secret: env and header values are left out."""
+        """Where the server is: its command line or URL (env and headers are separate)."""
         if self.command is not None:
-            text = " ".join([self.command, *self.args])
-            if self.env:
-                text += f" (env: {', '.join(sorted(self.env))})"
-            return text
-        text = self.url or ""
+            return " ".join([self.command, *self.args])
+        return self.url or ""
+
+    def secret_names(self) -> str:
+        """The names of its env variables or headers, never their values ('' for none)."""
+        if self.env:
+            return f"env: {', '.join(sorted(self.env))}"
         if self.headers:
-            text += f" (headers: {', '.join(sorted(self.headers))})"
-        return text
+            return f"headers: {', '.join(sorted(self.headers))}"
+        return ""
 
     def secret_values(self) -> list[str]:
-        """Env and header values, with ``${VAR}`` expanded: what the redactor must hide."""
+        """Env and header values, expanded, and the variables they name: for the redactor."""
         values = [v.get_secret_value() for v in [*self.env.values(), *self.headers.values()]]
-        expanded = []
+        found = list(values)
         for value in values:
             with contextlib.suppress(KeyError):  # a missing variable: nothing to hide
-                expanded.append(expand_vars(value))
-        return values + expanded
+                found.append(expand_vars(value))
+            found += [
+                os.environ[name]
+                for name in _VAR.findall(value)
+                if name != PYTHON_VAR and name in os.environ
+            ]
+        return found
 
 
 def expand_vars(text: str, environ: Mapping[str, str] | None = None) -> str:

@@ -91,7 +91,7 @@ def test_http_server_tools_use_their_prefix_and_headers_stay_secret(
     listing = kernel.execute("%mcp")
     text = listing.text()
     assert "`remote_shout`" in text and "connected, 3 tools" in text
-    assert "headers: Authorization" in text
+    assert "| `web` | http (headers: Authorization): http://127.0.0.1:" in text
     status = kernel.execute("%status").text()
     assert "| mcp | web | connected, 3 tools (http, trust) |" in status
     for shown in (text, status, result.text()):
