@@ -61,7 +61,8 @@ class McpServerSpec(BaseModel):
         default_factory=dict, description="HTTP headers (values are secrets: never shown)"
     )
     prefix: str | None = Field(
-        None, description="Tool names become <prefix>_<tool>; default the server's name"
+        None,
+        description="Tool names become <prefix>_<tool>; default the server's name, '' for none",
     )
     approval: Literal["ask", "trust"] = Field(
         "ask", description="ask: every call waits for approval; trust: calls run at once"

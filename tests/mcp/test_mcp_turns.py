@@ -160,6 +160,7 @@ def test_servers_that_cannot_start_are_reported_once_and_the_rest_work(
     servers = {
         "calc": tool_servers.stdio("calc", approval="trust"),
         "missing": {"command": "co-test-no-such-command"},
+        "sleeper": {"command": "sleep", "args": ["60"], "start_timeout": 1},
         "quitter": {
             "command": tool_servers.stdio("x")["command"],
             "args": [
@@ -191,6 +192,7 @@ def test_servers_that_cannot_start_are_reported_once_and_the_rest_work(
     )
     assert "MCP server `quitter` could not start: the process exited" in text
     assert "cannot find my config" in text
+    assert "MCP server `sleeper` could not start: it did not answer within 1 s" in text
     assert "Seven." in text
     assert "Traceback" not in text
     second = kernel.execute("anything else?")
@@ -273,3 +275,23 @@ def test_a_server_dying_during_a_call_ends_that_call_not_the_turn(
     assert card["status"] == "error"
     assert model_server.errors == []
     assert [c["tool"] for c in tool_servers.calls("calc")] == ["crash"]
+
+
+def test_kernel_shutdown_stops_the_stdio_servers(start_kernel, tool_servers: ToolServers):
+    import os
+    import time
+
+    kernel = start_kernel(mcp_env({"calc": tool_servers.stdio("calc", approval="trust")}))
+    assert "connected, 3 tools" in kernel.execute("%mcp").text()
+    pid = tool_servers.pid("calc")
+    os.kill(pid, 0)  # running
+    kernel.shutdown()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"the MCP server (pid {pid}) outlived its kernel")
