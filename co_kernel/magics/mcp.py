@@ -11,9 +11,11 @@ are never shown.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 from typing import TYPE_CHECKING
 
+from ..exceptions import ConfigError
 from . import MagicContext, MagicError
 from ._render import table
 
@@ -45,6 +47,8 @@ def format_servers(manager: McpManager) -> str:
         return _NONE_CONFIGURED
     rows = []
     tool_rows = []
+    unoffered = []
+    offered = manager.offered()
     for name, server in manager.servers.items():
         spec = server.spec
         names = spec.secret_names()
@@ -53,9 +57,11 @@ def format_servers(manager: McpManager) -> str:
         rows.append((f"`{name}`", transport, spec.approval, manager.state_text(server)))
         approval = "asks first" if server.needs_approval else "runs without asking"
         for tool, description in server.tools.items():
-            if server.state == "connected" and tool not in server.skipped:
+            if offered.get(tool) is server:
                 first_line = description.splitlines()[0] if description else ""
                 tool_rows.append((f"`{tool}`", name, approval, first_line))
+            elif server.state == "connected":
+                unoffered.append(f"`{tool}` of `{name}`")
     parts = [
         f"**MCP servers** ({len(rows)})\n\n"
         + table(["server", "transport", "approval", "state"], rows)
@@ -67,6 +73,11 @@ def format_servers(manager: McpManager) -> str:
         )
     else:
         parts.append("No MCP tools are offered right now.")
+    if unoffered:
+        parts.append(
+            f"Not offered, the name is taken: {', '.join(unoffered)}. "
+            "Give the server another `prefix`."
+        )
     return "\n\n".join(parts)
 
 
@@ -101,6 +112,9 @@ async def run(ctx: MagicContext, args: str) -> str:
     manager = ctx.session.mcp
     words = args.split()
     if not words:
+        with contextlib.suppress(ConfigError):
+            # Learns the names of Co's own tools, which MCP tools may not take.
+            ctx.session.ensure_agent()
         await manager.ready()
         await manager.check()
         notices = manager.take_notices()

@@ -62,8 +62,6 @@ class McpServer:
     """The open connection while connected."""
     exposed: AbstractToolset[Any] | None = None
     """The connection as the agent sees it: prefixed, and asking approval under `ask`."""
-    reported: bool = True
-    """Whether the person has been told about the current failure."""
     task: asyncio.Task[None] | None = None
     """The connect in progress."""
     skipped: set[str] = field(default_factory=set)
@@ -85,17 +83,27 @@ class McpServer:
 class McpManager:
     """Owns the session's MCP connections and what the person is told about them."""
 
-    def __init__(self, specs: dict[str, McpServerSpec], *, workspace: Path, log_dir: Path) -> None:
+    def __init__(
+        self,
+        specs: dict[str, McpServerSpec],
+        *,
+        workspace: Path,
+        log_dir: Path,
+        redact: Callable[[str], str] = str,
+    ) -> None:
         from ._toolset import McpServersToolset
 
         self.workspace = workspace
         self.log_dir = log_dir
+        self.redact = redact
+        """Applied to every failure reason: it may quote a URL, an argument or stderr."""
         self.servers: dict[str, McpServer] = {n: McpServer(n, s) for n, s in specs.items()}
         self.reserved: set[str] = set()
         """Names of Co's own tools: an MCP tool of the same name is not offered."""
         self.toolset: McpServersToolset = McpServersToolset(self)
         """The one toolset the agent gets for all servers; it offers the connected ones."""
-        self._pending: list[str] = []
+        self._pending: list[tuple[str, str]] = []
+        """(server, text) of reports not shown yet."""
         self._notify: Callable[[str], None] | None = None
         self._closing: set[asyncio.Task[None]] = set()
 
@@ -115,6 +123,19 @@ class McpManager:
 
     def connected(self) -> list[McpServer]:
         return [s for s in self.servers.values() if s.state == "connected"]
+
+    def offered(self) -> dict[str, McpServer]:
+        """Tool name -> server of every MCP tool the model is offered.
+
+        A name Co's own tools use is not offered; of two servers with the same tool name
+        the one listed first in `mcp_servers` keeps it (``_toolset.py`` applies the same rule).
+        """
+        taken: dict[str, McpServer] = {}
+        for server in self.connected():
+            for name in server.tools:
+                if name not in self.reserved and name not in taken:
+                    taken[name] = server
+        return taken
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -166,17 +187,16 @@ class McpManager:
         server.task = asyncio.get_running_loop().create_task(self._connect(server))
         await asyncio.wait([server.task])
         # The person reads the outcome in the magic's output: no notice in a later cell.
-        server.reported = True
+        self._pending = [(n, text) for n, text in self._pending if n != name]
         return server
 
     async def reload(self, specs: dict[str, McpServerSpec]) -> list[str]:
         """Take a new `mcp_servers` setting: close every server, connect the new set."""
         await self.close()
         self.servers = {n: McpServer(n, s) for n, s in specs.items()}
-        self._pending = []
         await self.ready()
-        for server in self.servers.values():
-            server.reported = True
+        # The magic shows every server's state: nothing is left to report later.
+        self._pending = []
         return list(self.servers)
 
     async def close(self) -> None:
@@ -198,9 +218,9 @@ class McpManager:
         if server.state == "failed":
             return
         was_connected = server.state == "connected"
+        reason = self.redact(reason)
         server.state = "failed"
         server.reason = reason
-        server.reported = False
         log.warning("MCP server %s failed: %s", server.name, reason)
         connection, server.connection, server.exposed = server.connection, None, None
         if connection is not None:
@@ -218,7 +238,7 @@ class McpManager:
                 f"MCP server `{server.name}` could not start: {reason}. The session goes on "
                 f"without its tools; see `%mcp`, then `%mcp restart {server.name}`."
             )
-        self._report(server, text)
+        self._say(server.name, text)
 
     def skip_tool(self, server: McpServer, tool: str, why: str) -> None:
         """Say once that one of a server's tools is not offered."""
@@ -226,22 +246,19 @@ class McpManager:
             return
         server.skipped.add(tool)
         self._say(
+            server.name,
             f"MCP server `{server.name}`: tool `{tool}` is not offered: {why}. "
-            f"Give the server another `prefix` in `mcp_servers`."
+            f"Give the server another `prefix` in `mcp_servers`.",
         )
 
-    def _report(self, server: McpServer, text: str) -> None:
-        server.reported = True
-        self._say(text)
-
-    def _say(self, text: str) -> None:
+    def _say(self, server: str, text: str) -> None:
         if self._notify is not None:
             try:
                 self._notify(text)
                 return
             except Exception:  # a finished cell's frontend: keep it for the next one
                 log.debug("MCP notice could not be shown", exc_info=True)
-        self._pending.append(text)
+        self._pending.append((server, text))
 
     async def before_turn(self, notify: Callable[[str], None]) -> None:
         """Wait for servers still starting, check the others, and show what went wrong."""
@@ -257,7 +274,7 @@ class McpManager:
     def take_notices(self) -> list[str]:
         """Reports not yet shown (a magic shows them instead of the next turn)."""
         pending, self._pending = self._pending, []
-        return pending
+        return [text for _, text in pending]
 
     def after_turn(self) -> None:
         """Failures found after this point wait for the next cell."""
@@ -375,10 +392,11 @@ class McpManager:
         for server in self.servers.values():
             label = f"mcp:{server.name}"
             if server.state == "connected":
+                offered = self.offered()
                 approval = {
                     name: server.needs_approval
                     for name in server.tools
-                    if name not in server.skipped
+                    if offered.get(name) is server
                 }
                 builds.append(ToolsetBuild(label, server.exposed, approval=approval))
             else:
@@ -387,7 +405,7 @@ class McpManager:
 
     def state_text(self, server: McpServer) -> str:
         if server.state == "connected":
-            count = len(server.tools) - len(server.skipped)
+            count = sum(1 for s in self.offered().values() if s is server)
             return f"connected, {count} tool{'s' if count != 1 else ''}"
         if server.state == "failed":
             return f"failed: {server.reason}"

@@ -110,7 +110,10 @@ class ChatSession:
         from ..mcp import McpManager, mcp_log_dir
 
         self.mcp = McpManager(
-            loaded.settings.mcp_servers, workspace=workspace, log_dir=mcp_log_dir()
+            loaded.settings.mcp_servers,
+            workspace=workspace,
+            log_dir=mcp_log_dir(),
+            redact=self.telemetry.redact,
         )
         """The session's MCP servers; they start connecting now, in the background."""
         self.mcp.start()

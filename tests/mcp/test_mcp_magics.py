@@ -15,12 +15,16 @@ def test_mcp_lists_servers_and_tools_restart_checks_names_and_tools_shows_approv
     servers = {
         "calc": tool_servers.stdio("calc", prefix="math", approval="trust"),
         "notes": tool_servers.stdio("notes", env={"API_TOKEN": "tok-secret-value-123"}),
+        # Same prefix as calc: its tools clash, calc (listed first) keeps them.
+        "twin": tool_servers.stdio("twin", prefix="math", approval="trust"),
     }
     kernel = start_kernel(mcp_env(servers))
     listing = kernel.execute("%mcp")
     assert listing.status == "ok"
     text = listing.markdown()
-    assert "**MCP servers** (2)" in text
+    assert "**MCP servers** (3)" in text
+    assert "| `twin` | stdio: " in text and "| trust | connected, 0 tools |" in text
+    assert "Not offered, the name is taken: `math_add` of `twin`, `math_shout` of `twin`" in text
     assert "| `calc` | stdio: " in text and "| trust | connected, 3 tools |" in text
     assert "| `notes` | stdio (env: API_TOKEN): " in text
     assert "| ask | connected, 3 tools |" in text
@@ -35,8 +39,9 @@ def test_mcp_lists_servers_and_tools_restart_checks_names_and_tools_shows_approv
 
     unknown = kernel.execute("%mcp restart calk")
     assert unknown.status == "error"
-    assert "There is no MCP server `calk`. Did you mean `calc`? Configured: `calc`, `notes`." in (
-        unknown.stderr
+    assert (
+        "There is no MCP server `calk`. Did you mean `calc`? Configured: `calc`, `notes`, `twin`."
+        in (unknown.stderr)
     )
     assert "Traceback" not in unknown.text()
     bad = kernel.execute("%mcp restrat calc")
@@ -45,6 +50,7 @@ def test_mcp_lists_servers_and_tools_restart_checks_names_and_tools_shows_approv
 
     assert complete(kernel, "%mcp re")["matches"] == ["restart", "reload"]
     assert complete(kernel, "%mcp restart no")["matches"] == ["notes"]
+    assert complete(kernel, "%mcp restart t")["matches"] == ["twin"]
     assert complete(kernel, "%mc")["matches"] == ["%mcp"]
 
 

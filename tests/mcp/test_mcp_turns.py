@@ -181,6 +181,7 @@ def test_servers_that_cannot_start_are_reported_once_and_the_rest_work(
             },
             {"expect": {"tool_result_contains": "7"}, "text": "Seven."},
             {"text": "Still here."},
+            {"text": "And now."},
         ]
     )
     first = kernel.execute("add 3 and 4")
@@ -207,6 +208,14 @@ def test_servers_that_cannot_start_are_reported_once_and_the_rest_work(
     )
     listing = kernel.execute("%mcp").text()
     assert "failed: the process exited" in listing
+    # A restart that fails again says so in its own cell, not again in the next turn.
+    restart = kernel.execute("%mcp restart missing")
+    assert restart.status == "ok"
+    assert "❌ MCP server `missing` did not start: the command `co-test-no-such-command`" in (
+        restart.text()
+    )
+    later = kernel.execute("and now?")
+    assert later.status == "ok" and "MCP server" not in later.text()
 
 
 def test_a_server_killed_between_turns_is_reported_once_and_restart_brings_it_back(
