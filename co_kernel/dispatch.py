@@ -170,6 +170,9 @@ class CellDispatcher:
         if self.warmup is not None:
             await self.warmup
             self.warmup = None
+        # MCP servers connect in the background from the first cell on (after the warm-up:
+        # their client is imported in a thread too).
+        self.session.mcp.start()
         self._report_settings_problems()
         if stripped.startswith("!"):
             self.notebook.record(CellRecord("shell", stripped))

@@ -91,8 +91,6 @@ class McpManager:
         log_dir: Path,
         redact: Callable[[str], str] = str,
     ) -> None:
-        from ._toolset import McpServersToolset
-
         self.workspace = workspace
         self.log_dir = log_dir
         self.redact = redact
@@ -100,12 +98,23 @@ class McpManager:
         self.servers: dict[str, McpServer] = {n: McpServer(n, s) for n, s in specs.items()}
         self.reserved: set[str] = set()
         """Names of Co's own tools: an MCP tool of the same name is not offered."""
-        self.toolset: McpServersToolset = McpServersToolset(self)
-        """The one toolset the agent gets for all servers; it offers the connected ones."""
+        self._toolset: McpServersToolset | None = None
+        self._client_import: asyncio.Future[None] | None = None
         self._pending: list[tuple[str, str]] = []
         """(server, text) of reports not shown yet."""
         self._notify: Callable[[str], None] | None = None
         self._closing: set[asyncio.Task[None]] = set()
+
+    @property
+    def toolset(self) -> McpServersToolset:
+        """The one toolset the agent gets for all servers; it offers the connected ones."""
+        if self._toolset is None:
+            # Imported here, not with the session: a session may be created while the
+            # kernel's warm-up thread is still importing pydantic-ai.
+            from ._toolset import McpServersToolset
+
+            self._toolset = McpServersToolset(self)
+        return self._toolset
 
     @property
     def configured(self) -> bool:
@@ -282,6 +291,14 @@ class McpManager:
 
     # -- connecting --------------------------------------------------------
 
+    async def _import_client(self) -> None:
+        """Import the MCP client stack once, in a thread: it takes seconds, and two
+        threads importing the same modules at once can see them half-initialised."""
+        if self._client_import is None:
+            loop = asyncio.get_running_loop()
+            self._client_import = loop.run_in_executor(None, _import_client)
+        await asyncio.shield(self._client_import)
+
     def _log_path(self, server: McpServer) -> Path:
         return self.log_dir / f"{server.name}.log"
 
@@ -290,8 +307,7 @@ class McpManager:
         log_path = self._log_path(server)
         offset = 0
         try:
-            # The MCP client stack takes seconds to import: not on the kernel's event loop.
-            await asyncio.to_thread(_import_client)
+            await self._import_client()
             log_path.parent.mkdir(parents=True, exist_ok=True)
             offset = log_path.stat().st_size if log_path.exists() else 0
             connection = self._open(server, log_path)

@@ -115,8 +115,7 @@ class ChatSession:
             log_dir=mcp_log_dir(),
             redact=self.telemetry.redact,
         )
-        """The session's MCP servers; they start connecting now, in the background."""
-        self.mcp.start()
+        """The session's MCP servers; the kernel starts them with its first cell."""
 
     @property
     def settings(self) -> Any:
