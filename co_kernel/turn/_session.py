@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -174,32 +174,18 @@ class ChatSession:
     def ensure_agent(self) -> tuple[Agent[CoDeps, Any], ModelHandle]:
         """Build the model and agent on first use; raises ConfigError with the fix."""
         if self._agent is None or self._handle is None:
-            from ..tools import collect_toolsets
-            from ._agent import build_agent
+            from ._agent import build_session_agent
 
-            configured = self.model_override or self.settings.model
-            handle = build_model(self.settings, configured, base_dir=self.deps.workspace)
-            self.toolsets = collect_toolsets(self.settings)
-            self.tools_unavailable = None
-            if not handle.supports_tools:
-                self.tools_unavailable = (
-                    f"`{handle.label}` has no tool support, so Co offers it no tools. "
-                    "Choose a tool-capable model with `%model` to use them."
-                )
-                self.toolsets = [
-                    replace(b, toolset=None, reason=b.reason or self.tools_unavailable)
-                    for b in self.toolsets
-                ]
-            toolsets = [b.toolset for b in self.toolsets if b.toolset is not None]
-            self._agent = build_agent(
-                handle.model,
+            built = build_session_agent(
                 self.settings,
-                toolsets,
-                compact_prompt=handle.compact_prompt,
-                model_settings=handle.model_settings,
+                self.model_override or self.settings.model,
+                base_dir=self.deps.workspace,
                 capabilities=self.telemetry.capabilities(),
             )
-            self._handle = handle
+            self.toolsets = built.toolsets
+            self.tools_unavailable = built.tools_unavailable
+            self._agent = built.agent
+            self._handle = built.handle
         return self._agent, self._handle
 
     async def _prepare(self, handle: ModelHandle, frontend: FrontendProtocol) -> bool:
