@@ -56,7 +56,7 @@ async def run(ctx: MagicContext, args: str) -> str:
 async def _restore_model(session: ChatSession, stored: str | None) -> str | None:
     """Switch to the model the conversation was saved with, if it can still be used."""
     from ..exceptions import ConfigError
-    from ..turn._providers import parse_model_string
+    from ..turn._providers import default_model_string, parse_model_string
     from .model import check_model
 
     current = session.model_string
@@ -65,6 +65,13 @@ async def _restore_model(session: ChatSession, stored: str | None) -> str | None
     try:
         if current and parse_model_string(stored) == parse_model_string(current):
             return None
+        if stored == default_model_string(session.settings):
+            # It ran on the bundled model only because nothing was configured then; a model
+            # configured or chosen since is the better one to go on with.
+            return (
+                f"It was answered by `{stored}`, Co's small default model; Co keeps "
+                f"**{current}** (switch with `%model`)."
+            )
         probe = await check_model(session, stored)
     except ConfigError as exc:
         ok, detail = False, str(exc)

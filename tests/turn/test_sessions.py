@@ -7,8 +7,12 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
+from co_kernel.config import Settings
 from co_kernel.store import SessionStore, TurnRow
 from co_kernel.testing import ScriptedModelServer, synthetic_history
+from co_kernel.turn._providers import default_model_string
 
 from ..kernel_harness import CoKernel
 
@@ -296,6 +300,24 @@ def test_resume_keeps_the_current_model_when_the_stored_one_cannot_be_used(
     assert kernel.execute("Go on").status == "ok"
     assert model_server.requests[-1]["model"] == "scripted"
     assert model_server.errors == []
+
+
+@pytest.mark.skipif(
+    default_model_string(Settings()) is None, reason="the bundled local model is not installed"
+)
+def test_resume_does_not_fall_back_to_the_bundled_default_model(
+    start_kernel: Callable[..., CoKernel], model_server: ScriptedModelServer, co_home: Path
+) -> None:
+    default = default_model_string(Settings())
+    store = _store(co_home)
+    turns = [TurnRow(prompt="prompt 0: what next?", start=0)]
+    store.save("defa0175" * 4, synthetic_history(1), turns, workspace="/w", model=default)
+    store.close()
+    kernel = start_kernel()
+    resumed = kernel.execute("%resume defa0175")
+    assert resumed.status == "ok", resumed.stderr
+    assert f"It was answered by `{default}`, Co's small default model" in resumed.markdown()
+    assert kernel.execute("%model").markdown().startswith("Model: **compat:scripted**")
 
 
 def test_two_kernels_resuming_one_session_fork_instead_of_interleaving(
