@@ -48,8 +48,10 @@ def new_co_home(notebook: str) -> str:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if getattr(config.option, "nbval_sanitize_with", "unset") is None:
-        config.option.nbval_sanitize_with = str(SANITIZE)
+    option = config.option
+    # Only when nobody chose a file (nbval reads one); `--sanitize-with` is its old name.
+    if getattr(option, "nbval_sanitize_with", "") is None and not option.sanitize_with:
+        option.nbval_sanitize_with = str(SANITIZE)
 
 
 @pytest.hookimpl(wrapper=True)
