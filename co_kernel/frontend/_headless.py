@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..turn._approval import decision_label
 from ..turn._frontend import (
     ApprovalDecision,
@@ -47,7 +49,9 @@ class HeadlessFrontend(BaseFrontend):
         call = self._calls.pop(result.call_id, None) or ToolCallView(
             result.call_id, result.name, None
         )
-        self._pub.display(tool_call_bundle(call, result))
+        # No duration on the card: it differs on every run, and a headless notebook's
+        # outputs are compared as they are (nbval; its sanitizers cannot reach JSON).
+        self._pub.display(tool_call_bundle(call, replace(result, duration=None)))
 
     async def prompt_approval(self, request: ApprovalRequest) -> ApprovalDecision:
         self.on_text_commit()
