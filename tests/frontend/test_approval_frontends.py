@@ -198,3 +198,26 @@ def test_headless_card_leaves_out_the_duration_so_reruns_compare_equal() -> None
         assert card["duration"] is None and card["decision"] == "safe-prefix"
         shown.append(list(outputs.outputs.values()))
     assert shown[0] == shown[1]
+
+
+def test_headless_cards_follow_call_order_whatever_order_the_results_come_in() -> None:
+    outputs = KeptOutputs()
+    frontend = HeadlessFrontend(outputs, "approve")
+    for call_id in ("first", "second", "third"):
+        frontend.on_tool_call(ToolCallView(call_id, "read_file", {"path": f"{call_id}.md"}))
+    frontend.on_tool_result(ToolResultView("third", "read_file", "3"))
+    frontend.on_tool_result(ToolResultView("second", "read_file", "2"))
+    assert outputs.cards() == [], "nothing shown before the first call's result"
+    frontend.on_tool_result(ToolResultView("first", "read_file", "1"))
+    assert [c["call_id"] for c in outputs.cards()] == ["first", "second", "third"]
+
+
+def test_headless_interrupt_shows_finished_results_behind_an_unfinished_call() -> None:
+    outputs = KeptOutputs()
+    frontend = HeadlessFrontend(outputs, "approve")
+    frontend.on_tool_call(ToolCallView("slow", "run_shell_command", {"cmd": "sleep 60"}))
+    frontend.on_tool_call(ToolCallView("fast", "read_file", {"path": "a.md"}))
+    frontend.on_tool_result(ToolResultView("fast", "read_file", "done"))
+    frontend.on_turn_end(TurnSummary(model="m", interrupted=True))
+    cards = [(c["call_id"], c["status"]) for c in outputs.cards()]
+    assert cards == [("slow", "interrupted"), ("fast", "ok")]
