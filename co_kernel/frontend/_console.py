@@ -4,18 +4,24 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 
 from ..turn._approval import INTERRUPTED, decision_label
 from ..turn._frontend import (
     ApprovalDecision,
     ApprovalRequest,
+    FrontendProtocol,
     NoticeLevel,
+    SubagentView,
+    TodoView,
     ToolCallView,
     ToolResultView,
     TurnSummary,
 )
 from ._base import DECISION_TEXT, NOTICE_PREFIX, Approver, BaseFrontend, approval_text
 from ._publisher import Publisher
+from ._subagent import ConsoleSubagentFrontend
+from ._todos import todos_text
 from ._toolcard import short_args
 
 __all__ = ["ConsoleFrontend"]
@@ -80,6 +86,15 @@ class ConsoleFrontend(BaseFrontend):
     def _line(self, text: str) -> None:
         self._pub.stream("stdout", text + "\n")
         self._pub.flush()
+
+    def on_todos(self, todos: Sequence[TodoView]) -> None:
+        # A console cannot update in place: the whole (short) list each time it changes.
+        self.on_text_commit()
+        self._line(todos_text(todos))
+
+    def start_subagent(self, view: SubagentView) -> FrontendProtocol:
+        self.on_text_commit()
+        return ConsoleSubagentFrontend(self, view, self._pub)
 
     def on_status(self, message: str) -> None:
         self._pub.stream("stderr", f"{message}\n")

@@ -82,9 +82,14 @@ def tool_call_bundle(
         "result": _result_text(result.content) if result else None,
         "detail": call.detail,
         "needs_approval": call.needs_approval,
+        "agent": call.agent,
     }
     shown_status = "waiting for approval" if status == "waiting" else status
-    summary_bits = [f"{_ICONS.get(status, '•')} {call.name}({short_args(call.args)})", shown_status]
+    who = f"{call.agent} › " if call.agent else ""
+    summary_bits = [
+        f"{_ICONS.get(status, '•')} {who}{call.name}({short_args(call.args)})",
+        shown_status,
+    ]
     if decision and decision != status:
         summary_bits.append(decision)
     if duration is not None:

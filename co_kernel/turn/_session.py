@@ -219,6 +219,7 @@ class ChatSession:
         self.history = []
         self.turns = []
         self.compaction_usage = SessionUsage()
+        self.deps.todos.clear()
         self.deps.session_id = uuid.uuid4().hex
         return old
 
@@ -440,6 +441,15 @@ class ChatSession:
             )
         return None
 
+    def _report_definition_problems(self, frontend: FrontendProtocol) -> None:
+        """Skill and subagent files that could not be read, once each (`%skills` lists all)."""
+        from ..tools._definitions import new_definition_problems
+
+        problems = new_definition_problems(self.deps)
+        if problems:
+            lines = "\n".join(f"- `{p}`" for p in problems)
+            frontend.on_notice(f"Some skill or subagent files were skipped:\n{lines}", "warning")
+
     async def run_prompt(
         self, prompt: str, *, cell_id: str | None, frontend: FrontendProtocol
     ) -> TurnResult | None:
@@ -468,6 +478,7 @@ class ChatSession:
             self.deps.audit = self.telemetry.audit_log()
         for problem in self.telemetry.take_problems():
             frontend.on_notice(problem, "warning")
+        self._report_definition_problems(frontend)
         with self.telemetry.turn(
             session_id=self.deps.session_id,
             turn=self.deps.turn_index,
