@@ -32,21 +32,31 @@ async def run(ctx: MagicContext, args: str) -> str:
     config_dir = paths().config_dir
     home = str(Path.home())
     catalog = discover_skills(config_dir, deps.workspace)
+    folders = dict(skill_folders(config_dir, deps.workspace))
     parts = []
     if catalog.skills:
+        # Each file relative to its skills folder keeps the table narrow; the folders are
+        # spelled out below it.
         rows = [
-            (f"`{s.name}`", s.description, s.source, f"`{_where(str(s.path), home)}`")
+            (
+                f"`{s.name}`",
+                s.description,
+                s.source,
+                f"`{s.path.relative_to(folders[s.source]).as_posix()}`",
+            )
             for s in sorted(catalog.skills.values(), key=lambda s: s.name)
         ]
+        where = ", ".join(f"{source} `{_where(str(f), home)}`" for source, f in folders.items())
         parts.append(
-            f"**Skills** ({len(rows)})\n\n" + table(["skill", "description", "from", "file"], rows)
+            f"**Skills** ({len(rows)})\n\n"
+            + table(["skill", "description", "from", "file"], rows)
+            + f"\n\nFolders: {where}."
         )
     else:
-        folders = " and ".join(
-            f"`{_where(str(folder), home)}/<name>/SKILL.md`"
-            for _, folder in skill_folders(config_dir, deps.workspace)
+        looked = " and ".join(
+            f"`{_where(str(folder), home)}/<name>/SKILL.md`" for folder in folders.values()
         )
-        parts.append(f"No skills yet. Co looks for {folders}.")
+        parts.append(f"No skills yet. Co looks for {looked}.")
     if catalog.shadowed:
         hidden = ", ".join(f"`{s.name}` (`{_where(str(s.path), home)}`)" for s in catalog.shadowed)
         parts.append(f"Hidden by a project skill of the same name: {hidden}.")
