@@ -126,6 +126,7 @@ def eval_settings(workspace: Path) -> Any:
     )
     vault = workspace / "vault"
     vault.mkdir(exist_ok=True)
+    _skill_and_subagent(workspace)
     updates: dict[str, Any] = {}
     placeholders = {
         "google_token_path": token,
@@ -137,6 +138,26 @@ def eval_settings(workspace: Path) -> Any:
         if name in type(base).model_fields:
             updates[name] = value
     return type(base)(**{**base.model_dump(), **updates})
+
+
+def _skill_and_subagent(workspace: Path) -> None:
+    """The project skill and subagent the golden cases name (skills and delegate_task are
+    offered only when one exists)."""
+    skill = workspace / ".co" / "skills" / "data-cleaning"
+    (skill / "templates").mkdir(parents=True, exist_ok=True)
+    (skill / "SKILL.md").write_text(
+        "---\nname: data-cleaning\ndescription: Clean a tabular data file (duplicates, "
+        "missing values, types) before analysis.\n---\n1. Drop duplicate rows.\n"
+        "2. Report missing values per column.\n3. Fix column types.\n"
+    )
+    (skill / "templates" / "checklist.md").write_text("- [ ] duplicates\n- [ ] missing values\n")
+    agents = workspace / ".co" / "agents"
+    agents.mkdir(parents=True, exist_ok=True)
+    (agents / "researcher.md").write_text(
+        "---\nname: researcher\ndescription: Investigates questions about the workspace's "
+        "files with read-only tools and reports findings.\ntools: [list_files, read_file, "
+        "run_shell_command]\n---\nInvestigate carefully and report facts with file names.\n"
+    )
 
 
 class Runner:
