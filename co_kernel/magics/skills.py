@@ -62,7 +62,7 @@ async def run(ctx: MagicContext, args: str) -> str:
         parts.append(f"Hidden by a project skill of the same name: {hidden}.")
     agents = discover_subagents(deps.settings, deps.workspace)
     if agents.agents:
-        rows = [
+        agent_rows = [
             (
                 f"`{a.name}`",
                 a.description,
@@ -78,8 +78,8 @@ async def run(ctx: MagicContext, args: str) -> str:
             else "\n\n*Delegation is off: setting `subagent_max_depth` is 0.*"
         )
         parts.append(
-            f"**Subagents** ({len(rows)})\n\n"
-            + table(["subagent", "description", "model", "tools", "from"], rows)
+            f"**Subagents** ({len(agent_rows)})\n\n"
+            + table(["subagent", "description", "model", "tools", "from"], agent_rows)
             + note
         )
     problems = [*catalog.problems, *agents.problems]

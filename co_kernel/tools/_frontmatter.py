@@ -107,7 +107,7 @@ def parse_definition(path: Path, text: str) -> MarkdownDefinition:
         raise DefinitionError(path, line, f"invalid YAML front-matter: {problem}") from None
     if not isinstance(meta, dict):
         raise DefinitionError(path, 2, "the front-matter must be `key: value` lines")
-    key_lines = {}
+    key_lines: dict[str, int] = {}
     for number, line in enumerate(lines[1:end], start=2):
         match = _KEY_LINE.match(line)
         if match:
