@@ -37,6 +37,8 @@ class CellResult:
     sent_at: float = 0.0
     replied_at: float = 0.0
     interrupt_sent: bool = False
+    interrupted_at: float = 0.0
+    """When the interrupt was sent (monotonic), if one was."""
 
     @property
     def status(self) -> str:
@@ -146,6 +148,7 @@ class CoKernel:
             ):
                 self.km.interrupt_kernel()
                 interrupted = True
+                result.interrupted_at = time.monotonic()
             self._poll_stdin(msg_id, result, on_input)
             try:
                 m = self.kc.get_iopub_msg(timeout=min(remaining, 0.02))
