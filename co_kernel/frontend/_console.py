@@ -64,7 +64,8 @@ class ConsoleFrontend(BaseFrontend):
                 self._line(f"  ⎿ {DECISION_TEXT.get(call.decision, call.decision)}")
             return
         self._announced.add(call.call_id)
-        self._line(f"⏺ {call.name}({short_args(call.args)})")
+        who = f"{call.agent} › " if call.agent else ""
+        self._line(f"⏺ {who}{call.name}({short_args(call.args)})")
 
     def on_tool_result(self, result: ToolResultView) -> None:
         took = f" {result.duration:.2f}s" if result.duration is not None else ""

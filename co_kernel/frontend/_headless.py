@@ -69,7 +69,10 @@ class HeadlessFrontend(BaseFrontend):
             if self._mode == "ask"
             else f"headless run, `approval_mode = {self._mode}`"
         )
-        text = f"Approval needed for `{call.name}({short_args(call.args)})`: **{label}** ({why})"
+        who = f"{call.agent} › " if call.agent else ""
+        text = (
+            f"Approval needed for `{who}{call.name}({short_args(call.args)})`: **{label}** ({why})"
+        )
         self._pub.display({"text/markdown": text, "text/plain": text})
         return decision
 

@@ -364,6 +364,8 @@ class ConsoleSubagentFrontend(SubagentFrontend):
 
     def on_tool_result(self, result: ToolResultView) -> None:
         super().on_tool_result(result)
+        if result.call_id in self._forwarded:
+            return  # the cell's frontend showed the call and its result, where it asked
         took = f" {result.duration:.2f}s" if result.duration is not None else ""
         self._line(f"  ⎿ {result.name} {result.status}{took}")
 

@@ -16,7 +16,7 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -40,6 +40,7 @@ from ._provider_errors import ErrorAction, ProviderErrorKind, backoff_delay, cla
 
 if TYPE_CHECKING:
     from pydantic_ai import Agent
+    from pydantic_ai.capabilities import AbstractCapability
     from pydantic_ai.messages import ModelMessage
     from pydantic_ai.usage import RunUsage, UsageLimits
 
@@ -90,6 +91,9 @@ class TurnScope:
     """The provider of the turn's model, for classifying a subagent's provider errors."""
     model_label: str
     """provider:model of the turn."""
+    capabilities: Callable[[], Sequence[AbstractCapability[Any]]] | None = None
+    """Fresh copies of the session's telemetry capabilities (tracing, rate limits), so a
+    subagent's requests are traced and counted like the turn's."""
 
 
 class _Interrupted(Exception):
@@ -167,6 +171,7 @@ class _TurnRunner:
         usage: RunUsage | None = None,
         limits: UsageLimits | None = None,
         child: bool = False,
+        capabilities: Callable[[], Sequence[AbstractCapability[Any]]] | None = None,
     ) -> None:
         from pydantic_ai.usage import RunUsage, UsageLimits
 
@@ -185,6 +190,7 @@ class _TurnRunner:
         self.limits = limits or UsageLimits(request_limit=settings.max_request_limit)
         self.usage = usage if usage is not None else RunUsage()
         self.child = child
+        self.capabilities = capabilities
         """A subagent's run inside a tool call: an interrupt is re-raised by its caller."""
         self.todos_seen = [dict(t) for t in deps.todos]
         """The checklist as last shown; a tool that changes it is followed by ``on_todos``."""
@@ -424,7 +430,9 @@ class _TurnRunner:
 
     async def run(self) -> TurnResult:
         outer = self.deps.turn
-        self.deps.turn = TurnScope(self.frontend, self.provider, self.model_label)
+        self.deps.turn = TurnScope(
+            self.frontend, self.provider, self.model_label, self.capabilities
+        )
         try:
             return await self._run()
         finally:
@@ -683,8 +691,12 @@ async def run_turn(
     frontend: FrontendProtocol,
     provider: str,
     model_label: str,
+    capabilities: Callable[[], Sequence[AbstractCapability[Any]]] | None = None,
 ) -> TurnResult:
-    """Run one user turn to its end; never raises for provider faults, tool errors or interrupts."""
+    """Run one user turn to its end; never raises for provider faults, tool errors or interrupts.
+
+    ``capabilities`` makes the session's telemetry capabilities for subagents' agents.
+    """
     started = time.monotonic()
     runner = _TurnRunner(
         agent,
@@ -694,6 +706,7 @@ async def run_turn(
         frontend=frontend,
         provider=provider,
         model_label=model_label,
+        capabilities=capabilities,
     )
     result = await runner.run()
     usage = result.usage

@@ -493,6 +493,7 @@ class ChatSession:
                 frontend=frontend,
                 provider=handle.provider,
                 model_label=handle.label,
+                capabilities=self.telemetry.capabilities,
             )
             span.finish(result)
         self.history = result.messages

@@ -26,8 +26,9 @@ from ._frontend import SubagentView, TurnSummary
 from ._run import TurnResult, _TurnRunner
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
+    from pydantic_ai.capabilities import AbstractCapability
     from pydantic_ai.models import Model
     from pydantic_ai.toolsets import AbstractToolset
 
@@ -88,7 +89,11 @@ def child_deps(deps: CoDeps) -> CoDeps:
     return replace(deps, depth=deps.depth + 1, todos=[], page_tokens={}, turn=None)
 
 
-def _build_agent(run: SubagentRun, settings: Any) -> Any:
+def _build_agent(
+    run: SubagentRun,
+    settings: Any,
+    capabilities: Callable[[], Sequence[AbstractCapability[Any]]] | None,
+) -> Any:
     from pydantic_ai import Agent, DeferredToolRequests
 
     from ..tools._errors import ToolErrorGuard
@@ -120,7 +125,7 @@ def _build_agent(run: SubagentRun, settings: Any) -> Any:
         output_type=[str, DeferredToolRequests],
         instructions=instructions,
         toolsets=list(run.toolsets),
-        capabilities=[ToolErrorGuard(), GovernHistory()],
+        capabilities=[*(capabilities() if capabilities else ()), ToolErrorGuard(), GovernHistory()],
         retries=settings.tool_retries,
         model_settings={"max_retries": 0, "timeout": settings.request_timeout},
     )
@@ -148,8 +153,9 @@ async def run_subagent(ctx: RunContext[CoDeps], run: SubagentRun) -> SubagentOut
     usage = ctx.usage
     before = (usage.requests, usage.input_tokens, usage.output_tokens)
     started = time.monotonic()
+    capabilities = scope.capabilities if scope is not None else None
     runner = _TurnRunner(
-        _build_agent(run, deps.settings),
+        _build_agent(run, deps.settings, capabilities),
         run.task,
         deps=sub,
         history=[],
@@ -159,6 +165,7 @@ async def run_subagent(ctx: RunContext[CoDeps], run: SubagentRun) -> SubagentOut
         usage=usage,
         limits=ctx.usage_limits,
         child=True,
+        capabilities=capabilities,
     )
     result: TurnResult | None = None
     try:

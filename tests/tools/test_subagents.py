@@ -299,7 +299,54 @@ def test_headless_subagent_call_follows_the_approval_policy(start_kernel, model_
     assert result.status == "ok" and model_server.errors == []
     assert not result.of_type("update_display_data")
     text = result.text()
-    assert "Approval needed for `run_shell_command(cmd='rm -rf scratch')`: **denied**" in text
+    assert (
+        "Approval needed for `researcher › run_shell_command(cmd='rm -rf scratch')`: **denied**"
+        in text
+    )
     [block] = blocks(result)
     assert block[MIME_SUBAGENT]["status"] == "done"
     assert "🚫 run_shell_command" in block["text/plain"]
+
+
+def test_console_asks_for_the_subagents_call_on_stdin(kernel, model_server, workspace, agents):
+    model_server.extend(
+        [
+            delegate("Create the marker"),
+            {"text": "Creating it.", **call("run_shell_command", cmd="touch console-marker")},
+            {"text": "Created."},
+            {"expect": {"tool_result_contains": "Created."}, "text": "It is there."},
+        ]
+    )
+    prompts: list[str] = []
+
+    def answer(_kernel: Any, msg: dict[str, Any]) -> str:
+        prompts.append(msg["content"]["prompt"])
+        return "y"
+
+    result = kernel.execute("Make a marker", mode="console", on_input=answer)
+    assert result.status == "ok" and model_server.errors == []
+    assert (workspace / "console-marker").exists()
+    assert len(prompts) == 1
+    out = result.stdout
+    assert "Co's subagent researcher wants to run run_shell_command:\n" in out
+    assert "  │ 🤖 researcher (compat:scripted): Create the marker\n  │ Creating it.\n" in out
+    assert "  │ Created.\n  │ done · 2 request(s)\n" in out
+    assert out.rstrip().endswith("It is there.")
+
+
+def test_the_subagents_requests_count_against_the_hourly_limit(start_kernel, model_server, agents):
+    kernel = start_kernel({"CO_MAX_REQUESTS_PER_HOUR": "2"})
+    model_server.extend(
+        [
+            delegate("List the workspace"),
+            call("run_shell_command", cmd="ls"),
+            {"text": "never sent"},
+        ]
+    )
+    result = kernel.execute("What is here?")
+    assert len(model_server.requests) == 2  # Co's and the subagent's first; the third refused
+    limit = "Stopped: this session has made 2 model requests in the last hour"
+    card = cards(result)[0]
+    assert card["tool"] == "delegate_task"
+    assert card["result"].startswith(f"The subagent `researcher` stopped early: {limit}")
+    assert limit in result.text()
