@@ -301,6 +301,11 @@ class Settings(BaseSettings):
     google_api_endpoint: str | None = Field(
         None, description="Root URL for Drive, Gmail and Calendar calls instead of Google's (tests)"
     )
+    google_token_uri: str | None = Field(
+        None,
+        description="OAuth token endpoint that refreshes the saved Google token instead of "
+        "Google's (tests)",
+    )
     slack_bot_token: SecretStr | None = _env(None, "slack_bot_token", "SLACK_BOT_TOKEN")
     slack_api_base_url: str | None = Field(
         None, description="Slack Web API base URL replacing https://slack.com/api/ (tests)"

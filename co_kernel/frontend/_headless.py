@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from ..turn._approval import decision_label
 from ..turn._frontend import (
@@ -38,6 +39,9 @@ class HeadlessFrontend(BaseFrontend):
         self._text = ""
         self._calls: dict[str, ToolCallView] = {}
         self._todos: list[TodoView] | None = None
+        """Calls not shown yet, in the order the model made them."""
+        self._results: dict[str, ToolResultView] = {}
+        """Results waiting for an earlier call's card to be shown first."""
 
     def on_text_delta(self, delta: str) -> None:
         self._text += delta
@@ -52,10 +56,21 @@ class HeadlessFrontend(BaseFrontend):
         self._calls[call.call_id] = call  # shown once, with its result (no live updates)
 
     def on_tool_result(self, result: ToolResultView) -> None:
-        call = self._calls.pop(result.call_id, None) or ToolCallView(
-            result.call_id, result.name, None
-        )
-        self._pub.display(tool_call_bundle(call, result))
+        if result.call_id not in self._calls:
+            self._calls[result.call_id] = ToolCallView(result.call_id, result.name, None)
+        # No duration on the card: it differs on every run, and a headless notebook's
+        # outputs are compared as they are (nbval; its sanitizers cannot reach JSON).
+        self._results[result.call_id] = replace(result, duration=None)
+        self._show_finished()
+
+    def _show_finished(self) -> None:
+        """Cards in call order: parallel calls finish in any order, saved outputs must not."""
+        while self._calls:
+            call_id = next(iter(self._calls))
+            result = self._results.pop(call_id, None)
+            if result is None:
+                return
+            self._pub.display(tool_call_bundle(self._calls.pop(call_id), result))
 
     async def prompt_approval(self, request: ApprovalRequest) -> ApprovalDecision:
         self.on_text_commit()
@@ -95,8 +110,12 @@ class HeadlessFrontend(BaseFrontend):
     def on_turn_end(self, summary: TurnSummary) -> None:
         self.on_text_commit()
         if summary.interrupted:
-            for call in self._calls.values():
-                self._pub.display(tool_call_bundle(call, state="interrupted"))
+            for call_id, call in self._calls.items():
+                result = self._results.pop(call_id, None)
+                if result is not None:
+                    self._pub.display(tool_call_bundle(call, result))
+                else:
+                    self._pub.display(tool_call_bundle(call, state="interrupted"))
             self._calls.clear()
             self.on_notice("Interrupted.", "warning")
         if self._todos is not None:
