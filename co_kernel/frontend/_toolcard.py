@@ -82,8 +82,10 @@ def tool_call_bundle(
         "result": _result_text(result.content) if result else None,
         "detail": call.detail,
         "needs_approval": call.needs_approval,
-        "agent": call.agent,
     }
+    if call.agent:
+        # Only a subagent's calls say whose they are; Co's own cards stay as they were.
+        payload["agent"] = call.agent
     shown_status = "waiting for approval" if status == "waiting" else status
     who = f"{call.agent} › " if call.agent else ""
     summary_bits = [
