@@ -29,6 +29,7 @@ __all__ = [
     "CoPaths",
     "LoadedSettings",
     "Settings",
+    "SubagentSetting",
     "WebPolicy",
     "load_settings",
     "paths",
@@ -77,6 +78,23 @@ class WebPolicy(BaseModel):
     """web_search."""
     fetch: Literal["allow", "ask", "deny"] = "allow"
     """web_fetch."""
+
+
+class SubagentSetting(BaseModel):
+    """A subagent defined in settings (``.co/agents/<name>.md`` files define them too)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+    """What `delegate_task` is called with."""
+    description: str = Field(min_length=1)
+    """One line: what it is good at (the model reads it to choose)."""
+    instructions: str = ""
+    """Its system prompt."""
+    model: str | None = None
+    """provider:model; None = the session's model."""
+    tools: list[str] | None = None
+    """Tool names it may call; None = all of Co's, [] = none."""
 
 
 def _env(default: Any, name: str, *extra: str) -> Any:
@@ -245,6 +263,15 @@ class Settings(BaseSettings):
     web_fetch_max_redirects: int = Field(5, ge=0, le=20)
     web_fetch_page_chars: int = Field(
         20_000, ge=1000, description="Markdown characters per page of a fetched document"
+    )
+
+    # --- subagents ---
+    subagents: list[SubagentSetting] = Field(
+        default_factory=list,
+        description="Subagents `delegate_task` may hand a task to (besides .co/agents/*.md)",
+    )
+    subagent_max_depth: int = Field(
+        2, ge=0, le=5, description="How deep subagents may nest (0 = no delegation)"
     )
 
     # --- memory ---

@@ -39,7 +39,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 WORKSPACE = HERE / "workspace"
-"""What every case's workspace starts with: the files and notes (``vault/``) cases name."""
+"""What every case's workspace starts with: the files and notes (``vault/``) cases name, and
+the skill and subagent (``.co/``) the skills and delegate_task cases name."""
 DIMENSIONS = ("tool_selection", "arg_extraction", "refusal", "error_recovery")
 CATEGORIES = ("tool_selection", "refusal", "error_recovery")
 

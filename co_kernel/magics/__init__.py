@@ -34,6 +34,7 @@ MAGICS: dict[str, str] = {
     "sessions": "sessions",
     "resume": "resume",
     "mcp": "mcp",
+    "skills": "skills",
 }
 
 

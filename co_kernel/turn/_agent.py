@@ -117,6 +117,8 @@ def build_agent(
     async def instructions(ctx: RunContext[CoDeps]) -> str:
         # async: a sync function would cost a thread hop on every request
         from ..tools.memory import memory_prompt
+        from ..tools.skills import prompt_entries as skill_entries
+        from ..tools.subagents import prompt_entries as subagent_entries
 
         prompt = ctx.prompt if isinstance(ctx.prompt, str) else None
         return build_system_prompt(
@@ -125,6 +127,8 @@ def build_agent(
             config_dir=config_dir,
             extra_sections=[memory_prompt(ctx.deps, prompt)],
             compact=compact_prompt,
+            skills=[] if compact_prompt else skill_entries(ctx.deps),
+            subagents=[] if compact_prompt else subagent_entries(ctx.deps),
         )
 
     return Agent(

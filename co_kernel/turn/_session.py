@@ -223,6 +223,7 @@ class ChatSession:
         self.history = []
         self.turns = []
         self.compaction_usage = SessionUsage()
+        self.deps.todos.clear()
         self.deps.session_id = uuid.uuid4().hex
         self._revision = None
         self._meta_extra = {}
@@ -474,6 +475,15 @@ class ChatSession:
             )
         return None
 
+    def _report_definition_problems(self, frontend: FrontendProtocol) -> None:
+        """Skill and subagent files that could not be read, once each (`%skills` lists all)."""
+        from ..tools._definitions import new_definition_problems
+
+        problems = new_definition_problems(self.deps)
+        if problems:
+            lines = "\n".join(f"- `{p}`" for p in problems)
+            frontend.on_notice(f"Some skill or subagent files were skipped:\n{lines}", "warning")
+
     async def run_prompt(
         self, prompt: str, *, cell_id: str | None, frontend: FrontendProtocol
     ) -> TurnResult | None:
@@ -505,6 +515,7 @@ class ChatSession:
         for notice in self._pending_notices:
             frontend.on_notice(notice, "warning")
         self._pending_notices.clear()
+        self._report_definition_problems(frontend)
         await self.mcp.before_turn(lambda text: frontend.on_notice(text, "warning"))
         with self.telemetry.turn(
             session_id=self.deps.session_id,
@@ -520,6 +531,7 @@ class ChatSession:
                 frontend=frontend,
                 provider=handle.provider,
                 model_label=handle.label,
+                capabilities=self.telemetry.capabilities,
             )
             span.finish(result)
         self.mcp.after_turn()

@@ -238,3 +238,70 @@ def test_the_runner_sends_a_local_model_the_kernels_request_settings(tmp_path: P
         assert runner.model_settings["max_retries"] == 0
     finally:
         runner.close()
+
+
+def test_the_eval_workspace_offers_skills_and_subagents(tmp_path: Path) -> None:
+    """The golden cases for skills and delegate_task can pass: the runner's workspace has
+    a skill and a subagent, so their tools are offered and listed in the instructions."""
+    ids = {"skills-load", "skills-resource", "subagent-delegate", "todos-read"}
+    golden = [c for c in load_cases(HERE / "tool_calling.jsonl") if c.id in ids]
+    assert len(golden) == 4
+    cases = tmp_path / "golden.jsonl"
+    cases.write_text("\n".join(json.dumps(c.__dict__) for c in golden) + "\n")
+    offered = {
+        "tools_include": ["load_skill", "read_skill_resource", "delegate_task", "read_todos"],
+        "system_contains": "- `data-cleaning`: Clean a tabular data file",
+    }
+    answers = {
+        "skills-load": ("load_skill", {"name": "data-cleaning"}),
+        "skills-resource": (
+            "read_skill_resource",
+            {"name": "data-cleaning", "path": "templates/checklist.md"},
+        ),
+        "subagent-delegate": (
+            "delegate_task",
+            {"description": "Find CSV files with missing values", "subagent": "researcher"},
+        ),
+        "todos-read": ("read_todos", {}),
+    }
+    script = [
+        {
+            "expect": {**offered, "messages_contain": ["- `researcher`: Investigates"]},
+            "tool_calls": [{"name": answers[c.id][0], "arguments": answers[c.id][1]}],
+        }
+        for c in golden
+    ]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CO_")}
+    with ScriptedModelServer(script) as server:
+        env.update(
+            {
+                "CO_HOME": str(tmp_path / "home"),
+                "CO_BASE_URL": server.base_url,
+                "PYTHONPATH": str(REPO),
+            }
+        )
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "evals.tool_calling",
+                "--model",
+                "compat:scripted",
+                "--cases",
+                str(cases),
+                "--output",
+                str(tmp_path / "out"),
+                "--baselines",
+                str(tmp_path),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=REPO,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert server.errors == []
+    result = json.loads((tmp_path / "out" / "compat-scripted.json").read_text())
+    assert result["scores"]["tool_selection"] == 100.0
+    assert result["scores"]["arg_extraction"] == 100.0
