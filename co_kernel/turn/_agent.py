@@ -52,10 +52,12 @@ def build_session_agent(
     base_dir: Path,
     capabilities: Sequence[AbstractCapability[Any]] = (),
     wrap_toolset: Callable[[AbstractToolset[Any]], AbstractToolset[Any]] | None = None,
+    extra_toolsets: Sequence[AbstractToolset[Any]] = (),
 ) -> SessionAgent:
     """Build the model and its agent as a kernel session does; raises ConfigError with the fix.
 
-    ``wrap_toolset`` wraps each registered toolset (the eval runner defers every call).
+    ``wrap_toolset`` wraps each registered toolset (the eval runner defers every call);
+    ``extra_toolsets`` (the session's MCP servers) join them when the model takes tools.
     """
     from ..tools import collect_toolsets
     from ._providers import build_model
@@ -73,6 +75,8 @@ def build_session_agent(
         toolsets = [b.toolset for b in builds if b.toolset is not None]
         if wrap_toolset is not None:
             toolsets = [wrap_toolset(t) for t in toolsets]
+        if handle.supports_tools:
+            toolsets += extra_toolsets
         agent = build_agent(
             handle.model,
             settings,

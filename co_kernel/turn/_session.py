@@ -113,6 +113,15 @@ class ChatSession:
         """Notices from saves made without a frontend (compaction), shown on the next turn."""
         self._meta_extra: dict[str, str] = {}
         """Kept in the stored session's meta (``forked_from``)."""
+        from ..mcp import McpManager, mcp_log_dir
+
+        self.mcp = McpManager(
+            loaded.settings.mcp_servers,
+            workspace=workspace,
+            log_dir=mcp_log_dir(),
+            redact=self.telemetry.redact,
+        )
+        """The session's MCP servers; the kernel starts them with its first cell."""
 
     @property
     def settings(self) -> Any:
@@ -181,7 +190,10 @@ class ChatSession:
                 self.model_override or self.settings.model,
                 base_dir=self.deps.workspace,
                 capabilities=self.telemetry.capabilities(),
+                # Always there, so `%mcp reload` can add servers to a built agent.
+                extra_toolsets=[self.mcp.toolset],
             )
+            self.mcp.reserve(built.toolsets)
             self.toolsets = built.toolsets
             self.tools_unavailable = built.tools_unavailable
             self._agent = built.agent
@@ -504,6 +516,7 @@ class ChatSession:
             frontend.on_notice(notice, "warning")
         self._pending_notices.clear()
         self._report_definition_problems(frontend)
+        await self.mcp.before_turn(lambda text: frontend.on_notice(text, "warning"))
         with self.telemetry.turn(
             session_id=self.deps.session_id,
             turn=self.deps.turn_index,
@@ -521,6 +534,7 @@ class ChatSession:
                 capabilities=self.telemetry.capabilities,
             )
             span.finish(result)
+        self.mcp.after_turn()
         self.history = result.messages
         if len(self.history) > start:
             usage = result.usage
