@@ -103,7 +103,8 @@ class BatchCheck:
 
     The system instructions and tool definitions come back on every model request; once
     found clean they are not searched again. Only clean strings are remembered, so a
-    secret is never skipped: a string is either searched now or was searched before.
+    secret is never skipped: a string is either searched now or was searched against the
+    same secrets before (the memory is dropped when the redactor learns a new secret).
     """
 
     def __init__(self, redactor: Redactor, keep: int = 512, min_chars: int = 128) -> None:
@@ -111,9 +112,14 @@ class BatchCheck:
         self.keep = keep
         self.min_chars = min_chars
         self._clean: set[str] = set()
+        self._literals = redactor.literals
 
     def redactor_for(self, spans: Sequence[ReadableSpan]) -> Redactor | None:
         """The redactor if some string of the batch may hold a secret; None if none can."""
+        if self.redactor.literals is not self._literals:
+            # `Redactor.add` (settings read again): what was clean may hold a new secret.
+            self._clean.clear()
+            self._literals = self.redactor.literals
         fresh = {text for text in _texts(spans) if text not in self._clean}
         # The separator holds no trigger, and a secret within one value stays whole in the join.
         if not self.redactor.is_clean("\n".join(fresh)):

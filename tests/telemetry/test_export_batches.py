@@ -136,6 +136,23 @@ def test_batch_check_remembers_only_clean_text() -> None:
     assert check.redactor_for(dirty) is not None
 
 
+def test_a_secret_learnt_later_is_found_in_text_remembered_as_clean(tmp_path: Path) -> None:
+    redactor = Redactor([SECRET])
+    registry = TurnRegistry()
+    late = "mcp-token-9876543210"
+    instructions = f"Use the server with the header token {late} for every call. " * 4
+    db = tmp_path / "t.db"
+    exporter = SQLiteSpanExporter(db, redactor, registry)
+    exporter.export(_turn_spans(registry, session="s", turn=1, text=instructions))
+    redactor.add([late])  # e.g. `%mcp reload` read a new server secret
+    exporter.export(_turn_spans(registry, session="s", turn=2, text=instructions))
+    exporter.shutdown()
+    with sqlite3.connect(db) as conn:
+        rows = dict(conn.execute("SELECT turn, attributes FROM spans WHERE kind = 'model'"))
+    assert late in rows[1], "written before the secret was known"
+    assert late not in rows[2] and REDACTED in rows[2]
+
+
 # -- the redactor's one-test-per-batch ---------------------------------------------
 
 _pieces = st.sampled_from(
