@@ -1,27 +1,27 @@
 """Fewer, larger stream events from a model that runs on this machine.
 
 A local model server (llama.cpp, Ollama) sends one Server-Sent Event per token, and every
-event costs the kernel the same fixed work however short its text: a wake-up, the OpenAI
-SDK's decoding, pydantic-ai's event layers, Co's own handler. On a CPU shared with the
-model that work is taken from generation (measured with SmolLM2 on 2 cores: about 1 ms of
-kernel CPU per token, and llama.cpp decoding 13 % slower while Co streamed than while a bare
-client did).
+event costs the kernel the same work however short its text: a read from the socket, the
+OpenAI SDK's decoding, pydantic-ai's event layers, Co's handler. On a CPU shared with the
+model that work is taken from generation (measured with SmolLM2 streaming 75 tokens/s on
+2 cores: 1.1-1.3 ms of kernel CPU per token without this transport, 0.6 with it).
 
-``CoalescingTransport`` reads the server's stream as it arrives, but while text flows it
-hands it on at most once per ``window``, merging the text-only ``chat.completion.chunk``
-events that arrived meanwhile into one. The answer shows at most 20 updates a second anyway
+``CoalescingTransport`` hands such a stream on in batches: while text flows, it reads
+nothing for ``window`` after passing a batch on, so the tokens that arrive meanwhile wait
+in the socket, come in one read, and their text-only ``chat.completion.chunk`` events
+become one. The answer shows at most 20 updates a second anyway
 (``stream_max_updates_per_second``), so a window under 50 ms hides nothing. Only chunks
-holding nothing but text merge: a chunk with a role change, tool calls, reasoning, logprobs,
-a finish reason or usage passes through as it came, in order. Text after a pause is
-passed on at once, and the end of the stream (or an error) at once too, so only the text
-in the middle of a fast stream waits, at most ``window``.
+holding nothing but text merge: a chunk with a role change, tool calls, reasoning,
+logprobs, a finish reason or usage passes through as it came, in order, and ends the wait.
+The first text after a pause is passed on at once; the end of the stream and errors are
+passed on as soon as they are read, which is at most ``window`` after they arrive.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import httpx2
@@ -74,153 +74,200 @@ def _is_plain_event_stream(response: httpx2.Response) -> bool:
 
 
 class CoalescedStream(httpx2.AsyncByteStream):
-    """The body of one event stream, read by a task and passed on in paced batches.
+    """The body of one event stream, read in paced batches.
 
-    Iterating it again continues where the last iteration stopped, as the transport's
-    own stream does: the OpenAI SDK drains the rest of a stream after ``[DONE]`` that way.
+    While text flows, nothing is read for ``window`` after each batch is passed on: the
+    tokens that arrive meanwhile wait in the socket and come in one read, and the text
+    chunks among them become one event. Whatever has arrived is always taken at once,
+    so a batch never waits for the network. Iterating the stream again continues where
+    the last iteration stopped, as the transport's own stream does: the OpenAI SDK drains
+    the rest of a stream after ``[DONE]`` that way.
     """
 
     def __init__(self, source: httpx2.AsyncByteStream, window: float) -> None:
         self._source = source
         self._window = window
-        self._parts: list[bytes] = []
-        self._arrived = asyncio.Event()
-        self._ended: asyncio.Future[None] | None = None
-        self._error: Exception | None = None
-        self._reader: asyncio.Task[None] | None = None
+        self._parts: AsyncIterator[bytes] | None = None
+        self._read: asyncio.Task[bytes | None] | None = None
+        """The read in flight, if any (a task, so that it can be left running)."""
         self._events = _EventMerger()
+        self._done = False
+        self._error: Exception | None = None
         self._last = float("-inf")
 
-    async def _read(self) -> None:
-        assert self._ended is not None
+    async def _next_part(self) -> bytes | None:
+        assert self._parts is not None
         try:
-            async for part in self._source:
-                self._parts.append(part)
-                self._arrived.set()
-        except Exception as exc:  # handed to the consumer after what arrived before it
+            return await anext(self._parts)
+        except StopAsyncIteration:
+            return None
+
+    def _reading(self) -> asyncio.Task[bytes | None]:
+        if self._read is None:
+            self._read = asyncio.get_running_loop().create_task(self._next_part())
+        return self._read
+
+    def _take(self, read: asyncio.Task[bytes | None]) -> None:
+        """Hand a finished read to the merger; note the end and any error."""
+        self._read = None
+        try:
+            part = read.result()
+        except Exception as exc:  # passed on after what arrived before it
             self._error = exc
-        finally:
-            if not self._ended.done():
-                self._ended.set_result(None)
-            self._arrived.set()
+            part = None
+        if part is None:
+            self._done = True
+        else:
+            self._events.feed(part)
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         loop = asyncio.get_running_loop()
-        if self._ended is None:
-            self._ended = loop.create_future()
-            self._reader = loop.create_task(self._read(), name="co-stream-reader")
-        ended = self._ended
+        if self._parts is None:
+            self._parts = self._source.__aiter__()
         try:
             while True:
-                if not self._parts and not ended.done():
-                    await self._arrived.wait()
-                if self._events.pace and not ended.done():
-                    # Text is flowing: let the next tokens gather, but wake at the end.
-                    delay = self._last + self._window - loop.time()
-                    if delay > 0:
-                        await asyncio.wait([ended], timeout=delay)
-                self._arrived.clear()
-                data = b"".join(self._parts)
-                self._parts.clear()
-                done = ended.done()
-                out = self._events.feed(data)
-                if done:
+                if not self._events.holding and not self._done:
+                    # Nothing to pass on: wait for the server.
+                    read = self._reading()
+                    await asyncio.wait([read])
+                    self._take(read)
+                while not self._done:
+                    # Take what has already arrived (parts the HTTP parser holds).
+                    read = self._reading()
+                    if not read.done():
+                        await asyncio.sleep(0)  # a part that needs no network is ready now
+                        if not read.done():
+                            break
+                    self._take(read)
+                out = self._events.take()
+                if self._done:
                     out += self._events.rest()
                 if out:
                     self._last = loop.time()
                     yield out
-                if done:
+                if self._done:
                     error, self._error = self._error, None
                     if error is not None:
                         raise error
                     return
+                await self._pace(loop)
         except BaseException:
-            # Abandoned (closed, cancelled): stop reading now rather than at aclose().
-            self._stop_reader()
+            # Abandoned (closed, cancelled): stop the read in flight now.
+            if self._read is not None:
+                self._read.cancel()
             raise
 
-    def _stop_reader(self) -> None:
-        if self._reader is not None and not self._reader.done():
-            self._reader.cancel()
+    async def _pace(self, loop: asyncio.AbstractEventLoop) -> None:
+        """In the middle of text, let the next tokens gather until the window is over.
+
+        The read already in flight may finish early: its text is held for the batch, but
+        anything else (a tool call, the finish, the end) ends the wait at once.
+        """
+        while self._events.mid_text and not self._done:
+            delay = self._last + self._window - loop.time()
+            if delay <= 0:
+                return
+            if self._read is None:
+                await asyncio.sleep(delay)
+                return
+            await asyncio.wait([self._read], timeout=delay)
+            if not self._read.done():
+                return
+            self._take(self._read)
 
     async def aclose(self) -> None:
-        reader = self._reader
-        self._stop_reader()
-        if reader is not None and not reader.done():
+        read, self._read = self._read, None
+        if read is not None and not read.done():
+            read.cancel()
             # wait() rather than await: a cancellation of this task must still propagate.
-            await asyncio.wait([reader])
+            await asyncio.wait([read])
+        if isinstance(self._parts, AsyncGenerator):
+            await self._parts.aclose()
         await self._source.aclose()
 
 
 class _EventMerger:
-    """Splits a byte stream into events and merges runs of text-only chunks."""
+    """Splits a byte stream into events and merges runs of text-only chunks.
+
+    The run of text chunks at the end stays open across ``feed`` calls, so everything
+    between two ``take`` calls merges into one event when it is all text.
+    """
 
     def __init__(self) -> None:
         self._buffer = b""
         self._verbatim = False
-        self.pace = False
-        """Whether the last batch carried text (so the next one may wait a little)."""
+        self._out: list[bytes] = []
+        self._run: list[tuple[bytes, dict[str, Any], str]] = []
+        self._run_key: Any = None
+        self.mid_text = False
+        """Whether the last complete event was text (the answer is streaming)."""
 
-    def feed(self, data: bytes) -> bytes:
+    @property
+    def holding(self) -> bool:
+        """Whether complete events wait to be taken."""
+        return bool(self._out or self._run)
+
+    def feed(self, data: bytes) -> None:
         buffer = self._buffer + data
         if self._verbatim or b"\r" in buffer:
             # CR line endings are valid SSE but not what these servers send: pass through.
             self._verbatim = True
             self._buffer = b""
-            self.pace = False
-            return buffer
+            self.mid_text = False
+            self._close_run()
+            if buffer:
+                self._out.append(buffer)
+            return
         end = buffer.rfind(_EVENT_END)
         if end < 0:
             self._buffer = buffer
-            return b""
+            return
         self._buffer = buffer[end + 2 :]
-        merged, self.pace = merge_events(buffer[:end].split(_EVENT_END))
-        return merged
+        for event in buffer[:end].split(_EVENT_END):
+            parsed = _text_chunk(event)
+            if parsed is None:
+                self._close_run()
+                self._out.append(event + _EVENT_END)
+                self.mid_text = False
+                continue
+            obj, content, key = parsed
+            if self._run and key != self._run_key:
+                self._close_run()
+            if not self._run:
+                self._run_key = key
+            self._run.append((event, obj, content))
+            self.mid_text = True
+
+    def take(self) -> bytes:
+        """The complete events so far, text runs merged."""
+        self._close_run()
+        out = b"".join(self._out)
+        self._out.clear()
+        return out
 
     def rest(self) -> bytes:
+        """An unfinished last event, as it came (the stream ended without its blank line)."""
         rest, self._buffer = self._buffer, b""
         return rest
 
-
-def merge_events(events: list[bytes]) -> tuple[bytes, bool]:
-    """The events (without their blank-line ends) with runs of text chunks merged.
-
-    Returns the bytes to pass on, each event ended by a blank line, and whether any text
-    chunk was among them.
-    """
-    out: list[bytes] = []
-    run: list[tuple[bytes, dict[str, Any], str]] = []
-    run_key: Any = None
-    text = False
-    for event in events:
-        parsed = _text_chunk(event)
-        if parsed is None:
-            _flush(run, out)
-            run = []
-            out.append(event + _EVENT_END)
-            continue
-        text = True
-        obj, content, key = parsed
-        if run and key != run_key:
-            _flush(run, out)
-            run = []
+    def _close_run(self) -> None:
+        run, self._run = self._run, []
         if not run:
-            run_key = key
-        run.append((event, obj, content))
-    _flush(run, out)
-    return b"".join(out), text
+            return
+        if len(run) == 1:
+            self._out.append(run[0][0] + _EVENT_END)
+            return
+        obj = run[0][1]
+        obj["choices"][0]["delta"]["content"] = "".join(content for _, _, content in run)
+        encoded = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+        self._out.append(_DATA + encoded + _EVENT_END)
 
 
-def _flush(run: list[tuple[bytes, dict[str, Any], str]], out: list[bytes]) -> None:
-    if not run:
-        return
-    if len(run) == 1:
-        out.append(run[0][0] + _EVENT_END)
-        return
-    obj = run[0][1]
-    obj["choices"][0]["delta"]["content"] = "".join(content for _, _, content in run)
-    encoded = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
-    out.append(_DATA + encoded + _EVENT_END)
+def merge_events(events: list[bytes]) -> bytes:
+    """The events (without their blank-line ends) with runs of text chunks merged."""
+    merger = _EventMerger()
+    merger.feed(b"".join(event + _EVENT_END for event in events))
+    return merger.take()
 
 
 def _text_chunk(event: bytes) -> tuple[dict[str, Any], str, Any] | None:

@@ -71,8 +71,7 @@ def text_of(stream: bytes) -> str:
 
 def test_runs_of_text_chunks_merge_and_keep_their_text() -> None:
     events = [chunk({"content": t}) for t in ("Hel", "lo", ", wor", "ld")]
-    merged, text = merge_events(events)
-    assert text
+    merged = merge_events(events)
     (only,) = payloads(merged)
     assert only["choices"][0]["delta"] == {"content": "Hello, world"}
     assert only["id"] == "c1" and only["object"] == "chat.completion.chunk"
@@ -80,7 +79,7 @@ def test_runs_of_text_chunks_merge_and_keep_their_text() -> None:
 
 def test_a_single_text_chunk_passes_byte_for_byte() -> None:
     event = chunk({"content": "héllo"})
-    assert merge_events([event]) == (event + b"\n\n", True)
+    assert merge_events([event]) == event + b"\n\n"
 
 
 def test_role_tool_call_reasoning_finish_and_usage_chunks_pass_untouched() -> None:
@@ -101,7 +100,7 @@ def test_role_tool_call_reasoning_finish_and_usage_chunks_pass_untouched() -> No
     usage = b'data: {"id":"c1","object":"chat.completion.chunk","choices":[],"usage":{"completion_tokens":9}}'
     events = [role, *reasoning, chunk({"content": "A"}), chunk({"content": "B"}), call, *args]
     events += [finish, usage, b"data: [DONE]"]
-    merged, _ = merge_events(events)
+    merged = merge_events(events)
     out = events_of(merged)
     # Everything but the two text chunks arrives as it was sent, in order.
     assert out[:3] == [role, *reasoning]
@@ -111,7 +110,7 @@ def test_role_tool_call_reasoning_finish_and_usage_chunks_pass_untouched() -> No
 
 def test_text_never_merges_across_another_event() -> None:
     events = [chunk({"content": "a"}), b": keep-alive", chunk({"content": "b"})]
-    merged, _ = merge_events(events)
+    merged = merge_events(events)
     assert events_of(merged) == events
 
 
@@ -134,14 +133,14 @@ def test_chunks_that_differ_in_more_than_text_do_not_merge() -> None:
         b'"finish_reason": null', b'"finish_reason": null, "logprobs": {"content": []}'
     )
     timings = chunk({"content": "d"}, timings={"predicted_n": 4})
-    merged, _ = merge_events([first, other_choice, with_logprobs, timings])
+    merged = merge_events([first, other_choice, with_logprobs, timings])
     assert events_of(merged) == [first, other_choice, with_logprobs, timings]
 
 
 def test_ollama_chunks_that_repeat_the_role_merge() -> None:
     # Ollama's OpenAI API repeats the role in every chunk.
     events = [chunk({"role": "assistant", "content": t}) for t in ("Hi", " there")]
-    merged, _ = merge_events(events)
+    merged = merge_events(events)
     (only,) = payloads(merged)
     assert only["choices"][0]["delta"] == {"role": "assistant", "content": "Hi there"}
 
