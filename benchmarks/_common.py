@@ -6,7 +6,7 @@ import os
 import random
 import statistics
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -22,6 +22,7 @@ __all__ = [
     "ms",
     "print_table",
     "verdict",
+    "with_repo_on_pythonpath",
 ]
 
 _WORDS = (  # noqa: SIM905 - a sentence of words reads better than a column of strings
@@ -107,11 +108,33 @@ def markdown_answer(size: int = 20_000, seed: int = 2) -> str:
     return text[:cut] + "\n" if cut > size // 2 else text + "\n"
 
 
-def kernel_env(co_home: Path, base_url: str) -> dict[str, str]:
-    """The environment a kernel gets: ours without CO_* variables, plus Co's for the run."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CO_")}
+def with_repo_on_pythonpath(env: Mapping[str, str]) -> dict[str, str]:
+    """A copy of ``env`` whose PYTHONPATH starts with this checkout, as an absolute path.
+
+    Kernels and servers the benchmarks start run in other folders, where a relative entry
+    (the `PYTHONPATH=.` of the run commands) would import whatever co_kernel is installed
+    instead of this checkout, or none. Relative entries are made absolute for the same reason.
+    """
+    out = dict(env)
+    entries = [str(REPO)]
+    for entry in out.get("PYTHONPATH", "").split(os.pathsep):
+        if entry:
+            absolute = str(Path(entry).resolve())
+            if absolute not in entries:
+                entries.append(absolute)
+    out["PYTHONPATH"] = os.pathsep.join(entries)
+    return out
+
+
+def kernel_env(
+    co_home: Path, base_url: str, base: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The environment a kernel gets: ours (or ``base``) without CO_* variables, plus Co's
+    for the run, importing this checkout wherever the kernel runs."""
+    source = os.environ if base is None else base
+    env = {k: v for k, v in source.items() if not k.startswith("CO_")}
     env.update({"CO_HOME": str(co_home), "CO_MODEL": "compat:scripted", "CO_BASE_URL": base_url})
-    return env
+    return with_repo_on_pythonpath(env)
 
 
 def median(values: Sequence[float]) -> float:

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import socket
 import tempfile
 import threading
@@ -38,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from _common import REPO, kernel_env, median, ms, print_table, verdict
+from _common import kernel_env, median, ms, print_table, verdict
 
 from co_kernel.config import paths
 from co_kernel.turn._prompt import build_system_prompt
@@ -199,10 +198,6 @@ def main() -> None:
                 "CO_SANDBOX": "subprocess",
                 "CO_LOCAL_PORT": str(port),
                 "CO_LOCAL_MAX_TOKENS": str(args.max_tokens),
-                # Absolute: the kernel runs in another folder and must import this checkout.
-                "PYTHONPATH": os.pathsep.join(
-                    p for p in (str(REPO), env.get("PYTHONPATH", "")) if p
-                ),
             }
         )
         kernel = CoKernel(env, work)

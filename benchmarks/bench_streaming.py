@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import gc
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -36,7 +37,15 @@ from pathlib import Path
 from typing import Any
 
 import zmq
-from _common import kernel_env, markdown_answer, median, ms, print_table, verdict
+from _common import (
+    kernel_env,
+    markdown_answer,
+    median,
+    ms,
+    print_table,
+    verdict,
+    with_repo_on_pythonpath,
+)
 
 from tests.kernel_harness import CoKernel
 
@@ -55,7 +64,9 @@ def model_server(steps: list[dict[str, Any]], workdir: Path) -> Iterator[str]:
     script.write_text(json.dumps(steps))
     command = [sys.executable, "-m", "co_kernel.testing", str(script)]
     command += ["--tokens-per-second", str(TOKENS_PER_SECOND)]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        command, stdout=subprocess.PIPE, text=True, env=with_repo_on_pythonpath(os.environ)
+    )
     try:
         assert proc.stdout is not None
         base_url = proc.stdout.readline().strip()

@@ -20,12 +20,16 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings.exceptions import SettingsError
 from pydantic_settings.sources import EnvSettingsSource
+
+from .mcp._spec import McpServerSpec
 
 __all__ = [
     "CoPaths",
     "LoadedSettings",
     "Settings",
+    "SubagentSetting",
     "WebPolicy",
     "load_settings",
     "paths",
@@ -74,6 +78,23 @@ class WebPolicy(BaseModel):
     """web_search."""
     fetch: Literal["allow", "ask", "deny"] = "allow"
     """web_fetch."""
+
+
+class SubagentSetting(BaseModel):
+    """A subagent defined in settings (``.co/agents/<name>.md`` files define them too)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+    """What `delegate_task` is called with."""
+    description: str = Field(min_length=1)
+    """One line: what it is good at (the model reads it to choose)."""
+    instructions: str = ""
+    """Its system prompt."""
+    model: str | None = None
+    """provider:model; None = the session's model."""
+    tools: list[str] | None = None
+    """Tool names it may call; None = all of Co's, [] = none."""
 
 
 def _env(default: Any, name: str, *extra: str) -> Any:
@@ -244,6 +265,15 @@ class Settings(BaseSettings):
         20_000, ge=1000, description="Markdown characters per page of a fetched document"
     )
 
+    # --- subagents ---
+    subagents: list[SubagentSetting] = Field(
+        default_factory=list,
+        description="Subagents `delegate_task` may hand a task to (besides .co/agents/*.md)",
+    )
+    subagent_max_depth: int = Field(
+        2, ge=0, le=5, description="How deep subagents may nest (0 = no delegation)"
+    )
+
     # --- memory ---
     memory_max_count: int = Field(200, ge=10, description="Memories kept before the oldest decay")
     memory_dedup_window_days: int = Field(
@@ -274,9 +304,21 @@ class Settings(BaseSettings):
     google_api_endpoint: str | None = Field(
         None, description="Root URL for Drive, Gmail and Calendar calls instead of Google's (tests)"
     )
+    google_token_uri: str | None = Field(
+        None,
+        description="OAuth token endpoint that refreshes the saved Google token instead of "
+        "Google's (tests)",
+    )
     slack_bot_token: SecretStr | None = _env(None, "slack_bot_token", "SLACK_BOT_TOKEN")
     slack_api_base_url: str | None = Field(
         None, description="Slack Web API base URL replacing https://slack.com/api/ (tests)"
+    )
+
+    # --- MCP servers (co_kernel/mcp/_spec.py) ---
+    mcp_servers: dict[str, McpServerSpec] = Field(
+        default_factory=dict,
+        description="name -> MCP server: stdio (`command`, `args`, `env`) or streamable HTTP "
+        "(`url`, `headers`), with `prefix`, `approval` (ask/trust) and `start_timeout`",
     )
 
     # --- telemetry ---
@@ -371,9 +413,43 @@ def _suggest(key: str) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
-def _env_layer() -> dict[str, Any]:
+def _env_layer(problems: list[str]) -> dict[str, Any]:
     source = EnvSettingsSource(Settings, case_sensitive=False, env_prefix="CO_")
-    return {k: v for k, v in source().items() if v is not None}
+    try:
+        return {k: v for k, v in source().items() if v is not None}
+    except SettingsError:
+        pass
+    # A variable holding invalid JSON for a list or object setting: read the variables one
+    # by one so that only the broken one is dropped.
+    layer: dict[str, Any] = {}
+    for name, info in Settings.model_fields.items():
+        try:
+            value, _key, is_complex = source.get_field_value(info, name)
+            value = source.prepare_field_value(name, info, value, is_complex)
+        except (SettingsError, ValueError):
+            env_name = f"CO_{name.upper()}"
+            problems.append(f"environment ({env_name}): {name}: not valid JSON; using the default")
+            continue
+        if value is not None:
+            layer[name] = value
+    return layer
+
+
+def _merge_mcp_servers(
+    layers: list[tuple[str, dict[str, Any]]], merged: dict[str, Any], problems: list[str]
+) -> None:
+    """MCP servers merge by name across layers, and a bad server is dropped alone."""
+    from .mcp import merge_server_layers
+
+    if "mcp_servers" not in merged:
+        return
+    sources = [
+        ("environment (CO_MCP_SERVERS)" if label == "environment" else label, layer["mcp_servers"])
+        for label, layer in layers
+        if "mcp_servers" in layer
+    ]
+    merged["mcp_servers"], found = merge_server_layers(sources)
+    problems.extend(found)
 
 
 def load_settings(project_dir: Path | None = None) -> LoadedSettings:
@@ -396,7 +472,7 @@ def load_settings(project_dir: Path | None = None) -> LoadedSettings:
             else:
                 layer[name] = value
         layers.append((str(path), layer))
-    layers.append(("environment", _env_layer()))
+    layers.append(("environment", _env_layer(problems)))
 
     merged: dict[str, Any] = {}
     origin: dict[str, str] = {}
@@ -404,6 +480,7 @@ def load_settings(project_dir: Path | None = None) -> LoadedSettings:
         for name, value in layer.items():
             merged[name] = value
             origin[name] = label
+    _merge_mcp_servers(layers, merged, problems)
     # Drop each offending key and try again; a bounded loop since every pass removes one.
     for _ in range(len(merged) + 1):
         try:

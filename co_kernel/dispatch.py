@@ -170,6 +170,9 @@ class CellDispatcher:
         if self.warmup is not None:
             await self.warmup
             self.warmup = None
+        # MCP servers connect in the background from the first cell on (after the warm-up:
+        # their client is imported in a thread too).
+        self.session.mcp.start()
         self._report_settings_problems()
         if stripped.startswith("!"):
             self.notebook.record(CellRecord("shell", stripped))
@@ -264,6 +267,7 @@ class CellDispatcher:
         if self._session is None:
             return
         session, self._session = self._session, None
+        await session.mcp.close()
         session.close()
         sandbox = session.deps.sandbox
         if sandbox is not None:

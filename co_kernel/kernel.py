@@ -142,8 +142,14 @@ class CoKernel(IPythonKernel):
         task = asyncio.ensure_future(coro)
         loop = asyncio.get_running_loop()
 
+        notebook = self._dispatcher.notebook
+
         def on_sigint(signum: int, frame: Any) -> None:
             loop.call_soon_threadsafe(task.cancel)
+            if notebook.executing and not _waiting_for_events(frame):
+                # Python (a %%python cell or run_python) holds the main thread, so the
+                # cancel can't run until it returns: stop it the IPython way first.
+                raise KeyboardInterrupt
 
         previous = None
         if threading.current_thread() is threading.main_thread():
@@ -180,6 +186,11 @@ class CoKernel(IPythonKernel):
         from .magics._complete import is_complete_reply
 
         return is_complete_reply(code)
+
+
+def _waiting_for_events(frame: Any) -> bool:
+    """Whether the signal arrived while the event loop waited in its selector."""
+    return frame is not None and frame.f_code.co_filename.endswith("selectors.py")
 
 
 def _warm_imports() -> None:

@@ -259,6 +259,22 @@ def _integration_rows(report: StatusReport, settings: Settings, session: Any) ->
             report.add("integrations", build.name, f"not registered: {build.reason or 'unknown'}")
 
 
+def _mcp_rows(report: StatusReport, settings: Settings, session: Any) -> None:
+    """A row per MCP server: its state in the session, or its configuration."""
+    manager = getattr(session, "mcp", None)
+    if manager is not None:
+        rows = manager.status_rows()
+    else:
+        rows = [
+            (name, f"connects when a kernel session starts ({spec.transport}, {spec.approval})")
+            for name, spec in settings.mcp_servers.items()
+        ]
+    if not rows:
+        report.add("mcp", "servers", "none configured (setting `mcp_servers`)")
+    for name, value in rows:
+        report.add("mcp", name, value)
+
+
 def _store_rows(report: StatusReport) -> None:
     from .memory import memory_store_path
     from .store import session_store_path
@@ -319,6 +335,7 @@ def collect_status(
         _session_rows(report, session)
     _sandbox_rows(report, settings, project_dir, session)
     _integration_rows(report, settings, session)
+    _mcp_rows(report, settings, session)
     _store_rows(report)
     tracing = "on" if settings.tracing else "off"
     if settings.tracing and not settings.trace_content:

@@ -10,6 +10,12 @@ is scored, never executed. Four scores, each 0-100:
 - ``error_recovery``: after the expected call fails, the model's next step recovers
   (calls the recovery tool, or answers with the expected words).
 
+The model and agent are built by the kernel's own code path (``build_session_agent``), so
+a case is sent with the request settings the kernel would use for that provider (a local
+model's generation cap and long timeout, its short prompt). The cases run in a temporary
+workspace holding the files and notes they name (``evals/workspace/``), so a model that
+reads or edits them finds them.
+
 The result is written as JSON tagged with the model and compared in a matrix with every
 ``evals/baseline-*.json``; the run fails (exit 1) when a score drops more than
 ``--max-degradation`` points below the baseline of the same model.
@@ -23,6 +29,7 @@ import argparse
 import asyncio
 import json
 import re
+import shutil
 import sys
 import tempfile
 import time
@@ -31,6 +38,9 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+WORKSPACE = HERE / "workspace"
+"""What every case's workspace starts with: the files and notes (``vault/``) cases name, and
+the skill and subagent (``.co/``) the skills and delegate_task cases name."""
 DIMENSIONS = ("tool_selection", "arg_extraction", "refusal", "error_recovery")
 CATEGORIES = ("tool_selection", "refusal", "error_recovery")
 
@@ -113,6 +123,12 @@ def args_match(expected: dict[str, Any], actual: dict[str, Any], mode: str) -> b
     return all(k in act and act[k] == v for k, v in exp.items())
 
 
+def prepare_workspace(workspace: Path) -> Path:
+    """Copy the eval workspace (files, and notes under ``vault/``) into ``workspace``."""
+    shutil.copytree(WORKSPACE, workspace, dirs_exist_ok=True)
+    return workspace
+
+
 def eval_settings(workspace: Path) -> Any:
     """Settings that register every integration; nothing runs, so placeholders do."""
     from co_kernel.config import load_settings
@@ -145,16 +161,22 @@ class Runner:
     def __init__(self, model: str, workspace: Path) -> None:
         from pydantic_ai.toolsets.approval_required import ApprovalRequiredToolset
 
-        from co_kernel.tools import collect_toolsets
-        from co_kernel.turn import CoDeps, build_model
-        from co_kernel.turn._agent import build_agent
+        from co_kernel.turn import CoDeps, build_session_agent
 
+        prepare_workspace(workspace)
         settings = eval_settings(workspace)
-        self.handle = build_model(settings, model, base_dir=workspace)
-        builds = collect_toolsets(settings)
-        toolsets = [ApprovalRequiredToolset(b.toolset) for b in builds if b.toolset is not None]
-        self.tool_names = {name for b in builds for name in b.approval}
-        self.agent = build_agent(self.handle.model, settings, toolsets)
+        # The kernel's path: the same model, request settings, prompt and toolsets, with
+        # every toolset deferred so that no call runs.
+        built = build_session_agent(
+            settings, model, base_dir=workspace, wrap_toolset=ApprovalRequiredToolset
+        )
+        self.handle = built.handle
+        self.agent = built.agent
+        self.model_settings: dict[str, Any] = dict(built.agent.model_settings or {})
+        """The per-request settings every case is sent with."""
+        self.tool_names = {
+            name for b in built.toolsets if b.toolset is not None for name in b.approval
+        }
         self.deps = CoDeps(
             settings=settings, session_id="eval", kernel_id="eval", workspace=workspace
         )
@@ -264,6 +286,7 @@ def _slug(model: str) -> str:
 async def run_cases(model: str, cases: list[Case]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         runner = Runner(model, Path(tmp))
+        model_settings = runner.model_settings
         try:
             results = []
             for case in cases:
@@ -284,6 +307,7 @@ async def run_cases(model: str, cases: list[Case]) -> dict[str, Any]:
     return {
         "model": model,
         "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "model_settings": model_settings,
         "scores": score(results),
         "cases": [asdict(r) for r in results],
     }

@@ -12,6 +12,15 @@ from co_kernel.testing import ScriptedModelServer
 from .kernel_harness import CoKernel
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_co_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Code under test in this process never reads or writes the developer's own Co files
+    (settings, sessions, memories, telemetry); tests that need a home of their own set one."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CO_HOME", str(tmp_path_factory.mktemp("co-home-of-the-test-run")))
+        yield
+
+
 @pytest.fixture
 def model_server() -> Iterator[ScriptedModelServer]:
     with ScriptedModelServer([]) as server:

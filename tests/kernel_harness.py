@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable
@@ -37,6 +39,8 @@ class CellResult:
     sent_at: float = 0.0
     replied_at: float = 0.0
     interrupt_sent: bool = False
+    interrupted_at: float = 0.0
+    """When the interrupt was sent (monotonic), if one was."""
 
     @property
     def status(self) -> str:
@@ -83,7 +87,12 @@ class CoKernel:
     def __init__(self, env: dict[str, str], cwd: Path, *, wait_ready: bool = True) -> None:
         """Start the kernel; ``wait_ready=False`` leaves the first request to the test."""
         ensure_kernelspec()
-        self.km = KernelManager(kernel_name="co")
+        # IPC sockets: with TCP, the ports jupyter_client picks can be taken by another
+        # process before the kernel binds them ("Address already in use") on a busy machine.
+        self._ipc_dir = tempfile.mkdtemp(prefix="co-kernel-ipc-")
+        self.km = KernelManager(
+            kernel_name="co", transport="ipc", ip=os.path.join(self._ipc_dir, "kernel")
+        )
         full_env = {k: v for k, v in os.environ.items() if not k.startswith("CO_")}
         full_env.update(env)
         # Kernels import this checkout, whatever the environment has installed.
@@ -93,7 +102,12 @@ class CoKernel:
         self.kc = self.km.client()
         self.kc.start_channels()
         if wait_ready:
-            self.kc.wait_for_ready(timeout=120)
+            try:
+                self.kc.wait_for_ready(timeout=120)
+            except BaseException:
+                # No half-started kernel or open sockets left behind for later tests.
+                self.shutdown()
+                raise
         self.cwd = cwd
 
     def execute(
@@ -146,6 +160,7 @@ class CoKernel:
             ):
                 self.km.interrupt_kernel()
                 interrupted = True
+                result.interrupted_at = time.monotonic()
             self._poll_stdin(msg_id, result, on_input)
             try:
                 m = self.kc.get_iopub_msg(timeout=min(remaining, 0.02))
@@ -251,6 +266,7 @@ class CoKernel:
         self._shut = True
         self.kc.stop_channels()
         self.km.shutdown_kernel(now=False)
+        shutil.rmtree(self._ipc_dir, ignore_errors=True)
 
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"

@@ -9,7 +9,7 @@ wording of a request and of each decision, the timeout, and reading a typed answ
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 from ..turn._approval import (
     APPROVED,
@@ -23,7 +23,10 @@ from ..turn._approval import (
 from ..turn._frontend import (
     ApprovalDecision,
     ApprovalRequest,
+    FrontendProtocol,
     NoticeLevel,
+    SubagentView,
+    TodoView,
     ToolCallView,
     ToolResultView,
     TurnSummary,
@@ -71,7 +74,8 @@ def parse_answer(text: str) -> ApprovalDecision | None:
 
 def approval_text(call: ToolCallView) -> str:
     """The question as plain text: tool, pretty arguments and the detail (e.g. a diff)."""
-    lines = [f"Co wants to run {call.name}:"]
+    who = f"Co's subagent {call.agent}" if call.agent else "Co"
+    lines = [f"{who} wants to run {call.name}:"]
     lines += ["    " + line for line in format_args(call.args).splitlines()]
     if call.detail:
         lines.append("")
@@ -147,6 +151,15 @@ class BaseFrontend:
 
     async def prompt_approval(self, request: ApprovalRequest) -> ApprovalDecision:
         return await self.approver(request)
+
+    def on_todos(self, todos: Sequence[TodoView]) -> None:
+        pass
+
+    def start_subagent(self, view: SubagentView) -> FrontendProtocol:
+        from ._subagent import SubagentFrontend
+
+        # Shows nothing of its own; approvals still come back here.
+        return SubagentFrontend(self, view, lambda log: None, live=False)
 
     def on_turn_end(self, summary: TurnSummary) -> None:
         pass

@@ -4,18 +4,24 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 
 from ..turn._approval import INTERRUPTED, decision_label
 from ..turn._frontend import (
     ApprovalDecision,
     ApprovalRequest,
+    FrontendProtocol,
     NoticeLevel,
+    SubagentView,
+    TodoView,
     ToolCallView,
     ToolResultView,
     TurnSummary,
 )
 from ._base import DECISION_TEXT, NOTICE_PREFIX, Approver, BaseFrontend, approval_text
 from ._publisher import Publisher
+from ._subagent import ConsoleSubagentFrontend
+from ._todos import todos_text
 from ._toolcard import short_args
 
 __all__ = ["ConsoleFrontend"]
@@ -58,7 +64,8 @@ class ConsoleFrontend(BaseFrontend):
                 self._line(f"  ⎿ {DECISION_TEXT.get(call.decision, call.decision)}")
             return
         self._announced.add(call.call_id)
-        self._line(f"⏺ {call.name}({short_args(call.args)})")
+        who = f"{call.agent} › " if call.agent else ""
+        self._line(f"⏺ {who}{call.name}({short_args(call.args)})")
 
     def on_tool_result(self, result: ToolResultView) -> None:
         took = f" {result.duration:.2f}s" if result.duration is not None else ""
@@ -80,6 +87,15 @@ class ConsoleFrontend(BaseFrontend):
     def _line(self, text: str) -> None:
         self._pub.stream("stdout", text + "\n")
         self._pub.flush()
+
+    def on_todos(self, todos: Sequence[TodoView]) -> None:
+        # A console cannot update in place: the whole (short) list each time it changes.
+        self.on_text_commit()
+        self._line(todos_text(todos))
+
+    def start_subagent(self, view: SubagentView) -> FrontendProtocol:
+        self.on_text_commit()
+        return ConsoleSubagentFrontend(self, view, self._pub)
 
     def on_status(self, message: str) -> None:
         self._pub.stream("stderr", f"{message}\n")

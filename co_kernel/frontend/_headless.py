@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
+
 from ..turn._approval import decision_label
 from ..turn._frontend import (
     ApprovalDecision,
     ApprovalRequest,
+    FrontendProtocol,
     NoticeLevel,
+    SubagentView,
+    TodoView,
     ToolCallView,
     ToolResultView,
     TurnSummary,
@@ -14,6 +20,8 @@ from ..turn._frontend import (
 from ._base import NOTICE_PREFIX, BaseFrontend, policy_approver
 from ._footer import footer_bundle
 from ._publisher import Publisher
+from ._subagent import SubagentFrontend, SubagentLog
+from ._todos import todos_bundle
 from ._toolcard import short_args, tool_call_bundle
 
 __all__ = ["HeadlessFrontend"]
@@ -30,6 +38,10 @@ class HeadlessFrontend(BaseFrontend):
         self._mode = approval_mode
         self._text = ""
         self._calls: dict[str, ToolCallView] = {}
+        self._todos: list[TodoView] | None = None
+        """Calls not shown yet, in the order the model made them."""
+        self._results: dict[str, ToolResultView] = {}
+        """Results waiting for an earlier call's card to be shown first."""
 
     def on_text_delta(self, delta: str) -> None:
         self._text += delta
@@ -44,10 +56,21 @@ class HeadlessFrontend(BaseFrontend):
         self._calls[call.call_id] = call  # shown once, with its result (no live updates)
 
     def on_tool_result(self, result: ToolResultView) -> None:
-        call = self._calls.pop(result.call_id, None) or ToolCallView(
-            result.call_id, result.name, None
-        )
-        self._pub.display(tool_call_bundle(call, result))
+        if result.call_id not in self._calls:
+            self._calls[result.call_id] = ToolCallView(result.call_id, result.name, None)
+        # No duration on the card: it differs on every run, and a headless notebook's
+        # outputs are compared as they are (nbval; its sanitizers cannot reach JSON).
+        self._results[result.call_id] = replace(result, duration=None)
+        self._show_finished()
+
+    def _show_finished(self) -> None:
+        """Cards in call order: parallel calls finish in any order, saved outputs must not."""
+        while self._calls:
+            call_id = next(iter(self._calls))
+            result = self._results.pop(call_id, None)
+            if result is None:
+                return
+            self._pub.display(tool_call_bundle(self._calls.pop(call_id), result))
 
     async def prompt_approval(self, request: ApprovalRequest) -> ApprovalDecision:
         self.on_text_commit()
@@ -61,9 +84,23 @@ class HeadlessFrontend(BaseFrontend):
             if self._mode == "ask"
             else f"headless run, `approval_mode = {self._mode}`"
         )
-        text = f"Approval needed for `{call.name}({short_args(call.args)})`: **{label}** ({why})"
+        who = f"{call.agent} › " if call.agent else ""
+        text = (
+            f"Approval needed for `{who}{call.name}({short_args(call.args)})`: **{label}** ({why})"
+        )
         self._pub.display({"text/markdown": text, "text/plain": text})
         return decision
+
+    def on_todos(self, todos: Sequence[TodoView]) -> None:
+        self._todos = list(todos)  # no live updates: the final list, once, at the end
+
+    def start_subagent(self, view: SubagentView) -> FrontendProtocol:
+        self.on_text_commit()
+
+        def render(log: SubagentLog) -> None:
+            self._pub.display(log.bundle())
+
+        return SubagentFrontend(self, view, render, live=False)
 
     def on_notice(self, markdown: str, level: NoticeLevel = "info") -> None:
         self.on_text_commit()
@@ -73,10 +110,16 @@ class HeadlessFrontend(BaseFrontend):
     def on_turn_end(self, summary: TurnSummary) -> None:
         self.on_text_commit()
         if summary.interrupted:
-            for call in self._calls.values():
-                self._pub.display(tool_call_bundle(call, state="interrupted"))
+            for call_id, call in self._calls.items():
+                result = self._results.pop(call_id, None)
+                if result is not None:
+                    self._pub.display(tool_call_bundle(call, result))
+                else:
+                    self._pub.display(tool_call_bundle(call, state="interrupted"))
             self._calls.clear()
             self.on_notice("Interrupted.", "warning")
+        if self._todos is not None:
+            self._pub.display(todos_bundle(self._todos))
         line = self.footer(summary)
         if line:
             self._pub.display(footer_bundle(line))

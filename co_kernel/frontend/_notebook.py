@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,7 +12,10 @@ from ..turn._approval import INTERRUPTED, decision_label, is_refusal
 from ..turn._frontend import (
     ApprovalDecision,
     ApprovalRequest,
+    FrontendProtocol,
     NoticeLevel,
+    SubagentView,
+    TodoView,
     ToolCallView,
     ToolResultView,
     TurnSummary,
@@ -21,6 +24,8 @@ from ._base import NOTICE_PREFIX, Approver, BaseFrontend
 from ._footer import footer_bundle
 from ._markdown import MarkdownStream
 from ._publisher import Publisher
+from ._subagent import SubagentFrontend, SubagentLog
+from ._todos import todos_bundle
 from ._toolcard import tool_call_bundle
 
 __all__ = ["NotebookFrontend"]
@@ -62,6 +67,7 @@ class NotebookFrontend(BaseFrontend):
         self._thinking_id: str | None = None
         self._calls: dict[str, _Card] = {}
         self._status_id: str | None = None
+        self._todos_id: str | None = None
         self.streams: list[MarkdownStream] = []
 
     # -- text ----------------------------------------------------------------
@@ -147,6 +153,29 @@ class NotebookFrontend(BaseFrontend):
         call.decision = decision_label(choice)
         self._show_card(call, "denied" if is_refusal(call.decision) else "running")
         return choice
+
+    # -- checklist and subagents ---------------------------------------------------
+
+    def on_todos(self, todos: Sequence[TodoView]) -> None:
+        # One output per cell, created where the first list was written, then updated.
+        self.on_text_commit()
+        update = self._todos_id is not None
+        self._todos_id = self._todos_id or uuid.uuid4().hex
+        self._pub.display(todos_bundle(todos), display_id=self._todos_id, update=update)
+
+    def start_subagent(self, view: SubagentView) -> FrontendProtocol:
+        self.on_text_commit()
+        display_id = uuid.uuid4().hex
+        shown = False
+
+        def render(log: SubagentLog) -> None:
+            nonlocal shown
+            self._pub.display(log.bundle(), display_id=display_id, update=shown)
+            shown = True
+
+        return SubagentFrontend(
+            self, view, render, live=True, max_rate=self._max_rate, call_later=self._call_later
+        )
 
     # -- status and notices -----------------------------------------------------
 

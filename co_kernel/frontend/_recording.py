@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..turn._frontend import (
     ApprovalDecision,
     ApprovalRequest,
+    FrontendProtocol,
     NoticeLevel,
+    SubagentView,
+    TodoView,
     ToolCallView,
     ToolResultView,
     TurnSummary,
@@ -58,6 +61,15 @@ class RecordingFrontend:
     async def prompt_approval(self, request: ApprovalRequest) -> ApprovalDecision:
         self.events.append(("approval", request))
         return self._decisions.pop(0) if self._decisions else "deny"
+
+    def on_todos(self, todos: Sequence[TodoView]) -> None:
+        self.events.append(("todos", list(todos)))
+
+    def start_subagent(self, view: SubagentView) -> FrontendProtocol:
+        child = RecordingFrontend()
+        child._decisions = self._decisions  # one script of answers for the whole cell
+        self.events.append(("subagent", (view, child)))
+        return child
 
     def on_turn_end(self, summary: TurnSummary) -> None:
         self.events.append(("turn_end", summary))

@@ -83,8 +83,15 @@ def tool_call_bundle(
         "detail": call.detail,
         "needs_approval": call.needs_approval,
     }
+    if call.agent:
+        # Only a subagent's calls say whose they are; Co's own cards stay as they were.
+        payload["agent"] = call.agent
     shown_status = "waiting for approval" if status == "waiting" else status
-    summary_bits = [f"{_ICONS.get(status, '•')} {call.name}({short_args(call.args)})", shown_status]
+    who = f"{call.agent} › " if call.agent else ""
+    summary_bits = [
+        f"{_ICONS.get(status, '•')} {who}{call.name}({short_args(call.args)})",
+        shown_status,
+    ]
     if decision and decision != status:
         summary_bits.append(decision)
     if duration is not None:

@@ -47,8 +47,9 @@ class ApprovalCard:
 
         self.call = call
         self.decision: str | None = None
+        who = f"Co's subagent <code>{html.escape(call.agent)}</code>" if call.agent else "Co"
         header = w.HTML(
-            f"<b>✋ Co wants to run <code>{html.escape(call.name)}</code></b> "
+            f"<b>✋ {who} wants to run <code>{html.escape(call.name)}</code></b> "
             "— approve it to continue."
         )
         parts: list[Any] = [

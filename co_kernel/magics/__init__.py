@@ -33,6 +33,8 @@ MAGICS: dict[str, str] = {
     "usage": "usage",
     "sessions": "sessions",
     "resume": "resume",
+    "mcp": "mcp",
+    "skills": "skills",
 }
 
 

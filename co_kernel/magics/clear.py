@@ -1,8 +1,8 @@
 """Empty the conversation and start a new one; the old one stays saved.
 
 `%clear` forgets every turn so the next prompt starts fresh. The conversation you had is
-kept in the session store: `%resume <id>` brings it back. Settings, the model and
-`%yolo` stay as they are.
+kept in the session store: `%resume <id>` brings it back. The agent's todo list is
+emptied too. Settings, the model and `%yolo` stay as they are.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ async def run(ctx: MagicContext, args: str) -> str:
         raise MagicError(f"%clear takes no arguments (got '{args}').")
     session = ctx.session
     turns = len(session.turns)
-    if not session.history:
+    if not session.history and not session.deps.todos:
         return "The conversation is already empty."
     saved = session.is_saved
     old = session.clear()

@@ -11,8 +11,13 @@ Providers: gemini, ollama, openai, anthropic, compat (any OpenAI-compatible
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 from . import MagicContext, MagicError
+
+if TYPE_CHECKING:
+    from ..status import ProviderProbe
+    from ..turn import ChatSession
 
 USAGE = "%model [provider:model]"
 
@@ -34,9 +39,27 @@ def known_models(provider: str) -> list[str]:
     ]
 
 
+async def check_model(session: ChatSession, value: str) -> ProviderProbe:
+    """Whether ``value`` can be switched to (key set, server answering, model listed).
+
+    Raises ConfigError for a malformed name. Listed model ids are kept for completion.
+    """
+    from ..status import probe_provider
+
+    probe = await asyncio.to_thread(
+        probe_provider,
+        session.settings,
+        value,
+        base_dir=session.deps.workspace,
+        replay_base=session.model_base_url if value == session.model_string else None,
+    )
+    if probe.models:
+        session.provider_models[value.split(":", 1)[0].lower()] = probe.models
+    return probe
+
+
 async def run(ctx: MagicContext, args: str) -> str:
     from ..exceptions import ConfigError
-    from ..status import probe_provider
     from ..turn._providers import PROVIDERS
 
     session = ctx.session
@@ -49,17 +72,9 @@ async def run(ctx: MagicContext, args: str) -> str:
         return "\n".join(lines)
     value = args.split()[0]
     try:
-        probe = await asyncio.to_thread(
-            probe_provider,
-            session.settings,
-            value,
-            base_dir=session.deps.workspace,
-            replay_base=session.model_base_url if value == current else None,
-        )
+        probe = await check_model(session, value)
     except ConfigError as exc:
         raise MagicError(str(exc)) from None
-    if probe.models:
-        session.provider_models[value.split(":", 1)[0].lower()] = probe.models
     unchanged = f"still {current}" if current else "no model is set"
     if not probe.ok:
         raise MagicError(f"{probe.detail.rstrip('.')}. The model is unchanged ({unchanged}).")

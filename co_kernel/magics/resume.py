@@ -3,15 +3,22 @@
 `%resume` alone resumes the latest conversation of this notebook (or of this folder when
 the notebook is unknown); `%resume 3f2a91c0` a given one (see `%sessions`; the first
 characters of the id are enough). The conversation in this kernel is replaced; it stays
-saved under its own id.
+saved under its own id. The resumed conversation's model comes back too, when it can still
+be used (its key set, its server answering); otherwise the current model stays.
+When another kernel continues the same conversation, the one that saves second goes on as
+a fork under a new id, so neither overwrites the other.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from typing import TYPE_CHECKING
 
 from . import MagicContext, MagicError
 from ._render import short_id, when
+
+if TYPE_CHECKING:
+    from ..turn import ChatSession
 
 USAGE = "%resume [id]"
 
@@ -38,9 +45,45 @@ async def run(ctx: MagicContext, args: str) -> str:
     live = session.live_turns
     if live:
         lines.append(f"\nIt ended with:\n> {live[-1].prompt.splitlines()[0][:200]}")
+    restored = await _restore_model(session, info.model)
+    if restored:
+        lines.append(f"\n{restored}")
     if previous and previous != info.id:
         lines.append(f"\nThe conversation this kernel had stays saved as `{short_id(previous)}`.")
     return "\n".join(lines)
+
+
+async def _restore_model(session: ChatSession, stored: str | None) -> str | None:
+    """Switch to the model the conversation was saved with, if it can still be used."""
+    from ..exceptions import ConfigError
+    from ..turn._providers import default_model_string, parse_model_string
+    from .model import check_model
+
+    current = session.model_string
+    if not stored:
+        return None
+    try:
+        if current and parse_model_string(stored) == parse_model_string(current):
+            return None
+        if stored == default_model_string(session.settings):
+            # It ran on the bundled model only because nothing was configured then; a model
+            # configured or chosen since is the better one to go on with.
+            return (
+                f"It was answered by `{stored}`, Co's small default model; Co keeps "
+                f"**{current}** (switch with `%model`)."
+            )
+        probe = await check_model(session, stored)
+    except ConfigError as exc:
+        ok, detail = False, str(exc)
+    else:
+        ok, detail = probe.ok, probe.detail
+    if ok:
+        return f"Its model **{session.set_model(stored)}** is in use again."
+    keep = f"keeps **{current}**" if current else "has no model set"
+    return (
+        f"Its model `{stored}` cannot be used now ({detail.rstrip('.')}), so Co {keep}; "
+        "switch with `%model`."
+    )
 
 
 def complete(ctx: MagicContext, arg_text: str) -> list[str]:

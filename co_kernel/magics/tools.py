@@ -74,6 +74,8 @@ async def run(ctx: MagicContext, args: str) -> str:
         with contextlib.suppress(ConfigError):
             session.ensure_agent()
     builds = session.toolsets or collect_toolsets(session.settings)
+    await session.mcp.ready()
+    builds = [*builds, *session.mcp.tool_builds()]
     return format_tools(
         builds, auto_confirm=session.deps.auto_confirm, unavailable=session.tools_unavailable
     )

@@ -100,6 +100,16 @@ class NotebookContext:
         self.shell = shell
         self.cells: collections.deque[CellRecord] = collections.deque(maxlen=keep)
         self.last_error: PythonRun | None = None
+        self.executing = False
+        """True while the person's or the agent's Python runs in the shell: an interrupt
+        then raises KeyboardInterrupt in that code, as in a plain IPython kernel."""
+
+    async def _execute(self, code: str, *, store_history: bool, silent: bool) -> Any:
+        self.executing = True
+        try:
+            return await _run(self.shell, code, store_history=store_history, silent=silent)
+        finally:
+            self.executing = False
 
     @property
     def namespace(self) -> dict[str, Any]:
@@ -116,7 +126,7 @@ class NotebookContext:
         saved = sys.stdout
         sys.stdout = tee_out
         try:
-            res = await _run(self.shell, code, store_history=True, silent=False)
+            res = await self._execute(code, store_history=True, silent=False)
         finally:
             sys.stdout = saved
         run = PythonRun(stdout=tee_out.buffer_text.getvalue())
@@ -139,7 +149,7 @@ class NotebookContext:
         saved = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = tee_out, tee_err
         try:
-            res = await _run(self.shell, source, store_history=False, silent=True)
+            res = await self._execute(source, store_history=False, silent=True)
         finally:
             sys.stdout, sys.stderr = saved
             value = self.namespace.pop(_RESULT_NAME, None)

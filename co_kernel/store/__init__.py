@@ -5,9 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..config import paths
-from ._sessions import SessionInfo, SessionLookupError, SessionStore, StoredSession, TurnRow
+from ._sessions import (
+    Revision,
+    SessionConflict,
+    SessionInfo,
+    SessionLookupError,
+    SessionStore,
+    StoredSession,
+    TurnRow,
+)
 
 __all__ = [
+    "Revision",
+    "SessionConflict",
     "SessionInfo",
     "SessionLookupError",
     "SessionStore",

@@ -5,6 +5,11 @@ session, its messages one row each (pydantic-ai's ``ModelMessagesTypeAdapter`` J
 its turns with their usage. A turn's write touches only that turn's rows, so the cost of
 saving does not grow with the length of the conversation. Only messages, prompts, model
 names and token counts are stored: never settings, keys or tool credentials.
+
+Two kernels may hold the same session (both resumed it). A write can name the revision it
+continues from (the ``updated`` time and ``kernel_id`` of the last write it saw); when another
+kernel has written since, the write is refused with ``SessionConflict`` so the caller can
+fork instead of interleaving two conversations' rows.
 """
 
 from __future__ import annotations
@@ -23,7 +28,15 @@ from ._sqlite import connect, write
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
-__all__ = ["SessionInfo", "SessionLookupError", "SessionStore", "StoredSession", "TurnRow"]
+__all__ = [
+    "Revision",
+    "SessionConflict",
+    "SessionInfo",
+    "SessionLookupError",
+    "SessionStore",
+    "StoredSession",
+    "TurnRow",
+]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -88,6 +101,16 @@ class TurnRow:
     """When the turn ended (Unix time)."""
 
 
+@dataclass(frozen=True)
+class Revision:
+    """Which write of a session a kernel last saw: compared before the next write."""
+
+    updated: float
+    """The ``updated`` time that write set."""
+    kernel_id: str | None
+    """The kernel that made it."""
+
+
 @dataclass
 class SessionInfo:
     """A session as `%sessions` lists it."""
@@ -111,7 +134,14 @@ class SessionInfo:
     model: str | None = None
     """The model of the last turn."""
     meta: dict[str, Any] = field(default_factory=dict)
-    """Small extras (compaction usage)."""
+    """Small extras (compaction usage, the session it was forked from)."""
+    kernel_id: str | None = None
+    """The kernel that wrote it last."""
+
+    @property
+    def revision(self) -> Revision:
+        """The write this row shows, for a conflict check on the next save."""
+        return Revision(self.updated, self.kernel_id)
 
 
 @dataclass
@@ -130,8 +160,20 @@ class SessionLookupError(LookupError):
     """No session, or more than one, matches an id; the message says what to type."""
 
 
+class SessionConflict(Exception):
+    """Another kernel wrote the session after the revision a save continues from."""
+
+    def __init__(self, session_id: str, kernel_id: str | None) -> None:
+        super().__init__(f"session {session_id} was written by kernel {kernel_id} meanwhile")
+        self.session_id = session_id
+        """The session both kernels continued."""
+        self.kernel_id = kernel_id
+        """The kernel that wrote it since."""
+
+
 _INFO_COLUMNS = (
-    "id, notebook, workspace, created, updated, turns, messages, first_prompt, model, meta"
+    "id, notebook, workspace, created, updated, turns, messages, first_prompt, model, meta, "
+    "kernel_id"
 )
 
 
@@ -147,6 +189,7 @@ def _info(row: Sequence[Any]) -> SessionInfo:
         first_prompt=row[7],
         model=row[8],
         meta=json.loads(row[9] or "{}"),
+        kernel_id=row[10],
     )
 
 
@@ -203,11 +246,14 @@ class SessionStore:
         kernel_id: str | None = None,
         model: str | None = None,
         meta: dict[str, Any] | None = None,
-    ) -> None:
+        expect: Revision | None = None,
+    ) -> Revision:
         """Write what changed: messages from ``from_message`` and turns from ``from_turn``.
 
         Rows past those points are replaced, so a regenerated or compacted conversation
         is stored as it now is. One transaction: a killed process leaves the last one whole.
+        With ``expect``, raises SessionConflict (writing nothing) when the stored row is at
+        another revision. Returns the revision this write made.
         """
         now = time.time()
         first = self._clean(turns[0].prompt)[:_PREVIEW] if turns else None
@@ -215,6 +261,13 @@ class SessionStore:
         if self.redact is not None:
             blobs = [self._clean(b.decode("utf-8")).encode("utf-8") for b in blobs]
         with write(self.conn) as c:
+            if expect is not None:
+                # Checked under the write lock, so no other kernel can write in between.
+                row = c.execute(
+                    "SELECT updated, kernel_id FROM sessions WHERE id = ?", (session_id,)
+                ).fetchone()
+                if row is not None and Revision(row[0], row[1]) != expect:
+                    raise SessionConflict(session_id, row[1])
             c.execute(
                 """INSERT INTO sessions (id, notebook, workspace, kernel_id, model, created,
                        updated, turns, messages, first_prompt, meta)
@@ -268,6 +321,7 @@ class SessionStore:
                     for i, t in enumerate(turns[from_turn:])
                 ],
             )
+        return Revision(now, kernel_id)
 
     # -- reading -------------------------------------------------------------
 

@@ -136,11 +136,22 @@ def _file_secrets(path: Path) -> list[str]:
         return []
     if not isinstance(data, dict):
         return []
-    return [
+    found = [
         value
         for key, value in data.items()
         if isinstance(value, str) and _field_name(key) in SECRET_FIELDS
     ]
+    servers = data.get("mcp_servers")
+    if isinstance(servers, dict):
+        # Env and header values of MCP servers, also of those a later layer replaced.
+        for spec in servers.values():
+            if not isinstance(spec, dict):
+                continue
+            for key in ("env", "headers"):
+                values = spec.get(key)
+                if isinstance(values, dict):
+                    found += [v for v in values.values() if isinstance(v, str)]
+    return found
 
 
 # Keys whose values are credentials in OAuth token, client and service-account files.
@@ -201,6 +212,10 @@ def _secret_values(value: Any) -> Iterable[str]:
 
     if isinstance(value, SecretStr):
         yield value.get_secret_value()
+    elif callable(getattr(value, "secret_values", None)):
+        # A settings object that knows its secrets (an MCP server: env and header values,
+        # also after `${VAR}` expansion).
+        yield from value.secret_values()
     elif isinstance(value, Mapping):
         for item in value.values():
             yield from _secret_values(item)
@@ -216,6 +231,11 @@ class Redactor:
         # Longest first, so a secret that contains another is replaced whole.
         unique = {s.strip() for s in literals if s and len(s.strip()) >= _MIN_LITERAL}
         self.literals: tuple[str, ...] = tuple(sorted(unique, key=len, reverse=True))
+
+    def add(self, literals: Iterable[str]) -> None:
+        """Learn more secrets (settings read again during the session, e.g. `%mcp reload`)."""
+        merged = Redactor([*self.literals, *literals]).literals
+        self.literals = merged
 
     @classmethod
     def from_settings(

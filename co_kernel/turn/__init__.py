@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ._agent import SessionAgent, build_session_agent
 from ._approval import is_safe_command
 from ._deps import CoDeps
 from ._frontend import (
@@ -25,12 +26,14 @@ __all__ = [
     "CoDeps",
     "FrontendProtocol",
     "ModelHandle",
+    "SessionAgent",
     "ToolCallView",
     "ToolResultView",
     "TurnRecord",
     "TurnResult",
     "TurnSummary",
     "build_model",
+    "build_session_agent",
     "is_safe_command",
     "parse_model_string",
     "patch_dangling_tool_calls",

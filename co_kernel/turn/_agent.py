@@ -1,7 +1,15 @@
-"""The agent factory (seed 001 ``get_agent``)."""
+"""The agent factory (seed 001 ``get_agent``).
+
+``build_session_agent`` is the one way Co turns settings and a model name into a ready
+agent: the kernel's session and the eval runner both use it, so an eval talks to a model
+exactly as the kernel does (its request settings, prompt size and toolsets).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import paths
@@ -16,9 +24,71 @@ if TYPE_CHECKING:
     from pydantic_ai.toolsets import AbstractToolset
 
     from ..config import Settings
+    from ..tools import ToolsetBuild
     from ._deps import CoDeps
+    from ._providers import ModelHandle
 
-__all__ = ["build_agent"]
+__all__ = ["SessionAgent", "build_agent", "build_session_agent"]
+
+
+@dataclass
+class SessionAgent:
+    """An agent built from settings, with the model and toolsets it was built with."""
+
+    agent: Agent[CoDeps, Any]
+    """The agent."""
+    handle: ModelHandle
+    """The model, its request settings, and what stops it."""
+    toolsets: list[ToolsetBuild]
+    """Every integration, registered or with the reason it is not."""
+    tools_unavailable: str | None
+    """Why the model gets no tools at all (a tiny local model), else None."""
+
+
+def build_session_agent(
+    settings: Settings,
+    model_string: str | None,
+    *,
+    base_dir: Path,
+    capabilities: Sequence[AbstractCapability[Any]] = (),
+    wrap_toolset: Callable[[AbstractToolset[Any]], AbstractToolset[Any]] | None = None,
+    extra_toolsets: Sequence[AbstractToolset[Any]] = (),
+) -> SessionAgent:
+    """Build the model and its agent as a kernel session does; raises ConfigError with the fix.
+
+    ``wrap_toolset`` wraps each registered toolset (the eval runner defers every call);
+    ``extra_toolsets`` (the session's MCP servers) join them when the model takes tools.
+    """
+    from ..tools import collect_toolsets
+    from ._providers import build_model
+
+    handle = build_model(settings, model_string, base_dir=base_dir)
+    try:
+        builds = collect_toolsets(settings)
+        unavailable = None
+        if not handle.supports_tools:
+            unavailable = (
+                f"`{handle.label}` has no tool support, so Co offers it no tools. "
+                "Choose a tool-capable model with `%model` to use them."
+            )
+            builds = [replace(b, toolset=None, reason=b.reason or unavailable) for b in builds]
+        toolsets = [b.toolset for b in builds if b.toolset is not None]
+        if wrap_toolset is not None:
+            toolsets = [wrap_toolset(t) for t in toolsets]
+        if handle.supports_tools:
+            toolsets += extra_toolsets
+        agent = build_agent(
+            handle.model,
+            settings,
+            toolsets,
+            compact_prompt=handle.compact_prompt,
+            model_settings=handle.model_settings,
+            capabilities=capabilities,
+        )
+    except BaseException:
+        handle.close()
+        raise
+    return SessionAgent(agent, handle, builds, unavailable)
 
 
 def build_agent(
@@ -47,6 +117,8 @@ def build_agent(
     async def instructions(ctx: RunContext[CoDeps]) -> str:
         # async: a sync function would cost a thread hop on every request
         from ..tools.memory import memory_prompt
+        from ..tools.skills import prompt_entries as skill_entries
+        from ..tools.subagents import prompt_entries as subagent_entries
 
         prompt = ctx.prompt if isinstance(ctx.prompt, str) else None
         return build_system_prompt(
@@ -55,6 +127,8 @@ def build_agent(
             config_dir=config_dir,
             extra_sections=[memory_prompt(ctx.deps, prompt)],
             compact=compact_prompt,
+            skills=[] if compact_prompt else skill_entries(ctx.deps),
+            subagents=[] if compact_prompt else subagent_entries(ctx.deps),
         )
 
     return Agent(

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from ..notebook import NotebookContext
     from ..sandbox import SandboxProtocol
     from ..telemetry import AuditLog
+    from ._run import TurnScope
 
 __all__ = ["CoDeps"]
 
@@ -47,5 +48,9 @@ class CoDeps:
     """The kernel's Python namespace and recent cells; None outside a kernel."""
     audit: AuditLog | None = None
     """Where tool calls and guarded accesses are recorded; None disables auditing."""
+    depth: int = 0
+    """Subagent nesting: 0 for Co itself, 1 for a subagent it delegated to, ..."""
+    turn: TurnScope | None = None
+    """The turn in progress (its frontend, model), for tools that run a subagent; else None."""
     extras: dict[str, Any] = field(default_factory=dict)
     """Per-integration cached clients and credentials (never module globals)."""

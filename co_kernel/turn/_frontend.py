@@ -6,6 +6,7 @@ console, headless and recording implementations (seed 001 ``FrontendProtocol``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -14,6 +15,9 @@ __all__ = [
     "ApprovalRequest",
     "FrontendProtocol",
     "NoticeLevel",
+    "SubagentView",
+    "TodoStatus",
+    "TodoView",
     "ToolCallView",
     "ToolResultView",
     "TurnSummary",
@@ -40,6 +44,8 @@ class ToolCallView:
     """Extra text for the approval card, e.g. a unified diff of a file edit."""
     decision: str | None = None
     """How an approval call was decided before it runs: approved, yolo, safe-prefix, ..."""
+    agent: str | None = None
+    """The subagent that made the call; None for Co itself."""
 
 
 @dataclass
@@ -92,6 +98,35 @@ class TurnSummary:
     """Anything a frontend may show beside the footer."""
 
 
+TodoStatus = Literal["pending", "in_progress", "completed"]
+
+
+@dataclass(frozen=True)
+class TodoView:
+    """One item of the agent's checklist."""
+
+    content: str
+    """What is to be done."""
+    status: TodoStatus
+    """pending, in_progress or completed."""
+
+
+@dataclass(frozen=True)
+class SubagentView:
+    """A subagent run started by a ``delegate_task`` call."""
+
+    call_id: str
+    """The ``delegate_task`` call the run answers."""
+    name: str
+    """The subagent's name."""
+    task: str
+    """The task it was given."""
+    model: str
+    """provider:model it runs on."""
+    depth: int = 1
+    """1 for a subagent of Co, 2 for a subagent of a subagent, ..."""
+
+
 @runtime_checkable
 class FrontendProtocol(Protocol):
     """Display and interaction for one cell's turn."""
@@ -125,6 +160,17 @@ class FrontendProtocol(Protocol):
 
     async def prompt_approval(self, request: ApprovalRequest) -> ApprovalDecision:
         """Ask the person about one call; cancellation means the turn was interrupted."""
+        ...
+
+    def on_todos(self, todos: Sequence[TodoView]) -> None:
+        """The agent's checklist changed (shown once, then updated in place where possible)."""
+
+    def start_subagent(self, view: SubagentView) -> FrontendProtocol:
+        """A subagent starts working: the frontend its run reports to.
+
+        Its text and tool calls go into one collapsible output; its approvals are asked
+        through this frontend; its ``on_turn_end`` closes the output.
+        """
         ...
 
     def on_turn_end(self, summary: TurnSummary) -> None:

@@ -3,9 +3,10 @@ and knowledge files (seed 001 "System Prompt Assembly")."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["build_system_prompt"]
+__all__ = ["build_system_prompt", "skills_section", "subagents_section"]
 
 _BASE = """\
 You are Co, an assistant in the user's Jupyter notebook. Each notebook cell the user runs \
@@ -39,6 +40,40 @@ _PERSONALITIES = {
 }
 
 
+_SKILLS = """\
+## Skills
+Skills are instructions for particular kinds of task. When a task matches a skill's \
+description, call `load_skill` with its name first and follow what it says."""
+
+_SUBAGENTS = """\
+## Subagents
+For a self-contained piece of work, call `delegate_task` with a complete task description \
+and one of these subagents. It does not see this conversation; it works with its own tools \
+and returns a summary."""
+
+_LISTED_CHARS = 200
+"""A listed description is cut here: the prompt carries one line per skill or subagent."""
+
+
+def _listing(heading: str, entries: Sequence[tuple[str, str]]) -> str:
+    lines = [heading]
+    for name, description in sorted(entries):
+        if len(description) > _LISTED_CHARS:
+            description = description[: _LISTED_CHARS - 1] + "…"
+        lines.append(f"- `{name}`: {description}")
+    return "\n".join(lines)
+
+
+def skills_section(entries: Sequence[tuple[str, str]]) -> str:
+    """The list of skills (name, description); empty without any."""
+    return _listing(_SKILLS, entries) if entries else ""
+
+
+def subagents_section(entries: Sequence[tuple[str, str]]) -> str:
+    """The list of subagents (name, description); empty without any."""
+    return _listing(_SUBAGENTS, entries) if entries else ""
+
+
 def _read_markdown_files(folder: Path) -> list[tuple[str, str]]:
     if not folder.is_dir():
         return []
@@ -58,12 +93,15 @@ def build_system_prompt(
     personality: str,
     project_dir: Path,
     config_dir: Path,
-    extra_sections: list[str] = (),
+    extra_sections: Sequence[str] = (),
     compact: bool = False,
+    skills: Sequence[tuple[str, str]] = (),
+    subagents: Sequence[tuple[str, str]] = (),
 ) -> str:
     """Assemble the system prompt; later sections take precedence over earlier ones.
 
     ``compact`` swaps Co's long base section for two sentences (tiny local models).
+    ``skills`` and ``subagents`` are (name, one-line description) pairs to list.
     """
     sections = [_COMPACT if compact else _BASE]
     sections.append(_PERSONALITIES.get(personality, f"Tone: {personality}."))
@@ -73,6 +111,9 @@ def build_system_prompt(
         body = "\n\n".join(f"### {name}\n{text}" for name, text in knowledge)
         sections.append(f"## What you know about the user and the project\n{body}")
     sections.extend(s for s in extra_sections if s)
+    sections.append(skills_section(skills))
+    sections.append(subagents_section(subagents))
+    sections = [s for s in sections if s]
     instructions = project_dir / ".co" / "instructions.md"
     if instructions.is_file():
         try:

@@ -17,7 +17,7 @@ import functools
 import logging
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
@@ -30,17 +30,31 @@ from ._approval import (
     is_refusal,
     normalise_args,
 )
-from ._frontend import ApprovalRequest, FrontendProtocol, ToolCallView, ToolResultView, TurnSummary
+from ._frontend import (
+    ApprovalRequest,
+    FrontendProtocol,
+    TodoView,
+    ToolCallView,
+    ToolResultView,
+    TurnSummary,
+)
 from ._provider_errors import ErrorAction, ProviderErrorKind, backoff_delay, classify_provider_error
 
 if TYPE_CHECKING:
     from pydantic_ai import Agent
+    from pydantic_ai.capabilities import AbstractCapability
     from pydantic_ai.messages import ModelMessage
-    from pydantic_ai.usage import RunUsage
+    from pydantic_ai.usage import RunUsage, UsageLimits
 
     from ._deps import CoDeps
 
-__all__ = ["INTERRUPTED_TOOL_RETURN", "TurnResult", "patch_dangling_tool_calls", "run_turn"]
+__all__ = [
+    "INTERRUPTED_TOOL_RETURN",
+    "TurnResult",
+    "TurnScope",
+    "patch_dangling_tool_calls",
+    "run_turn",
+]
 
 INTERRUPTED_TOOL_RETURN = "Interrupted by user."
 INTERRUPTED_MARK = "[interrupted]"
@@ -67,6 +81,21 @@ class TurnResult:
     """Model requests made."""
     decisions: dict[str, str] = field(default_factory=dict)
     """How each side-effectful call was decided, by tool call id."""
+
+
+@dataclass
+class TurnScope:
+    """What a tool may reach of the turn that called it (``CoDeps.turn``, set while it runs)."""
+
+    frontend: FrontendProtocol
+    """Where the turn is shown; a subagent's progress and approvals go through it."""
+    provider: str
+    """The provider of the turn's model, for classifying a subagent's provider errors."""
+    model_label: str
+    """provider:model of the turn."""
+    capabilities: Callable[[], Sequence[AbstractCapability[Any]]] | None = None
+    """Fresh copies of the session's telemetry capabilities (tracing, rate limits), so a
+    subagent's requests are traced and counted like the turn's."""
 
 
 class _Interrupted(Exception):
@@ -141,6 +170,10 @@ class _TurnRunner:
         frontend: FrontendProtocol,
         provider: str,
         model_label: str,
+        usage: RunUsage | None = None,
+        limits: UsageLimits | None = None,
+        child: bool = False,
+        capabilities: Callable[[], Sequence[AbstractCapability[Any]]] | None = None,
     ) -> None:
         from pydantic_ai.usage import RunUsage, UsageLimits
 
@@ -154,8 +187,15 @@ class _TurnRunner:
         self.model_label = model_label
         # One budget for the whole turn: the first run, every approval resume and every
         # retry share this limit and this usage, so N approval hops never get N budgets.
-        self.limits = UsageLimits(request_limit=settings.max_request_limit)
-        self.usage = RunUsage()
+        # A subagent's run is given its caller's live usage and limits: it spends the budget
+        # of the turn that delegated to it.
+        self.limits = limits or UsageLimits(request_limit=settings.max_request_limit)
+        self.usage = usage if usage is not None else RunUsage()
+        self.child = child
+        self.capabilities = capabilities
+        """A subagent's run inside a tool call: an interrupt is re-raised by its caller."""
+        self.todos_seen = [dict(t) for t in deps.todos]
+        """The checklist as last shown; a tool that changes it is followed by ``on_todos``."""
         self.messages: list[ModelMessage] = list(history)
         self.partial: list[ModelMessage] | None = None
         """The live messages of the run that just failed, when it got that far."""
@@ -314,6 +354,15 @@ class _TurnRunner:
         )
         self.frontend.on_tool_result(view)
         self._audit(view, self.call_args.pop(part.tool_call_id, None))
+        self._check_todos()
+
+    def _check_todos(self) -> None:
+        current = [dict(t) for t in self.deps.todos]
+        if current != self.todos_seen:
+            self.todos_seen = current
+            self.frontend.on_todos(
+                [TodoView(str(t.get("content", "")), t.get("status", "pending")) for t in current]
+            )
 
     # -- approvals ---------------------------------------------------------
 
@@ -372,6 +421,16 @@ class _TurnRunner:
     # -- the state machine -------------------------------------------------
 
     async def run(self) -> TurnResult:
+        outer = self.deps.turn
+        self.deps.turn = TurnScope(
+            self.frontend, self.provider, self.model_label, self.capabilities
+        )
+        try:
+            return await self._run()
+        finally:
+            self.deps.turn = outer
+
+    async def _run(self) -> TurnResult:
         from pydantic_ai import DeferredToolRequests
 
         user_input: Any = self.prompt
@@ -521,8 +580,9 @@ class _TurnRunner:
         from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
 
         task = asyncio.current_task()
-        if task is not None:
+        if task is not None and not self.child:
             # The cancellation is handled here; later awaits of this cell must not see it.
+            # (A subagent's caller re-raises it instead: the turn around it must stop too.)
             task.uncancel()
         messages = _tidy(messages)
         if not any(
@@ -631,8 +691,12 @@ async def run_turn(
     frontend: FrontendProtocol,
     provider: str,
     model_label: str,
+    capabilities: Callable[[], Sequence[AbstractCapability[Any]]] | None = None,
 ) -> TurnResult:
-    """Run one user turn to its end; never raises for provider faults, tool errors or interrupts."""
+    """Run one user turn to its end; never raises for provider faults, tool errors or interrupts.
+
+    ``capabilities`` makes the session's telemetry capabilities for subagents' agents.
+    """
     started = time.monotonic()
     runner = _TurnRunner(
         agent,
@@ -642,6 +706,7 @@ async def run_turn(
         frontend=frontend,
         provider=provider,
         model_label=model_label,
+        capabilities=capabilities,
     )
     result = await runner.run()
     usage = result.usage

@@ -10,12 +10,12 @@ from __future__ import annotations
 import logging
 import sqlite3
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..exceptions import ConfigError
-from ..store import SessionStore, TurnRow, session_store_path
+from ..store import SessionConflict, SessionStore, TurnRow, session_store_path
 from ._compact import CompactError, compacted_history, render_transcript, split_for_compaction
 from ._deps import CoDeps
 from ._history import estimate_tokens, govern_history
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
     from ..config import LoadedSettings
-    from ..store import SessionInfo
+    from ..store import Revision, SessionInfo
     from ..tools import ToolsetBuild
     from ._frontend import FrontendProtocol
     from ._providers import ModelHandle
@@ -107,6 +107,21 @@ class ChatSession:
         """Model ids providers listed when asked (`%model`), for Tab completion."""
         self._store = store
         self._store_failed = False
+        self._revision: Revision | None = None
+        """The store write this session continues from (None: a new session)."""
+        self._pending_notices: list[str] = []
+        """Notices from saves made without a frontend (compaction), shown on the next turn."""
+        self._meta_extra: dict[str, str] = {}
+        """Kept in the stored session's meta (``forked_from``)."""
+        from ..mcp import McpManager, mcp_log_dir
+
+        self.mcp = McpManager(
+            loaded.settings.mcp_servers,
+            workspace=workspace,
+            log_dir=mcp_log_dir(),
+            redact=self.telemetry.redact,
+        )
+        """The session's MCP servers; the kernel starts them with its first cell."""
 
     @property
     def settings(self) -> Any:
@@ -168,32 +183,21 @@ class ChatSession:
     def ensure_agent(self) -> tuple[Agent[CoDeps, Any], ModelHandle]:
         """Build the model and agent on first use; raises ConfigError with the fix."""
         if self._agent is None or self._handle is None:
-            from ..tools import collect_toolsets
-            from ._agent import build_agent
+            from ._agent import build_session_agent
 
-            configured = self.model_override or self.settings.model
-            handle = build_model(self.settings, configured, base_dir=self.deps.workspace)
-            self.toolsets = collect_toolsets(self.settings)
-            self.tools_unavailable = None
-            if not handle.supports_tools:
-                self.tools_unavailable = (
-                    f"`{handle.label}` has no tool support, so Co offers it no tools. "
-                    "Choose a tool-capable model with `%model` to use them."
-                )
-                self.toolsets = [
-                    replace(b, toolset=None, reason=b.reason or self.tools_unavailable)
-                    for b in self.toolsets
-                ]
-            toolsets = [b.toolset for b in self.toolsets if b.toolset is not None]
-            self._agent = build_agent(
-                handle.model,
+            built = build_session_agent(
                 self.settings,
-                toolsets,
-                compact_prompt=handle.compact_prompt,
-                model_settings=handle.model_settings,
+                self.model_override or self.settings.model,
+                base_dir=self.deps.workspace,
                 capabilities=self.telemetry.capabilities(),
+                # Always there, so `%mcp reload` can add servers to a built agent.
+                extra_toolsets=[self.mcp.toolset],
             )
-            self._handle = handle
+            self.mcp.reserve(built.toolsets)
+            self.toolsets = built.toolsets
+            self.tools_unavailable = built.tools_unavailable
+            self._agent = built.agent
+            self._handle = built.handle
         return self._agent, self._handle
 
     async def _prepare(self, handle: ModelHandle, frontend: FrontendProtocol) -> bool:
@@ -219,7 +223,10 @@ class ChatSession:
         self.history = []
         self.turns = []
         self.compaction_usage = SessionUsage()
+        self.deps.todos.clear()
         self.deps.session_id = uuid.uuid4().hex
+        self._revision = None
+        self._meta_extra = {}
         return old
 
     @property
@@ -292,6 +299,9 @@ class ChatSession:
             meta.get("input_tokens", 0), meta.get("output_tokens", 0), meta.get("requests", 0)
         )
         self.deps.session_id = info.id
+        self._revision = stored.info.revision
+        forked_from = stored.info.meta.get("forked_from")
+        self._meta_extra = {"forked_from": forked_from} if forked_from else {}
         return stored.info
 
     def save(
@@ -302,26 +312,51 @@ class ChatSession:
         if store is None or (not self.turns and not self.history):
             return False
         usage = self.compaction_usage
-        meta = {
+        meta: dict[str, Any] = {
             "compaction": {
                 "input_tokens": usage.input_tokens,
                 "output_tokens": usage.output_tokens,
                 "requests": usage.requests,
-            }
+            },
+            **self._meta_extra,
         }
-        try:
-            store.save(
+
+        def write(first_message: int, first_turn: int) -> None:
+            self._revision = store.save(
                 self.session_id,
                 self.history,
                 self.turns,
-                from_message=from_message,
-                from_turn=from_turn,
+                from_message=first_message,
+                from_turn=first_turn,
                 notebook=self.deps.notebook_path,
                 workspace=str(self.deps.workspace),
                 kernel_id=self.deps.kernel_id,
                 model=self.model_string,
                 meta=meta,
+                expect=self._revision,
             )
+
+        try:
+            try:
+                write(from_message, from_turn)
+            except SessionConflict:
+                # Another kernel resumed this conversation too and saved first: go on as a
+                # fork under a new id rather than interleave two conversations' rows.
+                original = self.session_id
+                self.deps.session_id = uuid.uuid4().hex
+                self._revision = None
+                self._meta_extra["forked_from"] = original
+                meta["forked_from"] = original
+                write(0, 0)
+                notice = (
+                    f"Another kernel also continued conversation `{original[:8]}` and saved it "
+                    f"first, so this kernel's conversation goes on as a fork, "
+                    f"`{self.session_id[:8]}`. Both are saved (see `%sessions`)."
+                )
+                if frontend is not None:
+                    frontend.on_notice(notice, "warning")
+                else:
+                    self._pending_notices.append(notice)
         except (sqlite3.Error, OSError) as exc:
             log.warning("saving session %s failed", self.session_id, exc_info=True)
             if frontend is not None and not self._store_failed:
@@ -440,6 +475,15 @@ class ChatSession:
             )
         return None
 
+    def _report_definition_problems(self, frontend: FrontendProtocol) -> None:
+        """Skill and subagent files that could not be read, once each (`%skills` lists all)."""
+        from ..tools._definitions import new_definition_problems
+
+        problems = new_definition_problems(self.deps)
+        if problems:
+            lines = "\n".join(f"- `{p}`" for p in problems)
+            frontend.on_notice(f"Some skill or subagent files were skipped:\n{lines}", "warning")
+
     async def run_prompt(
         self, prompt: str, *, cell_id: str | None, frontend: FrontendProtocol
     ) -> TurnResult | None:
@@ -468,6 +512,11 @@ class ChatSession:
             self.deps.audit = self.telemetry.audit_log()
         for problem in self.telemetry.take_problems():
             frontend.on_notice(problem, "warning")
+        for notice in self._pending_notices:
+            frontend.on_notice(notice, "warning")
+        self._pending_notices.clear()
+        self._report_definition_problems(frontend)
+        await self.mcp.before_turn(lambda text: frontend.on_notice(text, "warning"))
         with self.telemetry.turn(
             session_id=self.deps.session_id,
             turn=self.deps.turn_index,
@@ -482,8 +531,10 @@ class ChatSession:
                 frontend=frontend,
                 provider=handle.provider,
                 model_label=handle.label,
+                capabilities=self.telemetry.capabilities,
             )
             span.finish(result)
+        self.mcp.after_turn()
         self.history = result.messages
         if len(self.history) > start:
             usage = result.usage

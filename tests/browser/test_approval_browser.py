@@ -12,7 +12,8 @@ import pytest
 from co_kernel.testing import ScriptedModelServer
 from tests.kernel_harness import ensure_kernelspec
 
-from .jupyterlab import chromium_page, lab_server, write_notebook
+from ..lab_server import start_server
+from .jupyterlab import chromium_page, write_notebook
 
 pytestmark = pytest.mark.browser
 
@@ -71,43 +72,44 @@ def test_approve_then_deny_in_jupyterlab(tmp_path: Path) -> None:
             "CO_BASE_URL": server.base_url,
             "CO_SANDBOX": "subprocess",
         }
-        with (
-            lab_server(notebooks, env, tmp_path / "jupyterlab.log") as lab,
-            chromium_page() as page,
-        ):
-            page.goto(lab.notebook_url(notebook.name))
-            page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=90_000)
-            # The kernel must be up before Shift+Enter, or the run request is lost.
-            page.get_by_text("Co | Idle").wait_for(timeout=90_000)
+        lab = start_server(notebooks, env=env, base=tmp_path / "jupyter")
+        try:
+            with chromium_page() as page:
+                page.goto(lab.url(f"lab/tree/{notebook.name}", reset=""))
+                page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=90_000)
+                # The kernel must be up before Shift+Enter, or the run request is lost.
+                page.get_by_text("Co | Idle").wait_for(timeout=90_000)
 
-            first = run_cell(page, 0)
-            approve = page.get_by_role("button", name="Approve", exact=True)
-            approve.wait_for(timeout=90_000)
-            assert first.locator(".jp-InputPrompt").inner_text().strip() == "[*]:"
-            page.screenshot(path=str(ARTIFACTS / "approval-waiting.png"))
-            approve.click()
-            first.get_by_text("The marker is there.").wait_for(timeout=30_000)
-            wait_for_prompt(first, "[1]:")
-            assert (notebooks / "marker").exists()
-            assert first.get_by_text("✅ Approved", exact=True).is_visible()
-            assert approve.is_disabled()
-            page.screenshot(path=str(ARTIFACTS / "approval-approved.png"))
+                first = run_cell(page, 0)
+                approve = page.get_by_role("button", name="Approve", exact=True)
+                approve.wait_for(timeout=90_000)
+                assert first.locator(".jp-InputPrompt").inner_text().strip() == "[*]:"
+                page.screenshot(path=str(ARTIFACTS / "approval-waiting.png"))
+                approve.click()
+                first.get_by_text("The marker is there.").wait_for(timeout=30_000)
+                wait_for_prompt(first, "[1]:")
+                assert (notebooks / "marker").exists()
+                assert first.get_by_text("✅ Approved", exact=True).is_visible()
+                assert approve.is_disabled()
+                page.screenshot(path=str(ARTIFACTS / "approval-approved.png"))
 
-            second = run_cell(page, 1)
-            deny = second.get_by_role("button", name="Deny", exact=True)
-            deny.wait_for(timeout=30_000)
-            deny.click()
-            second.get_by_text("Fine, I left it alone.").wait_for(timeout=30_000)
-            wait_for_prompt(second, "[2]:")
-            assert (notebooks / "marker").exists(), "a denied rm must not run"
-            assert second.get_by_text("🚫 Denied", exact=True).is_visible()
-            page.screenshot(path=str(ARTIFACTS / "approval-denied.png"))
+                second = run_cell(page, 1)
+                deny = second.get_by_role("button", name="Deny", exact=True)
+                deny.wait_for(timeout=30_000)
+                deny.click()
+                second.get_by_text("Fine, I left it alone.").wait_for(timeout=30_000)
+                wait_for_prompt(second, "[2]:")
+                assert (notebooks / "marker").exists(), "a denied rm must not run"
+                assert second.get_by_text("🚫 Denied", exact=True).is_visible()
+                page.screenshot(path=str(ARTIFACTS / "approval-denied.png"))
 
-            # Saved, the notebook keeps each decision without any widget state.
-            before = notebook.stat().st_mtime_ns
-            page.keyboard.press("Control+s")
-            deadline = time.monotonic() + 20
-            while notebook.stat().st_mtime_ns == before and time.monotonic() < deadline:
-                time.sleep(0.1)
-            assert saved_decisions(notebook) == [("ok", "approved"), ("denied", "denied")]
+                # Saved, the notebook keeps each decision without any widget state.
+                before = notebook.stat().st_mtime_ns
+                page.keyboard.press("Control+s")
+                deadline = time.monotonic() + 20
+                while notebook.stat().st_mtime_ns == before and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                assert saved_decisions(notebook) == [("ok", "approved"), ("denied", "denied")]
+        finally:
+            lab.stop()
         assert server.errors == []

@@ -22,22 +22,12 @@ from co_kernel.turn._frontend import ToolCallView, ToolResultView
 
 from ..lab_server import REPO, JupyterServer, start_server
 from .conftest import FAILED
+from .jupyterlab import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 ARTIFACTS = REPO / "test-artifacts"
 LOAD = 90_000  # ms: JupyterLab's first load on a small CI machine
 DIFF = "--- a/notes.md\n+++ b/notes.md\n@@ -1,3 +1,3 @@\n # Notes\n-old line\n+new line\n context\n"

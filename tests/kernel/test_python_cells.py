@@ -161,3 +161,57 @@ def test_run_python_approved_through_the_widget_card(kernel, model_server):
     assert "Runs on the host" in card, "the approval card says where the code runs"
     after = kernel.execute("%python rows")
     assert after.of_type("execute_result")[0]["content"]["data"]["text/plain"] == "[1, 2, 3]"
+
+
+def _printed(result_messages: list, needle: str) -> bool:
+    return any(needle in m["content"].get("text", "") for m in list(result_messages))
+
+
+def test_an_interrupt_stops_a_busy_python_cell(kernel):
+    seen: list = []
+    busy = kernel.execute(
+        "%%python\nkept = 'yes'\nprint('looping', flush=True)\nwhile True:\n    pass",
+        timeout=60,
+        interrupt_when=lambda: _printed(seen, "looping"),
+        on_message=lambda _k, m: seen.append(m),
+    )
+    assert busy.interrupt_sent
+    assert busy.status == "error" and busy.reply["content"]["ename"] == "KeyboardInterrupt"
+    [error] = busy.of_type("error")
+    assert error["content"]["ename"] == "KeyboardInterrupt"
+    after = kernel.execute("%python kept")
+    assert after.of_type("execute_result")[0]["content"]["data"]["text/plain"] == "'yes'"
+
+
+def test_an_interrupt_stops_the_models_busy_python_and_the_turn(
+    start_kernel, model_server, workspace
+):
+    kernel = start_kernel({"CO_APPROVAL_MODE": "approve"})
+    model_server.extend(
+        [
+            {
+                "tool_calls": [
+                    {
+                        "name": "run_python",
+                        "arguments": {
+                            "code": "open('spinning', 'w').close()\nwhile True:\n    pass"
+                        },
+                    }
+                ]
+            },
+            {"text": "never asked for"},
+        ]
+    )
+    turn = kernel.execute(
+        "Spin forever",
+        mode="headless",
+        timeout=60,
+        interrupt_when=lambda: (workspace / "spinning").exists(),
+    )
+    assert turn.interrupt_sent
+    assert turn.status == "error" and turn.reply["content"]["ename"] == "KeyboardInterrupt"
+    assert len(model_server.requests) == 1, "the turn stopped instead of asking the model again"
+    model_server.reset([{"text": "Still here.", "expect": {"tool_result_contains": "Interrupted"}}])
+    follow = kernel.execute("Are you there?")
+    assert follow.status == "ok" and "Still here." in follow.markdown()
+    assert model_server.errors == []

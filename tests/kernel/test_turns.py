@@ -94,7 +94,20 @@ def test_interrupt_mid_stream_stops_and_next_cell_works(kernel, model_server):
         [{"text": "Ready."}, {"text": long_text, "tokens_per_second": 40}, {"text": "Still here."}]
     )
     kernel.execute("warm up")  # the first cell also waits for the model stack's import
-    result = kernel.execute("Write a lot", interrupt_after=1.0, timeout=30)
+    interrupted_at: list[str] = []
+
+    def interrupt_on_first_text(k, msg):  # type: ignore[no-untyped-def]
+        # Interrupt once the answer is showing, however long a loaded machine takes to get
+        # there: a fixed delay could fire before the first words and test nothing.
+        if interrupted_at or msg["msg_type"] not in ("display_data", "update_display_data"):
+            return
+        text = msg["content"]["data"].get("text/markdown", "")
+        if "word0" in text:
+            interrupted_at.append(text)
+            k.km.interrupt_kernel()
+
+    result = kernel.execute("Write a lot", on_message=interrupt_on_first_text, timeout=60)
+    assert interrupted_at, "the answer was showing when the interrupt was sent"
     shown = next(iter(result.final_displays().values()))["text/markdown"]
     assert result.reply["content"]["status"] == "error"
     assert result.reply["content"]["ename"] == "KeyboardInterrupt"

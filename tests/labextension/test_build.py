@@ -133,6 +133,8 @@ def test_wheel_builds_without_node_and_installs_an_enabled_extension(tmp_path: P
             "pip",
             "install",
             "--no-deps",
+            # Without it pip uninstalls the checkout's editable install from this venv.
+            "--ignore-installed",
             "-q",
             "--prefix",
             str(prefix),
@@ -202,6 +204,7 @@ def test_editable_install_without_node_enables_the_extension(tmp_path: Path) -> 
             "install",
             "--no-deps",
             "--no-build-isolation",
+            "--ignore-installed",
             "-q",
             "--prefix",
             str(prefix),

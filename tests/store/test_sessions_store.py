@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from pydantic_ai.messages import ModelMessagesTypeAdapter
 
-from co_kernel.store import SessionLookupError, SessionStore, TurnRow
+from co_kernel.store import SessionConflict, SessionLookupError, SessionStore, TurnRow
 from co_kernel.testing import synthetic_history, synthetic_turn
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,6 +63,47 @@ def test_writes_replace_only_from_the_given_points(store: SessionStore) -> None:
     store.save("s", again, _rows(1), workspace="/w")
     assert _json(store.load("s").messages) == _json(again)
     assert len(store.load("s").turns) == 1
+
+
+def test_a_write_from_a_stale_revision_is_refused_and_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "sessions.db"
+    first, kept, lost = synthetic_turn(0), synthetic_turn(1), synthetic_turn(2)
+    SessionStore(path).save("s", first, _rows(1), workspace="/w", kernel_id="k0")
+    # Two kernels (two connections) resume the same session.
+    left, right = SessionStore(path), SessionStore(path)
+    seen = left.load("s").info.revision
+    assert right.load("s").info.revision == seen
+    after_left = left.save(
+        "s",
+        first + kept,
+        _rows(2),
+        from_message=len(first),
+        from_turn=1,
+        workspace="/w",
+        kernel_id="left",
+        expect=seen,
+    )
+    with pytest.raises(SessionConflict) as refused:
+        right.save(
+            "s",
+            first + lost,
+            _rows(2),
+            from_message=len(first),
+            from_turn=1,
+            workspace="/w",
+            kernel_id="right",
+            expect=seen,
+        )
+    assert refused.value.kernel_id == "left"
+    loaded = right.load("s")
+    assert _json(loaded.messages) == _json(first + kept)
+    assert loaded.info.revision == after_left
+    # The kernel that wrote last goes on from its own revision.
+    left.save("s", first, _rows(1), workspace="/w", kernel_id="left", expect=after_left)
+    left.close()
+    right.close()
 
 
 def test_lookups_by_notebook_workspace_and_prefix(store: SessionStore) -> None:

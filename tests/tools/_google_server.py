@@ -163,6 +163,8 @@ class FakeGoogle(FakeApiServer):
         self.access_tokens = set(access_tokens)
         self.auth_codes: dict[str, tuple[str, str, str]] = {}
         """Authorization code -> (access token, refresh token, scopes) its exchange grants."""
+        self.refresh_grants: dict[str, tuple[str, str]] = {}
+        """Refresh token -> (access token, scopes) a refresh with it grants."""
         self.files: dict[str, DriveFile] = {}
         self.mail: list[Mail] = []
         self.drafts: list[dict[str, Any]] = []
@@ -224,6 +226,28 @@ class FakeGoogle(FakeApiServer):
                 {
                     "access_token": access,
                     "refresh_token": refresh,
+                    "expires_in": 3599,
+                    "token_type": "Bearer",
+                    "scope": scopes,
+                },
+            )
+        if grant == "refresh_token":
+            refreshed = self.refresh_grants.get(request.param("refresh_token") or "")
+            if refreshed is None:
+                return Response(
+                    400,
+                    {
+                        "error": "invalid_grant",
+                        "error_description": "Token has been expired or revoked.",
+                    },
+                )
+            access, scopes = refreshed
+            self.access_tokens.add(access)
+            # Google answers a refresh without a new refresh token.
+            return Response(
+                200,
+                {
+                    "access_token": access,
                     "expires_in": 3599,
                     "token_type": "Bearer",
                     "scope": scopes,

@@ -38,14 +38,22 @@ def slack() -> Iterator[FakeSlack]:
         yield server
 
 
-def write_token(path: Path, *, token: str = "test-token", client_id: str = "co-test") -> Path:
-    """An authorized-user file as `co-kernel google auth` writes it, with an access token
-    valid for a day so that nothing refreshes it (a refresh would ask Google itself)."""
-    expiry = datetime.now(UTC).replace(tzinfo=None) + timedelta(days=1)
+def write_token(
+    path: Path,
+    *,
+    token: str = "test-token",
+    client_id: str = "co-test",
+    expires_in: timedelta = timedelta(days=1),
+    refresh_token: str = "refresh-not-used",
+) -> Path:
+    """An authorized-user file as `co-kernel google auth` writes it. By default its access
+    token is valid for a day so that nothing refreshes it (a refresh would ask Google itself);
+    a test that refreshes gives a negative ``expires_in`` and sets `google_token_uri`."""
+    expiry = datetime.now(UTC).replace(tzinfo=None) + expires_in
     info: dict[str, Any] = {
         "token": token,
         "expiry": expiry.isoformat() + "Z",
-        "refresh_token": "refresh-not-used",
+        "refresh_token": refresh_token,
         "token_uri": "https://oauth2.googleapis.com/token",
         "client_id": f"{client_id}.apps.googleusercontent.com",
         "client_secret": "co-test-secret",

@@ -8,6 +8,7 @@ import stat
 import subprocess
 import sys
 import urllib.request
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlsplit
 
@@ -17,9 +18,10 @@ from google.oauth2.credentials import Credentials
 from co_kernel.config import Settings
 from co_kernel.tools import google as google_tools
 from co_kernel.tools.google._auth import SCOPES, find_credentials, save_token
+from co_kernel.tools.google.drive import search_drive_files
 
-from ._google_server import FakeGoogle
-from .conftest import write_token
+from ._google_server import DriveFile, FakeGoogle
+from .conftest import tool_context, write_token
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -153,6 +155,71 @@ def test_token_is_saved_readable_by_its_owner_only(tmp_path: Path) -> None:
     save_token(creds, fresh)
     assert stat.S_IMODE(fresh.stat().st_mode) == 0o600
     assert stat.S_IMODE(fresh.parent.stat().st_mode) == 0o700
+
+
+def _expired_token(path: Path) -> Path:
+    write_token(
+        path, token="expired-token", expires_in=-timedelta(minutes=5), refresh_token="refresh-1"
+    )
+    path.chmod(0o644)
+    return path
+
+
+def test_a_refreshed_token_is_written_back_so_the_next_kernel_does_not_refresh(
+    tmp_path: Path, google: FakeGoogle
+) -> None:
+    google.files["f1"] = DriveFile("f1", "Report", "text/plain", b"numbers")
+    google.refresh_grants["refresh-1"] = ("access-2", SCOPES[0])
+    token = _expired_token(tmp_path / "google_token.json")
+    settings = Settings(
+        google_token_path=token,
+        google_api_endpoint=google.api_endpoint,
+        google_token_uri=google.token_uri,
+    )
+
+    # The real google-auth sees the expired token and refreshes it at Google's token endpoint.
+    first = search_drive_files(tool_context(settings, tmp_path), "report")
+    assert first.get("error") is not True, first
+    (refresh,) = google.requests_to("POST", "/token")
+    assert (refresh.param("grant_type"), refresh.param("refresh_token")) == (
+        "refresh_token",
+        "refresh-1",
+    )
+    assert google.requests_to("GET", "/drive/v3/files")[-1].bearer == "access-2"
+    saved = json.loads(token.read_text())
+    assert (saved["token"], saved["refresh_token"]) == ("access-2", "refresh-1")
+    expiry = datetime.fromisoformat(saved["expiry"].removesuffix("Z")).replace(tzinfo=UTC)
+    assert expiry > datetime.now(UTC) + timedelta(minutes=30)
+    assert stat.S_IMODE(token.stat().st_mode) == 0o600
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["google_token.json"], "no temp file"
+
+    # A new session (the next kernel) reads the saved token and does not refresh again.
+    second = search_drive_files(tool_context(settings, tmp_path), "report")
+    assert second.get("error") is not True, second
+    assert len(google.requests_to("POST", "/token")) == 1
+    assert google.requests_to("GET", "/drive/v3/files")[-1].bearer == "access-2"
+
+
+def test_a_token_file_signed_in_again_meanwhile_is_not_overwritten(
+    tmp_path: Path, google: FakeGoogle
+) -> None:
+    google.refresh_grants["refresh-1"] = ("access-2", SCOPES[0])
+    token = _expired_token(tmp_path / "google_token.json")
+    settings = Settings(
+        google_token_path=token,
+        google_api_endpoint=google.api_endpoint,
+        google_token_uri=google.token_uri,
+    )
+    ctx = tool_context(settings, tmp_path)
+    assert search_drive_files(ctx, "report").get("error") is not True
+    # The person signs in again from a terminal; this session's later refresh must not undo it.
+    write_token(token, token="newer-token", refresh_token="refresh-new")
+    google.access_tokens.discard("access-2")
+    google.refresh_grants["refresh-1"] = ("access-3", SCOPES[0])
+    search_drive_files(ctx, "report")  # 401, refresh, retry with access-3
+    assert google.requests_to("GET", "/drive/v3/files")[-1].bearer == "access-3"
+    saved = json.loads(token.read_text())
+    assert (saved["token"], saved["refresh_token"]) == ("newer-token", "refresh-new")
 
 
 # -- `co-kernel google auth` ------------------------------------------------------------------

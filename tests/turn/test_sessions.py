@@ -7,8 +7,12 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
+from co_kernel.config import Settings
 from co_kernel.store import SessionStore, TurnRow
 from co_kernel.testing import ScriptedModelServer, synthetic_history
+from co_kernel.turn._providers import default_model_string
 
 from ..kernel_harness import CoKernel
 
@@ -247,3 +251,113 @@ def test_a_regenerated_turn_replaces_the_stored_one(
     saved = json.dumps([m.parts[0].content for m in loaded.messages])  # type: ignore[union-attr]
     assert "Draft two." in saved and "Draft one." not in saved and "Kept answer." in saved
     assert info.turns == 2 and info.messages == 4
+
+
+def test_resume_brings_back_the_conversations_model(
+    start_kernel: Callable[..., CoKernel], model_server: ScriptedModelServer
+) -> None:
+    # The scripted server plays a local Ollama at OLLAMA_HOST/v1 that lists llama3.2.
+    ollama = {**NOTEBOOK, "OLLAMA_HOST": model_server.base_url.removesuffix("/v1")}
+    kernel = start_kernel(ollama)
+    model_server.extend([{"model": "llama3.2:latest", "text": "Hi from llama."}])
+    assert kernel.execute("%model ollama:llama3.2").status == "ok"
+    assert kernel.execute("Hello llama").status == "ok"
+
+    kernel.restart()
+    assert kernel.execute("%model").markdown().startswith("Model: **compat:scripted**")
+    resumed = kernel.execute("%resume")
+    assert resumed.status == "ok", resumed.stderr
+    assert "Its model **ollama:llama3.2** is in use again." in resumed.markdown()
+    assert kernel.execute("%model").markdown().startswith("Model: **ollama:llama3.2**")
+    model_server.extend([{"expect": {"messages_contain": ["Hello llama"]}, "text": "Still llama."}])
+    assert kernel.execute("Which model?").status == "ok"
+    assert model_server.requests[-1]["model"] == "llama3.2"
+    assert model_server.errors == []
+
+
+def test_resume_keeps_the_current_model_when_the_stored_one_cannot_be_used(
+    start_kernel: Callable[..., CoKernel], model_server: ScriptedModelServer, co_home: Path
+) -> None:
+    store = _store(co_home)
+    history = synthetic_history(1)
+    store.save(
+        "5e55100d" * 4,
+        history,
+        [TurnRow(prompt="prompt 0: what next?", start=0)],
+        workspace="/elsewhere",
+        model="gemini:gemini-2.5-flash",  # no GEMINI_API_KEY in the kernel
+    )
+    store.close()
+    kernel = start_kernel()
+    resumed = kernel.execute("%resume 5e55100d")
+    assert resumed.status == "ok", resumed.stderr
+    shown = resumed.markdown()
+    assert "Its model `gemini:gemini-2.5-flash` cannot be used now" in shown
+    assert "GEMINI_API_KEY" in shown and "Co keeps **compat:scripted**" in shown
+    model_server.extend(
+        [{"expect": {"messages_contain": ["prompt 0: what next?"]}, "text": "Carrying on."}]
+    )
+    assert kernel.execute("Go on").status == "ok"
+    assert model_server.requests[-1]["model"] == "scripted"
+    assert model_server.errors == []
+
+
+@pytest.mark.skipif(
+    default_model_string(Settings()) is None, reason="the bundled local model is not installed"
+)
+def test_resume_does_not_fall_back_to_the_bundled_default_model(
+    start_kernel: Callable[..., CoKernel], model_server: ScriptedModelServer, co_home: Path
+) -> None:
+    default = default_model_string(Settings())
+    store = _store(co_home)
+    turns = [TurnRow(prompt="prompt 0: what next?", start=0)]
+    store.save("defa0175" * 4, synthetic_history(1), turns, workspace="/w", model=default)
+    store.close()
+    kernel = start_kernel()
+    resumed = kernel.execute("%resume defa0175")
+    assert resumed.status == "ok", resumed.stderr
+    assert f"It was answered by `{default}`, Co's small default model" in resumed.markdown()
+    assert kernel.execute("%model").markdown().startswith("Model: **compat:scripted**")
+
+
+def test_two_kernels_resuming_one_session_fork_instead_of_interleaving(
+    start_kernel: Callable[..., CoKernel], model_server: ScriptedModelServer, co_home: Path
+) -> None:
+    first = start_kernel(NOTEBOOK)
+    model_server.extend([{"text": "Shared start."}])
+    assert first.execute("Shared prompt").status == "ok"
+    store = _store(co_home)
+    (shared,) = store.recent()
+    first.shutdown()
+
+    left = start_kernel({"JPY_SESSION_NAME": "left.ipynb"})
+    right = start_kernel({"JPY_SESSION_NAME": "right.ipynb"})
+    assert left.execute(f"%resume {shared.id[:8]}").status == "ok"
+    assert right.execute(f"%resume {shared.id[:8]}").status == "ok"
+    model_server.extend([{"text": "Left answer."}, {"text": "Right answer."}])
+    assert left.execute("Left prompt").status == "ok"
+    forked = right.execute("Right prompt")
+    assert forked.status == "ok"
+    shown = forked.markdown()
+    assert f"Another kernel also continued conversation `{shared.id[:8]}`" in shown
+    assert "goes on as a fork" in shown and "Right answer." in shown
+
+    model_server.extend([{"text": "Left again."}, {"text": "Right again."}])
+    assert left.execute("Left second").status == "ok"
+    again = right.execute("Right second")
+    assert again.status == "ok"
+    assert "fork" not in again.markdown(), "the fork is announced once"
+
+    sessions = {s.id: s for s in store.recent()}
+    assert len(sessions) == 2
+    original = store.load(shared.id)
+    assert [t.prompt for t in original.turns] == ["Shared prompt", "Left prompt", "Left second"]
+    (fork_id,) = set(sessions) - {shared.id}
+    fork = store.load(fork_id)
+    assert [t.prompt for t in fork.turns] == ["Shared prompt", "Right prompt", "Right second"]
+    assert fork.info.meta["forked_from"] == shared.id
+    assert len(fork.messages) == len(original.messages) == 6
+    assert "Left answer." not in json.dumps([m.parts[0].content for m in fork.messages])  # type: ignore[union-attr]
+    store.close()
+    listed = right.execute("%sessions").markdown()
+    assert fork_id[:8] in listed and shared.id[:8] in listed

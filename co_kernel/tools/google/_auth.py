@@ -4,7 +4,9 @@ Resolution order (seed 002 §5.8): the authorized-user token that ``co-kernel go
 saved -> Application Default Credentials -> none. Registration at kernel start only looks
 at files and environment variables (`find_credentials`): no network, no import of the
 client libraries. Credentials are loaded on the first tool call and cached in
-``CoDeps.extras`` for the session.
+``CoDeps.extras`` for the session. When google-auth refreshes the access token of the saved
+token during a call, the new token is written back to its file (`save_refreshed_token`), so
+the next kernel starts with it instead of refreshing again.
 
 ADC here means a credentials file ADC would use (``GOOGLE_APPLICATION_CREDENTIALS`` or
 gcloud's ``application_default_credentials.json``). ``google.auth.default()`` is called only
@@ -14,6 +16,8 @@ server, which costs a network timeout on every machine that is not on Google Clo
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import threading
 from collections.abc import Mapping
@@ -38,6 +42,7 @@ __all__ = [
     "not_configured_reason",
     "resolve_credentials",
     "run_auth_flow",
+    "save_refreshed_token",
     "save_token",
     "session_credentials",
     "set_session_credentials",
@@ -55,9 +60,13 @@ SCOPES: tuple[str, ...] = (
 
 _EXTRAS_KEY = "google_creds"
 _LOCK_KEY = "google_creds_lock"
+_WRITE_BACK_KEY = "google_token_write_back"
 _ADC_LOGIN = "gcloud auth application-default login --scopes=" + ",".join(
     ["openid", "https://www.googleapis.com/auth/cloud-platform", *SCOPES]
 )
+
+
+log = logging.getLogger(__name__)
 
 
 class GoogleAuthUnavailable(ConfigError):
@@ -83,6 +92,18 @@ class CredentialSource:
     def describe(self) -> str:
         label = "token from `co-kernel google auth`" if self.kind == "token" else "ADC file"
         return f"{label} ({self.path})"
+
+
+@dataclass
+class _TokenFile:
+    """The saved token a session's credentials were read from, to write a refresh back."""
+
+    path: Path
+    """The token file."""
+    token: str | None
+    """The access token the file holds."""
+    refresh_token: str | None
+    """The refresh token the file held when Co last read or wrote it."""
 
 
 def token_path(settings: Settings) -> Path:
@@ -154,6 +175,9 @@ def resolve_credentials(
             raise GoogleAuthUnavailable(
                 f"The Google token file {source.path} cannot be used ({exc}); {source.fix}."
             ) from exc
+        if settings.google_token_uri:
+            # google-auth always reads Google's endpoint from the file, whatever it says.
+            creds = creds.with_token_uri(settings.google_token_uri)  # type: ignore[no-untyped-call]
         return creds, source
     import google.auth
     from google.auth.exceptions import DefaultCredentialsError
@@ -177,17 +201,56 @@ def session_credentials(deps: CoDeps) -> tuple[Any, CredentialSource]:
             # A failure is not cached: signing in during the session fixes the next call.
             cached = resolve_credentials(deps.settings)
             deps.extras[_EXTRAS_KEY] = cached
+            creds, source = cached
+            if source.kind == "token":
+                # Only Co's own token file is written back; an ADC file belongs to gcloud.
+                deps.extras[_WRITE_BACK_KEY] = _TokenFile(
+                    source.path, creds.token, creds.refresh_token
+                )
         return cached
+
+
+def save_refreshed_token(deps: CoDeps) -> bool:
+    """Write the session's token back to its file if google-auth refreshed it; never raises.
+
+    Returns whether it wrote. A file that now holds another refresh token (the person
+    signed in again meanwhile) or is gone (signed out) is left as it is.
+    """
+    lock = deps.extras.setdefault(_LOCK_KEY, threading.Lock())
+    with lock:
+        saved: _TokenFile | None = deps.extras.get(_WRITE_BACK_KEY)
+        cached = deps.extras.get(_EXTRAS_KEY)
+        if saved is None or cached is None:
+            return False
+        creds = cached[0]
+        if not creds.token or creds.token == saved.token:
+            return False
+        try:
+            on_disk = json.loads(saved.path.read_text(encoding="utf-8")).get("refresh_token")
+        except (OSError, ValueError, AttributeError):
+            return False
+        if on_disk != saved.refresh_token:
+            return False
+        try:
+            save_token(creds, saved.path)
+        except OSError:
+            # The call itself succeeded; the next kernel merely refreshes once more.
+            log.warning("could not write the refreshed Google token to %s", saved.path)
+            return False
+        saved.token, saved.refresh_token = creds.token, creds.refresh_token
+        return True
 
 
 def set_session_credentials(deps: CoDeps, creds: Any, source: CredentialSource) -> None:
     """Use these credentials for the session (a host that signs in by other means)."""
     deps.extras[_EXTRAS_KEY] = (creds, source)
+    deps.extras.pop(_WRITE_BACK_KEY, None)  # not read from the file: nothing to write back
 
 
 def forget_credentials(deps: CoDeps) -> None:
     """Drop the cached credentials so the next call reads the files again."""
     deps.extras.pop(_EXTRAS_KEY, None)
+    deps.extras.pop(_WRITE_BACK_KEY, None)
 
 
 def save_token(creds: Any, path: Path) -> Path:

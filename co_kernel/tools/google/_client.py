@@ -6,7 +6,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._auth import GoogleAuthUnavailable, forget_credentials, session_credentials
+from ._auth import (
+    GoogleAuthUnavailable,
+    forget_credentials,
+    save_refreshed_token,
+    session_credentials,
+)
 from ._errors import ToolErrorKind, classify_google_error, handle_tool_error
 
 if TYPE_CHECKING:
@@ -93,3 +98,7 @@ def run_google(
             # The person may sign in again during the session: read the files anew next time.
             forget_credentials(deps)
         return handle_tool_error(failure.kind, failure.message, hint=failure.hint)
+    finally:
+        # google-auth may have refreshed the access token during the call (expired, or a
+        # 401): keep it for the next kernel, even when the call itself then failed.
+        save_refreshed_token(deps)

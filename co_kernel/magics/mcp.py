@@ -1,0 +1,141 @@
+"""List the MCP servers of this session, their state and tools; restart or reload them.
+
+`%mcp` shows each server configured in `mcp_servers` (settings.json, `.co/settings.json`
+or `CO_MCP_SERVERS`): how it is reached, whether its calls ask for approval (`ask`) or
+run at once (`trust`), and whether it is connected, failed (with why) or stopped, then
+every tool it offers under its prefix. `%mcp restart <name>` closes one server and starts
+it again; `%mcp reload` reads the `mcp_servers` setting again and reconnects every
+server, so a server added to the settings needs no kernel restart. Env and header values
+are never shown.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+from typing import TYPE_CHECKING
+
+from ..exceptions import ConfigError
+from . import MagicContext, MagicError
+from ._render import table
+
+if TYPE_CHECKING:
+    from ..mcp import McpManager
+
+USAGE = "%mcp [restart <name> | reload]"
+
+_SUBCOMMANDS = ("restart", "reload")
+
+_NONE_CONFIGURED = (
+    "No MCP servers are configured. Add them to `mcp_servers` in settings.json (or "
+    "`.co/settings.json` beside the notebook, or the `CO_MCP_SERVERS` variable), e.g.\n\n"
+    "```json\n"
+    '{"mcp_servers": {"files": {"command": "npx", "args": ["-y", '
+    '"@modelcontextprotocol/server-filesystem", "."], "approval": "ask"}}}\n'
+    "```\n\n"
+    "then run `%mcp reload`."
+)
+
+
+def complete(ctx: MagicContext, arg_text: str) -> list[str]:
+    return [*_SUBCOMMANDS, *ctx.session.mcp.servers]
+
+
+def format_servers(manager: McpManager) -> str:
+    """The `%mcp` listing: one row per server, then one per tool."""
+    if not manager.servers:
+        return _NONE_CONFIGURED
+    rows = []
+    tool_rows = []
+    unoffered = []
+    offered = manager.offered()
+    for name, server in manager.servers.items():
+        spec = server.spec
+        names = spec.secret_names()
+        # The names first: a long command line is cut at the end, not them.
+        transport = f"{spec.transport}{f' ({names})' if names else ''}: {spec.describe()}"
+        rows.append((f"`{name}`", transport, spec.approval, manager.state_text(server)))
+        approval = "asks first" if server.needs_approval else "runs without asking"
+        for tool, description in server.tools.items():
+            if offered.get(tool) is server:
+                first_line = description.splitlines()[0] if description else ""
+                tool_rows.append((f"`{tool}`", name, approval, first_line))
+            elif server.state == "connected":
+                unoffered.append(f"`{tool}` of `{name}`")
+    parts = [
+        f"**MCP servers** ({len(rows)})\n\n"
+        + table(["server", "transport", "approval", "state"], rows)
+    ]
+    if tool_rows:
+        parts.append(
+            f"**MCP tools** ({len(tool_rows)})\n\n"
+            + table(["tool", "server", "approval", "description"], tool_rows)
+        )
+    else:
+        parts.append("No MCP tools are offered right now.")
+    if unoffered:
+        parts.append(
+            f"Not offered, the name is taken: {', '.join(unoffered)}. "
+            "Give the server another `prefix`."
+        )
+    return "\n\n".join(parts)
+
+
+def _server_name(manager: McpManager, name: str) -> str:
+    if name in manager.servers:
+        return name
+    if not manager.servers:
+        raise MagicError(f"There is no MCP server `{name}`: none are configured (see %mcp).")
+    close = difflib.get_close_matches(name, list(manager.servers), n=1)
+    hint = f" Did you mean `{close[0]}`?" if close else ""
+    known = ", ".join(f"`{n}`" for n in manager.servers)
+    raise MagicError(f"There is no MCP server `{name}`.{hint} Configured: {known}.")
+
+
+async def _reload(ctx: MagicContext) -> str:
+    from ..config import load_settings
+
+    session = ctx.session
+    loaded = load_settings(session.deps.workspace)
+    specs = loaded.settings.mcp_servers
+    for spec in specs.values():
+        session.telemetry.redactor.add(spec.secret_values())
+    await session.mcp.reload(specs)
+    problems = [p for p in loaded.problems if "mcp_servers" in p]
+    text = format_servers(session.mcp)
+    if problems:
+        text += "\n\n**Ignored**\n" + "\n".join(f"- {p}" for p in problems)
+    return text
+
+
+async def run(ctx: MagicContext, args: str) -> str:
+    manager = ctx.session.mcp
+    words = args.split()
+    if not words:
+        with contextlib.suppress(ConfigError):
+            # Learns the names of Co's own tools, which MCP tools may not take.
+            ctx.session.ensure_agent()
+        await manager.ready()
+        await manager.check()
+        notices = manager.take_notices()
+        listing = format_servers(manager)
+        return "\n\n".join([*(f"⚠️ {n}" for n in notices), listing])
+    command, rest = words[0].lower(), words[1:]
+    if command == "reload":
+        if rest:
+            raise MagicError(f"%mcp reload takes no more arguments (got '{' '.join(rest)}').")
+        return await _reload(ctx)
+    if command == "restart":
+        if len(rest) != 1:
+            raise MagicError("Name the server to restart, e.g. `%mcp restart files`.")
+        name = _server_name(manager, rest[0])
+        server = await manager.restart(name)
+        if server.state == "connected":
+            count = len(server.tools)
+            head = f"✅ MCP server `{name}` is connected again ({count} tool{'s' if count != 1 else ''})."
+        else:
+            head = f"❌ MCP server `{name}` did not start: {server.reason}"
+        return head + "\n\n" + format_servers(manager)
+    close = difflib.get_close_matches(command, _SUBCOMMANDS, n=1)
+    hint = f" Did you mean `%mcp {close[0]}`?" if close else ""
+    raise MagicError(f"Unknown %mcp command '{command}'.{hint}")

@@ -1,0 +1,224 @@
+"""Skills: packages of instructions the agent loads on demand (seed 004, Agent Skills).
+
+A skill is a folder with a ``SKILL.md`` (front-matter ``name`` and ``description``, body =
+instructions) and any resource files beside it. Skills are found in
+``<config dir>/skills/*/SKILL.md`` (the user's) and ``<notebook dir>/.co/skills/*/SKILL.md``
+(the project's, which win on a name clash). The system prompt lists each skill's one-line
+description; ``load_skill`` returns the instructions and the resource list,
+``read_skill_resource`` one resource file, never anything outside the skill's folder.
+
+Discovery reads the folders again for every request, so a skill written during a session
+is there on the next one. A file that cannot be parsed is reported (file:line) once in the
+cell and in `%skills`; the other skills still load.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from pydantic_ai import ModelRetry, RunContext
+from pydantic_ai.toolsets import FunctionToolset
+
+from ..turn._deps import CoDeps  # at run time: pydantic-ai reads the tools' annotations
+from . import ToolsetBuild
+from ._frontmatter import DefinitionError, read_definition
+
+if TYPE_CHECKING:
+    from pydantic_ai.tools import ToolDefinition
+
+    from ..config import Settings
+
+__all__ = [
+    "Skill",
+    "SkillCatalog",
+    "build",
+    "discover_skills",
+    "load_skill",
+    "prompt_entries",
+    "read_skill_resource",
+    "session_skills",
+]
+
+SKILL_FILE = "SKILL.md"
+MAX_RESOURCES = 100
+
+
+@dataclass(frozen=True)
+class Skill:
+    """One discovered skill."""
+
+    name: str
+    """What ``load_skill`` is called with."""
+    description: str
+    """One line: when to use it."""
+    path: Path
+    """Its ``SKILL.md``."""
+    source: Literal["user", "project"]
+    """user: ``<config dir>/skills``; project: ``.co/skills`` beside the notebook."""
+
+    @property
+    def root(self) -> Path:
+        """The skill's folder: the only place ``read_skill_resource`` reads from."""
+        return self.path.parent
+
+    def instructions(self) -> str:
+        """The body of ``SKILL.md``, read now (so an edit shows on the next load)."""
+        return read_definition(self.path).body
+
+    def resources(self) -> list[str]:
+        """Files in the skill's folder besides ``SKILL.md``, as relative POSIX paths."""
+        found: list[str] = []
+        for folder, dirs, files in os.walk(self.root):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            for name in sorted(files):
+                rel = (Path(folder) / name).relative_to(self.root).as_posix()
+                if rel != SKILL_FILE and not name.startswith("."):
+                    found.append(rel)
+                if len(found) >= MAX_RESOURCES:
+                    return found
+        return found
+
+
+@dataclass
+class SkillCatalog:
+    """The skills of a session, and the files that could not be read."""
+
+    skills: dict[str, Skill] = field(default_factory=dict)
+    """By name; a project skill replaces a user skill of the same name."""
+    shadowed: list[Skill] = field(default_factory=list)
+    """User skills hidden by a project skill of the same name."""
+    problems: list[DefinitionError] = field(default_factory=list)
+    """One per unusable ``SKILL.md``, with file and line."""
+
+
+def skill_folders(
+    config_dir: Path, project_dir: Path
+) -> list[tuple[Literal["user", "project"], Path]]:
+    """Where skills are looked for, lowest precedence first."""
+    return [("user", config_dir / "skills"), ("project", project_dir / ".co" / "skills")]
+
+
+def discover_skills(config_dir: Path, project_dir: Path) -> SkillCatalog:
+    """Every ``*/SKILL.md`` of the user and project skill folders."""
+    catalog = SkillCatalog()
+    for source, folder in skill_folders(config_dir, project_dir):
+        if not folder.is_dir():
+            continue
+        seen: dict[str, Path] = {}
+        for path in sorted(folder.glob(f"*/{SKILL_FILE}")):
+            try:
+                definition = read_definition(path)
+                name = definition.name()
+                description = definition.text("description", required=True) or ""
+            except DefinitionError as exc:
+                catalog.problems.append(exc)
+                continue
+            if name in seen:
+                catalog.problems.append(
+                    DefinitionError(
+                        path,
+                        definition.lines.get("name", 1),
+                        f"skill name {name!r} is also used by {seen[name]}; this one is ignored",
+                    )
+                )
+                continue
+            seen[name] = path
+            skill = Skill(name, description, path, source)
+            previous = catalog.skills.get(name)
+            if previous is not None:
+                catalog.shadowed.append(previous)
+            catalog.skills[name] = skill
+    return catalog
+
+
+def session_skills(deps: CoDeps) -> SkillCatalog:
+    """The skills the session's agent sees."""
+    from ..config import paths
+
+    return discover_skills(paths().config_dir, deps.workspace)
+
+
+def prompt_entries(deps: CoDeps) -> list[tuple[str, str]]:
+    """(name, description) of each skill, for the system prompt's list."""
+    return [(s.name, s.description) for s in session_skills(deps).skills.values()]
+
+
+def _find(ctx: RunContext[CoDeps], name: str) -> Skill:
+    skills = session_skills(ctx.deps).skills
+    skill = skills.get(name.strip())
+    if skill is None:
+        available = ", ".join(f"`{n}`" for n in sorted(skills)) or "none"
+        raise ModelRetry(f"There is no skill named {name!r}. Available skills: {available}.")
+    return skill
+
+
+async def load_skill(ctx: RunContext[CoDeps], name: str) -> str:
+    """Load a skill's full instructions (and the list of its resource files) by name.
+
+    Args:
+        name: The skill's name, as listed under Skills in the instructions.
+    """
+    skill = _find(ctx, name)
+    try:
+        body = skill.instructions()
+    except DefinitionError as exc:
+        raise ModelRetry(f"The skill {name!r} cannot be read now: {exc}") from None
+    parts = [f"# Skill: {skill.name}\n\n{body or '(no instructions)'}"]
+    resources = skill.resources()
+    if resources:
+        listed = "\n".join(f"- {r}" for r in resources)
+        parts.append(
+            f"## Resource files\nRead one with `read_skill_resource(name={skill.name!r}, "
+            f"path=...)`:\n{listed}"
+        )
+    return "\n\n".join(parts)
+
+
+async def read_skill_resource(ctx: RunContext[CoDeps], name: str, path: str) -> str:
+    """Read one resource file of a skill (a path relative to the skill's folder).
+
+    Args:
+        name: The skill's name.
+        path: The file, as listed by `load_skill`, e.g. `templates/report.md`.
+    """
+    skill = _find(ctx, name)
+    root = Path(os.path.realpath(skill.root))
+    # realpath resolves `..` and symlinks, so nothing outside the skill's folder is reachable.
+    target = Path(os.path.realpath(root / path)) if path.strip() else root
+    if Path(path).is_absolute() or not target.is_relative_to(root) or target == root:
+        raise ModelRetry(
+            f"{path!r} is not a file of the skill {skill.name!r}; use a relative path that "
+            "`load_skill` listed."
+        )
+    if not target.is_file():
+        listed = ", ".join(skill.resources()[:20]) or "none"
+        raise ModelRetry(f"The skill {skill.name!r} has no file {path!r}. Its files: {listed}.")
+    limit = ctx.deps.settings.file_max_bytes
+    if target.stat().st_size > limit:
+        raise ModelRetry(f"{path!r} is larger than {limit:,} bytes (setting `file_max_bytes`).")
+    try:
+        return target.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ModelRetry(
+            f"{path!r} is not UTF-8 text, so it cannot be read as a resource."
+        ) from None
+
+
+async def _only_with_skills(
+    ctx: RunContext[CoDeps], tool_def: ToolDefinition
+) -> ToolDefinition | None:
+    """Offer the skill tools only when there is a skill to load."""
+    return tool_def if session_skills(ctx.deps).skills else None
+
+
+def build(settings: Settings) -> ToolsetBuild:
+    """The skills toolset; always registered, offered when a skill exists. Read-only."""
+    toolset: FunctionToolset[CoDeps] = FunctionToolset()
+    toolset.add_function(load_skill, prepare=_only_with_skills)
+    toolset.add_function(read_skill_resource, prepare=_only_with_skills)
+    return ToolsetBuild(
+        "skills", toolset, approval={"load_skill": False, "read_skill_resource": False}
+    )

@@ -1,0 +1,99 @@
+"""Todos: the agent's checklist for multi-step work (seed 004, pydantic-ai-todo).
+
+``write_todos`` replaces the whole list (the model sends every item with its status each
+time), ``read_todos`` reads it back. The list lives in ``CoDeps.todos``, so it survives
+across the turns of a session; `%clear` empties it. The turn notices the change and the
+frontend shows the checklist, updated in place in a notebook.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic_ai import ModelRetry, RunContext
+from pydantic_ai.toolsets import FunctionToolset
+
+from ..turn._deps import CoDeps  # at run time: pydantic-ai reads the tools' annotations
+from . import ToolsetBuild
+
+if TYPE_CHECKING:
+    from ..config import Settings
+
+__all__ = ["TodoItem", "build", "format_todos", "read_todos", "write_todos"]
+
+MAX_ITEMS = 50
+MAX_CONTENT = 500
+_MARKS = {"completed": "[x]", "in_progress": "[~]", "pending": "[ ]"}
+
+
+class TodoItem(BaseModel):
+    """One step of the plan."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str = Field(description="What is to be done, as a short imperative sentence.")
+    status: Literal["pending", "in_progress", "completed"] = Field(
+        "pending", description="pending, in_progress (at most one at a time) or completed."
+    )
+
+
+def format_todos(todos: list[dict[str, Any]]) -> str:
+    """The checklist as text: a ``[x]``/``[~]``/``[ ]`` line per item and a count."""
+    if not todos:
+        return "The todo list is empty."
+    done = sum(1 for t in todos if t.get("status") == "completed")
+    lines = [f"Todos: {done} of {len(todos)} completed"]
+    for number, todo in enumerate(todos, 1):
+        mark = _MARKS.get(str(todo.get("status")), "[ ]")
+        lines.append(f"{number}. {mark} {todo.get('content', '')}")
+    return "\n".join(lines)
+
+
+def _check(items: list[TodoItem]) -> list[dict[str, Any]]:
+    if len(items) > MAX_ITEMS:
+        raise ModelRetry(f"{len(items)} items is too many; keep the plan to {MAX_ITEMS} steps.")
+    todos = []
+    for number, item in enumerate(items, 1):
+        content = " ".join(item.content.split())
+        if not content:
+            raise ModelRetry(f"Item {number} has no `content`; say what the step is.")
+        if len(content) > MAX_CONTENT:
+            raise ModelRetry(f"Item {number} is over {MAX_CONTENT} characters; shorten it.")
+        todos.append({"content": content, "status": item.status})
+    active = [n for n, t in enumerate(todos, 1) if t["status"] == "in_progress"]
+    if len(active) > 1:
+        raise ModelRetry(
+            f"Items {', '.join(map(str, active))} are all `in_progress`; mark only the step "
+            "you are working on now as in_progress, the others pending or completed."
+        )
+    return todos
+
+
+async def write_todos(ctx: RunContext[CoDeps], items: list[TodoItem]) -> str:
+    """Replace the todo list that tracks a multi-step task; send every item each time.
+
+    Use it for work of three or more steps: write the plan first, mark one step
+    `in_progress` when you start it and `completed` as soon as it is done. An empty list
+    clears the checklist.
+
+    Args:
+        items: The whole list, in order, each with `content` and `status`.
+    """
+    todos = _check(items)
+    # In place: the deps object is shared with everything holding the session's list.
+    ctx.deps.todos[:] = todos
+    return format_todos(todos)
+
+
+async def read_todos(ctx: RunContext[CoDeps]) -> str:
+    """Read the current todo list with each item's status."""
+    return format_todos(ctx.deps.todos)
+
+
+def build(settings: Settings) -> ToolsetBuild:
+    """The todo toolset; always available, nothing to approve (it only changes the checklist)."""
+    toolset: FunctionToolset[CoDeps] = FunctionToolset()
+    toolset.add_function(write_todos)
+    toolset.add_function(read_todos)
+    return ToolsetBuild("todos", toolset, approval={"write_todos": False, "read_todos": False})

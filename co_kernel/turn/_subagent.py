@@ -1,0 +1,197 @@
+"""Running a subagent inside a tool call (seed 004 "SubAgent Delegation Flow").
+
+The subagent is a pydantic-ai agent of its own (its instructions, model and allowed
+tools) run by the same ``_TurnRunner`` as a turn: the same streaming, approval loop,
+provider-error retries and interrupt salvage. What differs:
+
+- it starts from an empty history and a copy of the caller's deps (one level deeper,
+  its own checklist), so it sees only the task it was given;
+- it spends the calling turn's budget (the caller's live usage and usage limits);
+- it reports to a child frontend (``FrontendProtocol.start_subagent``): its progress goes
+  into one collapsible output, its side-effectful calls ask the person in the same cell;
+- an interrupt stops it and is re-raised, so the turn around it stops as well.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+# pydantic-ai reads the instructions function's annotations, so a real import.
+from pydantic_ai import RunContext
+
+from ._frontend import SubagentView, TurnSummary
+from ._run import TurnResult, _TurnRunner
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from pydantic_ai.capabilities import AbstractCapability
+    from pydantic_ai.models import Model
+    from pydantic_ai.toolsets import AbstractToolset
+
+    from ._deps import CoDeps
+
+__all__ = ["SubagentOutcome", "SubagentRun", "child_deps", "run_subagent"]
+
+_PREAMBLE = """\
+You are `{name}`, a subagent of Co (an assistant in a Jupyter notebook). Co delegated one \
+task to you. Work on it with your tools, then answer with a concise, self-contained summary \
+of what you found or did: Co sees only that final answer, not your tool calls. Side-effectful \
+tools wait for the user's approval; if a call is denied, do not retry it as is."""
+
+
+@dataclass
+class SubagentRun:
+    """Everything needed to run one subagent on one task."""
+
+    name: str
+    """The subagent's name."""
+    instructions: str
+    """Its own instructions (the body of its definition)."""
+    task: str
+    """What the caller asked it to do."""
+    model: Model
+    """The model it runs on."""
+    model_label: str
+    """provider:model of that model."""
+    provider: str
+    """The provider, for classifying provider errors."""
+    toolsets: Sequence[AbstractToolset[Any]]
+    """The tools it may call (already filtered to its allowed ones)."""
+    tools: tuple[str, ...] | None = None
+    """The names of its allowed tools; None = all of Co's."""
+
+
+@dataclass
+class SubagentOutcome:
+    """How a subagent run ended."""
+
+    output: str
+    """Its answer: the summary returned to the caller."""
+    error: str | None = None
+    """Why it stopped early, when it did."""
+    requests: int = 0
+    """Model requests it made."""
+
+
+def child_deps(deps: CoDeps) -> CoDeps:
+    """A copy of the caller's deps for a subagent: one level deeper, its own checklist.
+
+    Session resources (sandbox, audit log, integration clients in ``extras``) are shared,
+    so the subagent's shell runs in the same sandbox as Co's.
+    """
+    from ..sandbox import ensure_sandbox
+
+    ensure_sandbox(deps)  # cheap (no container yet); created here so both share one
+    return replace(deps, depth=deps.depth + 1, todos=[], page_tokens={}, turn=None)
+
+
+def _build_agent(
+    run: SubagentRun,
+    settings: Any,
+    capabilities: Callable[[], Sequence[AbstractCapability[Any]]] | None,
+) -> Any:
+    from pydantic_ai import Agent, DeferredToolRequests
+
+    from ..tools._errors import ToolErrorGuard
+    from ..tools.skills import prompt_entries as skill_entries
+    from ..tools.subagents import prompt_entries as subagent_entries
+    from ._deps import CoDeps
+    from ._govern import GovernHistory
+    from ._prompt import skills_section, subagents_section
+
+    base = _PREAMBLE.format(name=run.name)
+    if run.instructions.strip():
+        base += f"\n\n## Your instructions\n{run.instructions.strip()}"
+
+    async def instructions(ctx: RunContext[CoDeps]) -> str:
+        # Only the tools it may call are offered; listing skills or subagents it could
+        # not reach would only mislead it, so the lists follow its allowed tools.
+        names = set(run.tools) if run.tools is not None else None
+        sections = [base]
+        if names is None or "load_skill" in names:
+            sections.append(skills_section(skill_entries(ctx.deps)))
+        if names is None or "delegate_task" in names:
+            sections.append(subagents_section(subagent_entries(ctx.deps)))
+        return "\n\n".join(s for s in sections if s)
+
+    return Agent(
+        run.model,
+        name=run.name,
+        deps_type=CoDeps,
+        output_type=[str, DeferredToolRequests],
+        instructions=instructions,
+        toolsets=list(run.toolsets),
+        capabilities=[*(capabilities() if capabilities else ()), ToolErrorGuard(), GovernHistory()],
+        retries=settings.tool_retries,
+        model_settings={"max_retries": 0, "timeout": settings.request_timeout},
+    )
+
+
+async def run_subagent(ctx: RunContext[CoDeps], run: SubagentRun) -> SubagentOutcome:
+    """Run ``run`` for the tool call in ``ctx``; raises CancelledError when interrupted."""
+    deps = ctx.deps
+    scope = deps.turn
+    if scope is None:  # a tool called outside run_turn (the eval runner): no live display
+        from ..frontend import RecordingFrontend
+
+        parent: Any = RecordingFrontend()
+    else:
+        parent = scope.frontend
+    sub = child_deps(deps)
+    view = SubagentView(
+        call_id=ctx.tool_call_id or "",
+        name=run.name,
+        task=run.task,
+        model=run.model_label,
+        depth=sub.depth,
+    )
+    frontend = parent.start_subagent(view)
+    usage = ctx.usage
+    before = (usage.requests, usage.input_tokens, usage.output_tokens)
+    started = time.monotonic()
+    capabilities = scope.capabilities if scope is not None else None
+    runner = _TurnRunner(
+        _build_agent(run, deps.settings, capabilities),
+        run.task,
+        deps=sub,
+        history=[],
+        frontend=frontend,
+        provider=run.provider,
+        model_label=run.model_label,
+        usage=usage,
+        limits=ctx.usage_limits,
+        child=True,
+        capabilities=capabilities,
+    )
+    result: TurnResult | None = None
+    try:
+        result = await runner.run()
+    finally:
+        # Approve-all in the subagent's card holds for the session, as it says.
+        if sub.auto_confirm:
+            deps.auto_confirm = True
+        # The runner returns the usage it ended with; the caller's object was updated
+        # in place as the requests were made.
+        requests = usage.requests - before[0]
+        frontend.on_turn_end(
+            TurnSummary(
+                model=run.model_label,
+                input_tokens=usage.input_tokens - before[1],
+                output_tokens=usage.output_tokens - before[2],
+                requests=requests,
+                duration=time.monotonic() - started,
+                interrupted=result is None or result.interrupted,
+                error=result.error if result is not None else None,
+            )
+        )
+        frontend.cleanup()
+    if result.interrupted:
+        raise asyncio.CancelledError
+    # The summary is the last response's text ("Let me look." before a tool call is
+    # progress, shown in the cell); when it stopped early, whatever it said.
+    final = runner.text_parts[-1] if runner.text_parts and not result.error else result.output
+    return SubagentOutcome(final.strip(), result.error, requests)
