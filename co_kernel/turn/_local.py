@@ -457,6 +457,7 @@ def build_local(
     """Resolve the model file and prepare (not start) its server."""
     from pydantic_ai.providers.openai import OpenAIProvider
 
+    from ._coalesce import local_http_client
     from ._llamacpp import LlamaCppChatModel, LocalServerModel
     from ._textcall_model import TextToolCallModel
 
@@ -469,7 +470,9 @@ def build_local(
         log_path=log_dir / f"local-model-{os.getpid()}.log",
     )
     # The port is known once the server is up; prepare() points the client at it.
-    provider = OpenAIProvider(base_url="http://127.0.0.1:9/v1", api_key="local")
+    provider = OpenAIProvider(
+        base_url="http://127.0.0.1:9/v1", api_key="local", http_client=local_http_client()
+    )
     runtime = LocalRuntime(spec, server, provider, default)
     model: Model = LocalServerModel(LlamaCppChatModel(spec.label, provider=provider), runtime)
     if spec.supports_tools:

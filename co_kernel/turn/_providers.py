@@ -117,11 +117,22 @@ def _require(key: str | None, provider: str, variable: str) -> str:
     return key
 
 
-def _openai_chat(name: str, base_url: str | None, api_key: str) -> Model:
+def _openai_chat(
+    name: str, base_url: str | None, api_key: str, *, on_this_machine: bool = False
+) -> Model:
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
 
-    return OpenAIChatModel(name, provider=OpenAIProvider(base_url=base_url, api_key=api_key))
+    if on_this_machine:
+        # The model shares the CPU with the kernel: fewer, larger stream events (_coalesce).
+        from ._coalesce import local_http_client
+
+        provider = OpenAIProvider(
+            base_url=base_url, api_key=api_key, http_client=local_http_client()
+        )
+    else:
+        provider = OpenAIProvider(base_url=base_url, api_key=api_key)
+    return OpenAIChatModel(name, provider=provider)
 
 
 def build_model(
@@ -157,7 +168,8 @@ def build_model(
         )
     if provider == "ollama":
         url = settings.ollama_host.rstrip("/") + "/v1"
-        return ModelHandle(_openai_chat(name, url, "ollama"), label, provider, url)
+        model = _openai_chat(name, url, "ollama", on_this_machine=True)
+        return ModelHandle(model, label, provider, url)
     if provider == "compat":
         if not settings.base_url:
             raise ProviderNotConfigured(

@@ -13,11 +13,13 @@ ran are not run again); a 400 is answered by showing the model the error once.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._approval import (
@@ -243,38 +245,28 @@ class _TurnRunner:
         return result
 
     def _on_event(self, event: Any) -> None:
-        from pydantic_ai.messages import (
-            FunctionToolCallEvent,
-            FunctionToolResultEvent,
-            PartDeltaEvent,
-            PartEndEvent,
-            PartStartEvent,
-            TextPart,
-            TextPartDelta,
-            ThinkingPart,
-            ThinkingPartDelta,
-        )
-
-        if isinstance(event, PartStartEvent):
-            if isinstance(event.part, TextPart) and event.part.content:
-                self._text(event.part.content)
-            elif isinstance(event.part, ThinkingPart) and self.verbose:
-                self.frontend.on_thinking_delta(event.part.content)
-        elif isinstance(event, PartDeltaEvent):
+        m = _messages()
+        # The common case first: this runs for every piece of every streamed answer.
+        if isinstance(event, m.PartDeltaEvent):
             delta = event.delta
-            if isinstance(delta, TextPartDelta):
+            if isinstance(delta, m.TextPartDelta):
                 self._text(delta.content_delta)
-            elif isinstance(delta, ThinkingPartDelta) and self.verbose and delta.content_delta:
+            elif isinstance(delta, m.ThinkingPartDelta) and self.verbose and delta.content_delta:
                 self.frontend.on_thinking_delta(delta.content_delta)
-        elif isinstance(event, PartEndEvent):
-            if isinstance(event.part, TextPart):
+        elif isinstance(event, m.PartStartEvent):
+            if isinstance(event.part, m.TextPart) and event.part.content:
+                self._text(event.part.content)
+            elif isinstance(event.part, m.ThinkingPart) and self.verbose:
+                self.frontend.on_thinking_delta(event.part.content)
+        elif isinstance(event, m.PartEndEvent):
+            if isinstance(event.part, m.TextPart):
                 self._commit_text()
-            elif isinstance(event.part, ThinkingPart) and self.verbose:
+            elif isinstance(event.part, m.ThinkingPart) and self.verbose:
                 self.frontend.on_thinking_commit()
-        elif isinstance(event, FunctionToolCallEvent):
+        elif isinstance(event, m.FunctionToolCallEvent):
             self._confirm_response()
             self._tool_call(event.part)
-        elif isinstance(event, FunctionToolResultEvent):
+        elif isinstance(event, m.FunctionToolResultEvent):
             self._tool_result(event.part)
 
     def _partial_messages(self, events: Any) -> list[ModelMessage]:
@@ -648,6 +640,14 @@ class _TurnRunner:
             requests=self.usage.requests,
             decisions=dict(self.decisions),
         )
+
+
+@functools.cache
+def _messages() -> ModuleType:
+    """pydantic-ai's message types, imported on first use (the kernel starts without them)."""
+    import pydantic_ai.messages
+
+    return pydantic_ai.messages
 
 
 def _unusable_reply(detail: str) -> str:
