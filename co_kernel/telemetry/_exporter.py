@@ -3,39 +3,43 @@
 Both see spans only after the ``BatchSpanProcessor`` hands them over on its worker
 thread, so the turn never waits for a write. Redaction happens here, before anything is
 serialised, and long attribute values are cut after redaction (never before: a cut
-secret would no longer match).
+secret would no longer match). A batch whose text holds no secret and no secret's shape
+(nearly every batch) is cleared by one test over all of it, not value by value.
+
+Every span is stored with its turn's session and turn number (``co.session_id``,
+``co.turn``) so any span can be filtered. They are looked up here by trace id (a trace
+is one turn) in ``TurnRegistry``, rather than copied onto each span as it starts: that
+would cost the turn itself a processor call and an attribute write per span.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from opentelemetry.context import Context
-from opentelemetry.sdk.trace import Event, ReadableSpan, Span, SpanProcessor
+from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
-from opentelemetry.trace import Status, get_current_span
+from opentelemetry.trace import Status
 
 from ._redact import Redactor
 from ._store import connect
 
 __all__ = [
     "MAX_ATTRIBUTE_CHARS",
+    "BatchCheck",
     "RedactingSpanExporter",
     "SQLiteSpanExporter",
-    "SessionAttributesProcessor",
+    "TurnRegistry",
     "span_kind",
 ]
 
 MAX_ATTRIBUTE_CHARS = 50_000
 """Longest attribute value stored; the run span's full message history can be large."""
-
-# Attributes every span of a turn carries, copied from parent to child at start.
-INHERITED = ("co.session_id", "co.turn")
 
 _INPUT_KEYS = ("gen_ai.usage.input_tokens", "gen_ai.aggregated_usage.input_tokens")
 _OUTPUT_KEYS = ("gen_ai.usage.output_tokens", "gen_ai.aggregated_usage.output_tokens")
@@ -43,26 +47,88 @@ _MODEL_KEYS = ("gen_ai.response.model", "gen_ai.request.model", "co.model", "mod
 _KINDS = {"chat": "model", "execute_tool": "tool", "invoke_agent": "agent"}
 
 
-class SessionAttributesProcessor(SpanProcessor):
-    """Gives every span the session and turn of its parent, so any span can be filtered."""
+class TurnRegistry:
+    """The session and turn of each recent trace, for the exporters to add to its spans.
 
-    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        parent = get_current_span(parent_context)
-        attributes = getattr(parent, "attributes", None)
-        if not attributes:
-            return
-        for key in INHERITED:
-            if key in attributes and key not in (span.attributes or {}):
-                span.set_attribute(key, attributes[key])
+    ``Tracing.turn_span`` registers a turn's trace when the turn starts; the exporters
+    read it on their worker threads. Only the newest ``keep`` traces are held: spans are
+    exported within a batch delay of ending, long before a thousand turns have passed.
+    """
 
-    def on_end(self, span: ReadableSpan) -> None:
-        pass
+    def __init__(self, keep: int = 1024) -> None:
+        self.keep = keep
+        self._traces: OrderedDict[int, dict[str, Any]] = OrderedDict()
+        self._lock = threading.Lock()
 
-    def shutdown(self) -> None:
-        pass
+    def add(self, trace_id: int, attributes: Mapping[str, Any]) -> None:
+        """Give every span of this trace these attributes (those it does not set itself)."""
+        with self._lock:
+            self._traces[trace_id] = dict(attributes)
+            while len(self._traces) > self.keep:
+                self._traces.popitem(last=False)
 
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return True
+    def get(self, trace_id: int) -> dict[str, Any]:
+        with self._lock:
+            return self._traces.get(trace_id, {})
+
+
+def _with_turn(span: ReadableSpan, turns: TurnRegistry | None) -> dict[str, Any]:
+    """The span's attributes with its turn's session and number added."""
+    attributes = dict(span.attributes or {})
+    context = span.get_span_context()
+    if turns is not None and context is not None:
+        for key, value in turns.get(context.trace_id).items():
+            attributes.setdefault(key, value)
+    return attributes
+
+
+def _texts(spans: Sequence[ReadableSpan]) -> Iterator[str]:
+    """Every string of a batch that the exporters write: names, statuses, attributes, events."""
+    for span in spans:
+        yield span.name
+        if span.status.description:
+            yield span.status.description
+        for attributes in (span.attributes, *(event.attributes for event in span.events)):
+            for value in (attributes or {}).values():
+                if isinstance(value, str):
+                    yield value
+                elif isinstance(value, tuple | list):
+                    yield from (v for v in value if isinstance(v, str))
+        for event in span.events:
+            yield event.name
+
+
+class BatchCheck:
+    """Decides per batch whether values need redacting, remembering long clean strings.
+
+    The system instructions and tool definitions come back on every model request; once
+    found clean they are not searched again. Only clean strings are remembered, so a
+    secret is never skipped: a string is either searched now or was searched against the
+    same secrets before (the memory is dropped when the redactor learns a new secret).
+    """
+
+    def __init__(self, redactor: Redactor, keep: int = 512, min_chars: int = 128) -> None:
+        self.redactor = redactor
+        self.keep = keep
+        self.min_chars = min_chars
+        self._clean: set[str] = set()
+        self._literals = redactor.literals
+
+    def redactor_for(self, spans: Sequence[ReadableSpan]) -> Redactor | None:
+        """The redactor if some string of the batch may hold a secret; None if none can."""
+        if self.redactor.literals is not self._literals:
+            # `Redactor.add` (settings read again): what was clean may hold a new secret.
+            self._clean.clear()
+            self._literals = self.redactor.literals
+        fresh = {text for text in _texts(spans) if text not in self._clean}
+        # The separator holds no trigger, and a secret within one value stays whole in the join.
+        if not self.redactor.is_clean("\n".join(fresh)):
+            return self.redactor
+        long = [text for text in fresh if len(text) >= self.min_chars]
+        if len(self._clean) + len(long) > self.keep:
+            self._clean.clear()
+        self._clean.update(long[: self.keep])
+        return None
 
 
 def span_kind(attributes: dict[str, Any]) -> str:
@@ -87,9 +153,20 @@ def _clip(value: Any) -> Any:
     return value
 
 
-def clean_attributes(attributes: Any, redactor: Redactor) -> dict[str, Any]:
-    """Attributes as plain JSON values, redacted and clipped."""
+def _keep(text: str) -> str:
+    return text
+
+
+def clean_attributes(attributes: Any, redactor: Redactor | None) -> dict[str, Any]:
+    """Attributes as plain JSON values, redacted (unless ``redactor`` is None) and clipped."""
     out: dict[str, Any] = {}
+    if redactor is None:
+        for key, value in dict(attributes or {}).items():
+            if isinstance(value, tuple | list):
+                out[key] = [_clip(v) for v in value]
+            else:
+                out[key] = _clip(value)
+        return out
     for key, value in dict(attributes or {}).items():
         if isinstance(value, tuple | list):
             out[key] = [_clip(redactor.redact_value(v)) for v in value]
@@ -105,21 +182,23 @@ def _iso(ns: int) -> str:
 class SQLiteSpanExporter(SpanExporter):
     """Writes each batch of spans in one transaction (WAL, so readers never block it)."""
 
-    def __init__(self, path: Path, redactor: Redactor) -> None:
+    def __init__(self, path: Path, redactor: Redactor, turns: TurnRegistry | None = None) -> None:
         self.path = path
         self.redactor = redactor
+        self.turns = turns
+        self._check = BatchCheck(redactor)
         self._lock = threading.Lock()
         self._db = connect(path)
         self._closed = False
 
-    def _row(self, span: ReadableSpan) -> tuple[Any, ...]:
-        redact = self.redactor.redact
-        attributes = clean_attributes(span.attributes, self.redactor)
+    def _row(self, span: ReadableSpan, redactor: Redactor | None) -> tuple[Any, ...]:
+        redact: Callable[[str], str] = redactor.redact if redactor is not None else _keep
+        attributes = clean_attributes(_with_turn(span, self.turns), redactor)
         events = [
             {
                 "name": redact(event.name),
                 "time_ns": event.timestamp,
-                "attributes": clean_attributes(event.attributes, self.redactor),
+                "attributes": clean_attributes(event.attributes, redactor),
             }
             for event in span.events
         ]
@@ -157,7 +236,8 @@ class SQLiteSpanExporter(SpanExporter):
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         if self._closed:
             return SpanExportResult.FAILURE
-        rows = [self._row(span) for span in spans]
+        redactor = self._check.redactor_for(spans)
+        rows = [self._row(span, redactor) for span in spans]
         with self._lock:
             try:
                 self._db.execute("BEGIN")
@@ -189,23 +269,27 @@ class SQLiteSpanExporter(SpanExporter):
 class RedactingSpanExporter(SpanExporter):
     """Hands redacted copies of the spans to another exporter (OTLP)."""
 
-    def __init__(self, inner: SpanExporter, redactor: Redactor) -> None:
+    def __init__(
+        self, inner: SpanExporter, redactor: Redactor, turns: TurnRegistry | None = None
+    ) -> None:
         self.inner = inner
         self.redactor = redactor
+        self.turns = turns
+        self._check = BatchCheck(redactor)
 
-    def _copy(self, span: ReadableSpan) -> ReadableSpan:
-        redact = self.redactor.redact
+    def _copy(self, span: ReadableSpan, redactor: Redactor | None) -> ReadableSpan:
+        redact: Callable[[str], str] = redactor.redact if redactor is not None else _keep
         status = span.status
         return ReadableSpan(
             name=redact(span.name),
             context=span.get_span_context(),
             parent=span.parent,
             resource=span.resource,
-            attributes=clean_attributes(span.attributes, self.redactor),
+            attributes=clean_attributes(_with_turn(span, self.turns), redactor),
             events=[
                 Event(
                     redact(e.name),
-                    clean_attributes(e.attributes, self.redactor),
+                    clean_attributes(e.attributes, redactor),
                     e.timestamp,
                 )
                 for e in span.events
@@ -221,7 +305,8 @@ class RedactingSpanExporter(SpanExporter):
         )
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        return self.inner.export([self._copy(s) for s in spans])
+        redactor = self._check.redactor_for(spans)
+        return self.inner.export([self._copy(s, redactor) for s in spans])
 
     def shutdown(self) -> None:
         self.inner.shutdown()

@@ -112,8 +112,30 @@ _SHAPES: tuple[_Shape, ...] = (
 )
 
 
+def _trie_pattern(words: Iterable[str]) -> str:
+    """A regular expression for any of the words, written as a trie.
+
+    ``a(?:pi(?:_key|key)|uth...)|b(?:asic|earer)|...`` rather than ``api_key|apikey|...``:
+    the engine rejects a position after one character instead of trying every word there,
+    which makes the search several times faster over long clean text.
+    """
+    heads: dict[str, list[str]] = {}
+    ends = False
+    for word in sorted(set(words)):
+        if word:
+            heads.setdefault(word[0], []).append(word[1:])
+        else:
+            ends = True
+    branches = [re.escape(head) + _trie_pattern(tails) for head, tails in heads.items()]
+    if not branches:
+        return ""
+    if ends:
+        return f"(?:{'|'.join(branches)})?"
+    return branches[0] if len(branches) == 1 else f"(?:{'|'.join(branches)})"
+
+
 # One search over the lower-cased text decides whether any shape needs trying at all.
-_ANY_TRIGGER = re.compile("|".join(re.escape(t) for shape in _SHAPES for t in shape.triggers))
+_ANY_TRIGGER = re.compile(_trie_pattern(t for shape in _SHAPES for t in shape.triggers))
 
 
 def secret_env_names(environ: Mapping[str, str] | None = None) -> list[str]:
@@ -278,6 +300,18 @@ class Redactor:
                 text = shape.pattern.sub(_replace, text)
                 lowered = text.lower()
         return text
+
+    def is_clean(self, text: str) -> bool:
+        """Whether ``redact`` would certainly leave the text as it is.
+
+        True when no literal secret and no shape's trigger occurs in it. A text made by
+        joining many values is clean only if every value is (each value's secrets and
+        triggers are substrings of the join), so one test can clear a whole batch.
+        """
+        for secret in self.literals:
+            if secret in text:
+                return False
+        return _ANY_TRIGGER.search(text.lower()) is None
 
     def redact_value(self, value: Any) -> Any:
         """Strings anywhere in a JSON-like value (dicts, lists, tuples) redacted."""

@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.trace import Status, StatusCode
 
-from ._exporter import RedactingSpanExporter, SessionAttributesProcessor, SQLiteSpanExporter
+from ._exporter import RedactingSpanExporter, SQLiteSpanExporter, TurnRegistry
 from ._redact import Redactor
 
 if TYPE_CHECKING:
@@ -50,21 +50,19 @@ class TurnSpan:
         if span is None or not span.is_recording():
             return
         usage = getattr(result, "usage", None)
+        input_tokens = getattr(usage, "input_tokens", 0) or 0
+        output_tokens = getattr(usage, "output_tokens", 0) or 0
         span.set_attributes(
             {
-                "co.usage.input_tokens": getattr(usage, "input_tokens", 0) or 0,
-                "co.usage.output_tokens": getattr(usage, "output_tokens", 0) or 0,
+                "co.usage.input_tokens": input_tokens,
+                "co.usage.output_tokens": output_tokens,
                 "co.usage.requests": getattr(result, "requests", 0) or 0,
                 "co.tool_calls": getattr(usage, "tool_calls", 0) or 0,
                 "co.interrupted": bool(getattr(result, "interrupted", False)),
+                # The input/output token columns of the turn row are the turn's totals.
+                "gen_ai.aggregated_usage.input_tokens": input_tokens,
+                "gen_ai.aggregated_usage.output_tokens": output_tokens,
             }
-        )
-        # The input/output token columns of the turn row are the turn's totals.
-        span.set_attribute(
-            "gen_ai.aggregated_usage.input_tokens", getattr(usage, "input_tokens", 0) or 0
-        )
-        span.set_attribute(
-            "gen_ai.aggregated_usage.output_tokens", getattr(usage, "output_tokens", 0) or 0
         )
         error = getattr(result, "error", None)
         if error:
@@ -97,9 +95,10 @@ class Tracing:
             ),
             shutdown_on_exit=True,
         )
-        self.provider.add_span_processor(SessionAttributesProcessor())
+        self.turns = TurnRegistry()
+        """Session and turn of each turn's trace; the exporters add them to every span."""
         delay_ms = max(1.0, batch_delay * 1000)
-        self.sqlite = SQLiteSpanExporter(db_path, redactor)
+        self.sqlite = SQLiteSpanExporter(db_path, redactor, self.turns)
         self.provider.add_span_processor(
             BatchSpanProcessor(self.sqlite, schedule_delay_millis=delay_ms)
         )
@@ -110,19 +109,26 @@ class Tracing:
             self.otlp = OTLPSpanExporter(endpoint=otlp_traces_url(otlp_endpoint))
             self.provider.add_span_processor(
                 BatchSpanProcessor(
-                    RedactingSpanExporter(self.otlp, redactor), schedule_delay_millis=delay_ms
+                    RedactingSpanExporter(self.otlp, redactor, self.turns),
+                    schedule_delay_millis=delay_ms,
                 )
             )
         self.tracer = self.provider.get_tracer("co-kernel", service_version)
 
     def instrumentation(self) -> AbstractCapability[Any]:
         """pydantic-ai's instrumentation capability, reporting to this provider."""
-        from pydantic_ai.capabilities import Instrumentation
+        from opentelemetry.metrics import NoOpMeterProvider
         from pydantic_ai.models.instrumented import InstrumentationSettings
 
-        return Instrumentation(
-            settings=InstrumentationSettings(
+        from ._instrumentation import instrumentation
+
+        return instrumentation(
+            InstrumentationSettings(
                 tracer_provider=self.provider,
+                # Co stores spans, not metrics (token usage is on the spans). Without this,
+                # pydantic-ai records into the process's global meter provider: whatever
+                # user code in the kernel set up would receive Co's metrics.
+                meter_provider=NoOpMeterProvider(),
                 include_content=self.include_content,
                 # Binary parts (images) would bloat the database; their media type stays.
                 include_binary_content=False,
@@ -161,6 +167,10 @@ class Tracing:
             record_exception=True,
             set_status_on_exception=True,
         ) as span:
+            self.turns.add(
+                span.get_span_context().trace_id,
+                {"co.session_id": session_id, "co.turn": turn},
+            )
             yield TurnSpan(span)
 
     def record_decision(self, event: AuditEvent) -> None:
