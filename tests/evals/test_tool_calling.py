@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic_ai import ModelRetry, RunContext
@@ -95,10 +96,14 @@ SCRIPT = [
 
 
 def _run_evals(
-    server: ScriptedModelServer, tmp_path: Path, *extra: str
+    server: ScriptedModelServer,
+    tmp_path: Path,
+    *extra: str,
+    cases: list[dict[str, Any]] = CASES,
 ) -> subprocess.CompletedProcess[str]:
-    cases = tmp_path / "cases.jsonl"
-    cases.write_text("\n".join(json.dumps(c) for c in CASES) + "\n")
+    """The runner as a person starts it, against the scripted server."""
+    cases_file = tmp_path / "cases.jsonl"
+    cases_file.write_text("\n".join(json.dumps(c) for c in cases) + "\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("CO_")}
     env.update(
         {"CO_HOME": str(tmp_path / "home"), "CO_BASE_URL": server.base_url, "PYTHONPATH": str(REPO)}
@@ -111,7 +116,7 @@ def _run_evals(
             "--model",
             "compat:scripted",
             "--cases",
-            str(cases),
+            str(cases_file),
             "--output",
             str(tmp_path / "out"),
             "--baselines",
@@ -246,8 +251,6 @@ def test_the_eval_workspace_offers_skills_and_subagents(tmp_path: Path) -> None:
     ids = {"skills-load", "skills-resource", "subagent-delegate", "todos-read"}
     golden = [c for c in load_cases(HERE / "tool_calling.jsonl") if c.id in ids]
     assert len(golden) == 4
-    cases = tmp_path / "golden.jsonl"
-    cases.write_text("\n".join(json.dumps(c.__dict__) for c in golden) + "\n")
     offered = {
         "tools_include": ["load_skill", "read_skill_resource", "delegate_task", "read_todos"],
         "system_contains": "- `data-cleaning`: Clean a tabular data file",
@@ -271,35 +274,8 @@ def test_the_eval_workspace_offers_skills_and_subagents(tmp_path: Path) -> None:
         }
         for c in golden
     ]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CO_")}
     with ScriptedModelServer(script) as server:
-        env.update(
-            {
-                "CO_HOME": str(tmp_path / "home"),
-                "CO_BASE_URL": server.base_url,
-                "PYTHONPATH": str(REPO),
-            }
-        )
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "evals.tool_calling",
-                "--model",
-                "compat:scripted",
-                "--cases",
-                str(cases),
-                "--output",
-                str(tmp_path / "out"),
-                "--baselines",
-                str(tmp_path),
-            ],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=REPO,
-            timeout=300,
-        )
+        done = _run_evals(server, tmp_path, cases=[c.__dict__ for c in golden])
         assert done.returncode == 0, done.stdout + done.stderr
         assert server.errors == []
     result = json.loads((tmp_path / "out" / "compat-scripted.json").read_text())
