@@ -36,6 +36,8 @@ scripts/build-sandbox-image.sh co-sandbox-test:bookworm
 (cd labextension && npm install --no-audit --no-fund --loglevel=error \
     && npm run --silent lint:check && npm test)
 
+# npm and node_modules are there now: the extension's own build test must run, not skip.
+export CO_TEST_REQUIRE_NODE=1
 export CO_TEST_SANDBOX_IMAGE=co-sandbox-test:bookworm
 # The regression notebooks' kernels use it too (no registry here for python:3.12-slim).
 export CO_SANDBOX_IMAGE=co-sandbox-test:bookworm
