@@ -132,17 +132,7 @@ class CoKernel:
         the stdin channel are added to the result; ``on_input(kernel, msg)`` may return
         the text to answer with (None leaves the request unanswered).
         """
-        content = {
-            "code": code,
-            "silent": False,
-            "store_history": True,
-            "user_expressions": {},
-            "allow_stdin": mode != "headless",
-            "stop_on_error": False,
-        }
-        msg = self.kc.session.msg("execute_request", content)
-        if mode == "notebook":
-            msg["metadata"]["cellId"] = cell_id or str(uuid.uuid4())
+        msg = self._execute_request(code, mode, cell_id)
         sent_at = time.monotonic()
         self.kc.shell_channel.send(msg)
         msg_id = msg["header"]["msg_id"]
@@ -183,8 +173,8 @@ class CoKernel:
         result.interrupt_sent = interrupted
         return result
 
-    def send(self, code: str, *, mode: Mode = "notebook", cell_id: str | None = None) -> str:
-        """Send a cell without waiting for it; returns the request's msg_id."""
+    def _execute_request(self, code: str, mode: Mode, cell_id: str | None) -> dict[str, Any]:
+        """An execute_request as the frontend of ``mode`` sends it (JupyterLab adds cellId)."""
         content = {
             "code": code,
             "silent": False,
@@ -196,6 +186,11 @@ class CoKernel:
         msg = self.kc.session.msg("execute_request", content)
         if mode == "notebook":
             msg["metadata"]["cellId"] = cell_id or str(uuid.uuid4())
+        return msg
+
+    def send(self, code: str, *, mode: Mode = "notebook", cell_id: str | None = None) -> str:
+        """Send a cell without waiting for it; returns the request's msg_id."""
+        msg = self._execute_request(code, mode, cell_id)
         self.kc.shell_channel.send(msg)
         return str(msg["header"]["msg_id"])
 
