@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import secrets
 import socket
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -166,6 +168,24 @@ def _wake(stream: Any) -> None:
         sock.shutdown(socket.SHUT_RDWR)
     except Exception:
         _close_stream(stream)
+
+
+def _docker_client(**kwargs: Any) -> Any:
+    """``docker.from_env``, without leaving a socket open when no engine answers.
+
+    The client asks the engine for its API version as it is built; when the engine is down,
+    docker-py's socket for that request stays open until garbage collection. Collecting now
+    closes it at once (its ResourceWarning says only that).
+    """
+    try:
+        return docker.from_env(**kwargs)
+    except docker.errors.DockerException as exc:
+        failure = docker.errors.DockerException(str(exc))
+    # Out of the handler, so the first error's traceback no longer holds the socket.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
+    raise failure
 
 
 class _Reader(threading.Thread):
@@ -350,7 +370,7 @@ class DockerSandbox:
             },
         }
         try:
-            client = docker.from_env(timeout=3)
+            client = _docker_client(timeout=3)
         except docker.errors.DockerException as e:
             info["engine_error"] = str(e)
             return info
@@ -395,7 +415,7 @@ class DockerSandbox:
     def _get_client(self) -> Any:
         if self._client is None:
             try:
-                self._client = docker.from_env()
+                self._client = _docker_client()
             except docker.errors.DockerException as e:
                 raise _engine_unreachable(self.mode, e) from e
         return self._client
