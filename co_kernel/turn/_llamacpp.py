@@ -18,6 +18,8 @@ from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
 from pydantic_ai.models.openai import OpenAIChatModel, OpenAIStreamedResponse
 from pydantic_ai.models.wrapper import WrapperModel
 
+from ._prepared import CustomizesOnce
+
 if TYPE_CHECKING:
     from pydantic_ai import RunContext
     from pydantic_ai.messages import ModelMessage, ModelResponse
@@ -44,7 +46,7 @@ class _LlamaCppStreamedResponse(OpenAIStreamedResponse):
         return {"timings": timings} if timings else None
 
 
-class LlamaCppChatModel(OpenAIChatModel):
+class LlamaCppChatModel(CustomizesOnce, OpenAIChatModel):
     """The OpenAI-compatible code path, plus llama.cpp's timings."""
 
     @property

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..exceptions import ProviderNotConfigured, UnknownProvider
+from ._prepared import customizing_once
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
@@ -132,7 +133,7 @@ def _openai_chat(
         )
     else:
         provider = OpenAIProvider(base_url=base_url, api_key=api_key)
-    return OpenAIChatModel(name, provider=provider)
+    return customizing_once(OpenAIChatModel)(name, provider=provider)
 
 
 def build_model(
@@ -153,13 +154,14 @@ def build_model(
         from pydantic_ai.providers.google import GoogleProvider
 
         key = _require(_secret(settings.gemini_api_key), "gemini", "GEMINI_API_KEY")
-        return ModelHandle(GoogleModel(name, provider=GoogleProvider(api_key=key)), label, provider)
+        model = customizing_once(GoogleModel)(name, provider=GoogleProvider(api_key=key))
+        return ModelHandle(model, label, provider)
     if provider == "anthropic":
         from pydantic_ai.models.anthropic import AnthropicModel
         from pydantic_ai.providers.anthropic import AnthropicProvider
 
         key = _require(_secret(settings.anthropic_api_key), "anthropic", "ANTHROPIC_API_KEY")
-        model = AnthropicModel(name, provider=AnthropicProvider(api_key=key))
+        model = customizing_once(AnthropicModel)(name, provider=AnthropicProvider(api_key=key))
         return ModelHandle(model, label, provider)
     if provider == "openai":
         key = _require(_secret(settings.openai_api_key), "openai", "OPENAI_API_KEY")

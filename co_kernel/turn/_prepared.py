@@ -1,0 +1,53 @@
+"""Models that rewrite a request's tool schemas once, however often it is prepared.
+
+pydantic-ai prepares a model request (settings merged, every tool's JSON schema rewritten
+for the provider by ``customize_request_parameters``) when the model sends it. With
+tracing on, its instrumentation prepares the same request once more, just before, to put
+the tool definitions and settings on the span. With Co's tools (a dozen toolsets' worth)
+the schema rewriting is most of that work, and doing it twice was the largest single
+cost tracing added to a turn.
+
+Both preparations are handed the same ``ModelRequestParameters`` object, so the model
+keeps the last rewrite and returns it again for that very object. Everything else in
+``prepare_request`` (settings merged, warnings about settings the model ignores) still
+runs on every call. The result is only reused for the identical object, which the model
+holds on to, so a later request (a new object) is always rewritten afresh.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from pydantic_ai.models import Model, ModelRequestParameters
+
+__all__ = ["CustomizesOnce", "customizing_once"]
+
+M = TypeVar("M", bound="Model")
+
+
+class CustomizesOnce:
+    """Mixin for a ``Model``: the last ``customize_request_parameters`` result, reused."""
+
+    _last_customized: tuple[ModelRequestParameters, ModelRequestParameters] | None = None
+
+    def customize_request_parameters(
+        self, model_request_parameters: ModelRequestParameters
+    ) -> ModelRequestParameters:
+        last = self._last_customized
+        if last is not None and last[0] is model_request_parameters:
+            return last[1]
+        customized: ModelRequestParameters = super().customize_request_parameters(  # type: ignore[misc]
+            model_request_parameters
+        )
+        # Holding the parameters keeps their id from being reused by another object.
+        self._last_customized = (model_request_parameters, customized)
+        return customized
+
+
+@cache
+def customizing_once(model_class: type[M]) -> type[M]:
+    """``model_class`` with ``CustomizesOnce`` mixed in (one subclass per class)."""
+    attributes: dict[str, Any] = {"__module__": __name__, "__doc__": model_class.__doc__}
+    return type(model_class.__name__, (CustomizesOnce, model_class), attributes)

@@ -1,0 +1,125 @@
+"""Co's models rewrite a request's tool schemas once however often it is prepared, and send
+exactly what pydantic-ai's own model sends, traced or not."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from pydantic_ai.models import ModelRequestParameters
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
+from pydantic_ai.tools import ToolDefinition
+from pydantic_ai.toolsets import FunctionToolset
+
+from co_kernel.config import Settings
+from co_kernel.frontend import RecordingFrontend
+from co_kernel.telemetry import Redactor
+from co_kernel.telemetry._tracing import Tracing
+from co_kernel.testing import ScriptedModelServer
+from co_kernel.turn import CoDeps, run_turn
+from co_kernel.turn._agent import build_agent
+from co_kernel.turn._prepared import CustomizesOnce, customizing_once
+from co_kernel.turn._providers import build_model
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string", "description": "A file"},
+        "lines": {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": None},
+    },
+    "required": ["path"],
+    "additionalProperties": False,
+}
+
+
+def _params() -> ModelRequestParameters:
+    return ModelRequestParameters(
+        function_tools=[
+            ToolDefinition(name="read", description="Read", parameters_json_schema=SCHEMA)
+        ]
+    )
+
+
+def _model(cls: type[OpenAIChatModel]) -> OpenAIChatModel:
+    return cls("m", provider=OpenAIProvider(base_url="http://127.0.0.1:9/v1", api_key="x"))
+
+
+def test_the_same_parameters_are_rewritten_once_and_others_afresh() -> None:
+    model = _model(customizing_once(OpenAIChatModel))
+    assert isinstance(model, CustomizesOnce) and isinstance(model, OpenAIChatModel)
+    plain = _model(OpenAIChatModel)
+    params = _params()
+    first = model.customize_request_parameters(params)
+    assert model.customize_request_parameters(params) is first
+    assert first == plain.customize_request_parameters(params)
+    # Equal content in another object: rewritten again, not taken from the last one.
+    other = replace(params)
+    again = model.customize_request_parameters(other)
+    assert again is not first and again == first
+    changed = replace(params, function_tools=[replace(params.function_tools[0], name="write")])
+    assert model.customize_request_parameters(changed).function_tools[0].name == "write"
+    # prepare_request as a whole gives what pydantic-ai's own model gives.
+    assert model.prepare_request(None, params) == plain.prepare_request(None, params)
+
+
+def test_one_subclass_per_model_class() -> None:
+    assert customizing_once(OpenAIChatModel) is customizing_once(OpenAIChatModel)
+    assert customizing_once(OpenAIChatModel).__name__ == "OpenAIChatModel"
+
+
+def read(path: str, lines: int | None = None) -> str:
+    """Read a file."""
+    return f"{path}: the quick brown fox"
+
+
+STEPS = [
+    {"tool_calls": [{"name": "read", "arguments": {"path": "a.txt"}}]},
+    {"text": "A fox."},
+]
+
+
+def _bodies(tmp: Path, *, traced: bool, co_model: bool) -> list[dict[str, Any]]:
+    """The request bodies the model server received for one turn."""
+    with ScriptedModelServer(STEPS) as server:
+        settings = Settings(model="compat:scripted", base_url=server.base_url, api_key="x")
+        model = build_model(settings, base_dir=tmp).model
+        if not co_model:
+            model = OpenAIChatModel(
+                "scripted", provider=OpenAIProvider(base_url=server.base_url, api_key="x")
+            )
+        else:
+            assert isinstance(model, CustomizesOnce)
+        tracing = Tracing(tmp / f"{uuid.uuid4().hex}.db", Redactor()) if traced else None
+        capabilities = [tracing.instrumentation()] if tracing else []
+        agent = build_agent(model, settings, [FunctionToolset([read])], capabilities=capabilities)
+        deps = CoDeps(settings=settings, session_id="s", kernel_id="k", workspace=tmp)
+
+        async def turn() -> Any:
+            async with agent:  # closes the model's HTTP client
+                return await run_turn(
+                    agent,
+                    "read a.txt",
+                    deps=deps,
+                    history=[],
+                    frontend=RecordingFrontend(),
+                    provider="compat",
+                    model_label="compat:scripted",
+                )
+
+        result = asyncio.run(turn())
+        if tracing:
+            tracing.shutdown()
+        assert result.error is None and result.output.endswith("A fox.")
+        assert server.errors == []
+        return server.requests
+
+
+def test_requests_are_what_pydantic_ais_model_sends_traced_or_not(tmp_path: Path) -> None:
+    plain = _bodies(tmp_path, traced=False, co_model=False)
+    assert len(plain) == 2 and plain[0]["tools"][0]["function"]["name"] == "read"
+    assert _bodies(tmp_path, traced=True, co_model=True) == plain
+    assert _bodies(tmp_path, traced=False, co_model=True) == plain
