@@ -118,12 +118,11 @@ class Tracing:
     def instrumentation(self) -> AbstractCapability[Any]:
         """pydantic-ai's instrumentation capability, reporting to this provider."""
         from opentelemetry.metrics import NoOpMeterProvider
-        from pydantic_ai.models.instrumented import InstrumentationSettings
 
-        from ._instrumentation import instrumentation
+        from ._instrumentation import CoInstrumentationSettings, instrumentation
 
         return instrumentation(
-            InstrumentationSettings(
+            CoInstrumentationSettings(
                 tracer_provider=self.provider,
                 # Co stores spans, not metrics (token usage is on the spans). Without this,
                 # pydantic-ai records into the process's global meter provider: whatever

@@ -1,16 +1,20 @@
-"""Co's instrumentation capability: pydantic-ai's spans, without a pass over every event;
-and Co's metrics stay out of a meter provider that user code sets up."""
+"""Co's instrumentation capability and settings: pydantic-ai's spans, without a pass over
+every event and converting each message once; and Co's metrics stay out of a meter
+provider that user code sets up."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 import uuid
 from pathlib import Path
 from typing import Any
 
+from opentelemetry.metrics import NoOpMeterProvider
 from pydantic_ai.capabilities import Instrumentation
+from pydantic_ai.models.instrumented import InstrumentationSettings
 from pydantic_ai.toolsets import FunctionToolset
 
 from co_kernel.config import Settings
@@ -39,45 +43,61 @@ def count_words(text: str) -> int:
     return len(text.split())
 
 
-def _traced_turn(
-    server: ScriptedModelServer, tmp: Path, lean: bool
+MESSAGE_KEYS = ("gen_ai.input.messages", "gen_ai.output.messages", "pydantic_ai.all_messages")
+
+
+def _traced_turns(
+    server: ScriptedModelServer, tmp: Path, lean: bool, turns: int = 1
 ) -> tuple[TurnResult, RecordingFrontend, list[SpanRow]]:
-    """One turn with a tool call, traced to its own database."""
+    """Turns with a tool call each, one conversation, traced to its own database.
+
+    ``lean``: Co's capability and settings; else pydantic-ai's own, configured alike.
+    """
     settings = Settings(model="compat:scripted", base_url=server.base_url, api_key="test")
     db = tmp / f"{'lean' if lean else 'plain'}.db"
     tracing = Tracing(db, Redactor(), batch_delay=0.05)
     capability = tracing.instrumentation()
     assert isinstance(capability, CoInstrumentation)
     if not lean:
-        capability = Instrumentation(settings=capability.settings)
+        capability = Instrumentation(
+            settings=InstrumentationSettings(
+                tracer_provider=tracing.provider,
+                meter_provider=NoOpMeterProvider(),
+                include_binary_content=False,
+                include_model_request_parameters=False,
+            )
+        )
     handle = build_model(settings, base_dir=tmp)
     toolset: FunctionToolset[Any] = FunctionToolset([count_words])
     agent = build_agent(handle.model, settings, [toolset], capabilities=[capability])
     deps = CoDeps(settings=settings, session_id=uuid.uuid4().hex, kernel_id="t", workspace=tmp)
     frontend = RecordingFrontend()
 
-    async def turn() -> TurnResult:
+    async def conversation() -> TurnResult:
+        history: list[Any] = []
         async with agent:
-            with tracing.turn_span(
-                session_id=deps.session_id,
-                turn=1,
-                kernel_id="t",
-                model=handle.label,
-                prompt="count",
-            ) as span:
-                result = await run_turn(
-                    agent,
-                    "count",
-                    deps=deps,
-                    history=[],
-                    frontend=frontend,
-                    provider=handle.provider,
-                    model_label=handle.label,
-                )
-                span.finish(result)
+            for number in range(1, turns + 1):
+                with tracing.turn_span(
+                    session_id=deps.session_id,
+                    turn=number,
+                    kernel_id="t",
+                    model=handle.label,
+                    prompt="count",
+                ) as span:
+                    result = await run_turn(
+                        agent,
+                        "count",
+                        deps=deps,
+                        history=history,
+                        frontend=frontend,
+                        provider=handle.provider,
+                        model_label=handle.label,
+                    )
+                    span.finish(result)
+                history = result.messages
         return result
 
-    result = asyncio.run(turn())
+    result = asyncio.run(conversation())
     tracing.shutdown()
     return result, frontend, read_spans(db)
 
@@ -97,25 +117,50 @@ def _shape(spans: list[SpanRow]) -> list[tuple[str, str, str | None, int | None,
     )
 
 
+def _messages(spans: list[SpanRow]) -> list[tuple[str, int | None, dict[str, object]]]:
+    """The message attributes of each span, in start order."""
+    return [
+        (
+            s.name,
+            s.turn,
+            {k: json.loads(s.attributes[k]) for k in MESSAGE_KEYS if k in s.attributes},
+        )
+        for s in sorted(spans, key=lambda s: s.start_ns)
+    ]
+
+
 def test_co_instrumentation_records_what_pydantic_ai_records(tmp_path: Path) -> None:
-    shapes = []
+    shapes, messages = [], []
     for lean in (True, False):
-        with ScriptedModelServer(STEPS) as server:
-            result, frontend, spans = _traced_turn(server, tmp_path, lean)
+        # Three turns of one conversation: later turns' messages come from the memo.
+        with ScriptedModelServer(STEPS * 3) as server:
+            result, frontend, spans = _traced_turns(server, tmp_path, lean, turns=3)
             assert server.errors == []
         assert result.error is None and result.output.endswith("There are three words.")
         # The text still streams to the frontend: the events bypass only the capability.
         assert "There are three words." in frontend.text
         assert {s.kind for s in spans} == {"turn", "agent", "model", "tool"}
-        (tool,) = [s for s in spans if s.kind == "tool"]
-        assert tool.tool == "count_words" and tool.attributes["gen_ai.tool.call.result"] == "3"
+        tools = [s for s in spans if s.kind == "tool"]
+        assert len(tools) == 3
+        assert all(
+            t.tool == "count_words" and t.attributes["gen_ai.tool.call.result"] == "3"
+            for t in tools
+        )
         assert [(s.input_tokens, s.output_tokens) for s in spans if s.kind == "model"] == [
             (50, 7),
             (70, 5),
-        ]
+        ] * 3
         shapes.append(_shape(spans))
+        messages.append(_messages(spans))
     lean_shape, plain_shape = shapes
     assert lean_shape == plain_shape
+    lean_messages, plain_messages = messages
+    assert lean_messages == plain_messages
+    # The third turn's run span holds the whole conversation: three prompts.
+    (last_run,) = [
+        m for name, turn, m in lean_messages if turn == 3 and "pydantic_ai.all_messages" in m
+    ]
+    assert json.dumps(last_run["pydantic_ai.all_messages"]).count('"count"') == 3
 
 
 def test_co_metrics_do_not_reach_a_meter_provider_user_code_set_up(tmp_path: Path) -> None:
@@ -132,10 +177,10 @@ metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
 
 from pathlib import Path
 from co_kernel.testing import ScriptedModelServer
-from tests.telemetry.test_instrumentation import STEPS, _traced_turn
+from tests.telemetry.test_instrumentation import STEPS, _traced_turns
 
 with ScriptedModelServer(STEPS) as server:
-    result, _, spans = _traced_turn(server, Path({str(tmp_path)!r}), lean=True)
+    result, _, spans = _traced_turns(server, Path({str(tmp_path)!r}), lean=True)
 assert result.error is None and any(s.kind == "model" for s in spans)
 data = reader.get_metrics_data()
 names = [m.name for rm in (data.resource_metrics if data else []) for sm in rm.scope_metrics
