@@ -1,4 +1,13 @@
-"""pydantic-ai's ``Instrumentation`` capability, without a pass over every stream event.
+"""pydantic-ai's ``Instrumentation`` capability, tuned for a long notebook conversation.
+
+A trace in Co is one turn. pydantic-ai's agent run span carries the whole conversation
+in ``pydantic_ai.all_messages``, so every turn's span repeated every earlier turn: a
+turn's tracing cost grew with the conversation, most of each stored run span was a copy
+of the one before, and the database's cut (``MAX_ATTRIBUTE_CHARS``) kept the oldest
+messages and dropped the turn's own. ``CoInstrumentation`` puts only the turn's messages
+there and the number it left out in ``co.earlier_messages``. The model request spans
+still show what each request sent (``gen_ai.input.messages``); the session store keeps
+the conversation.
 
 pydantic-ai puts each capability of a run in the chain that every stream event goes
 through: a generator layer (``wrap_run_event_stream``) and a listener test
@@ -6,11 +15,9 @@ through: a generator layer (``wrap_run_event_stream``) and a listener test
 events. ``Instrumentation`` does nothing with them (its spans come from the run, model
 request and tool hooks), yet that chain made about a sixth of the Python calls tracing
 added to a benchmark turn (more with longer answers: the cost is per text delta).
-``CoInstrumentation`` is the same capability, same spans and attributes, that steps out
-of the event chain.
-
-Should a later pydantic-ai give ``Instrumentation`` an event hook, ``instrumentation``
-returns the plain capability instead, so nothing it records is lost.
+The capability ``instrumentation`` returns also steps out of the event chain (same spans
+and attributes). Should a later pydantic-ai give ``Instrumentation`` an event hook, it
+stays in the chain, so nothing it records is lost.
 
 ``CoInstrumentationSettings`` converts each message of the conversation to its OTel form
 once. A notebook conversation runs to hundreds of messages, and pydantic-ai converts all
@@ -100,7 +107,35 @@ class CoInstrumentationSettings(InstrumentationSettings):
 
 
 class CoInstrumentation(Instrumentation):
-    """``Instrumentation`` that hands the event stream through untouched."""
+    """``Instrumentation`` whose run span holds the turn's messages, not the conversation's."""
+
+    async def for_run(self, ctx: RunContext[Any]) -> Instrumentation:
+        run = await super().for_run(ctx)
+        # pydantic-ai's per-run cache of serialized messages, and its end-of-run pass that
+        # serializes them all again to check the cache, are what the settings' memo already
+        # does across runs; without the cache a request's messages are serialized in one go.
+        run._message_json_cache = None  # type: ignore[assignment]
+        return run
+
+    def _run_span_end_attributes(
+        self,
+        ctx: RunContext[Any],
+        message_history: list[ModelMessage],
+        metadata: dict[str, Any] | None,
+    ) -> dict[str, str | int | float | bool]:
+        earlier = self._new_message_index
+        # pydantic-ai marks where the run's messages start; here they all are the run's.
+        self._new_message_index = 0
+        try:
+            attributes = super()._run_span_end_attributes(ctx, message_history[earlier:], metadata)
+        finally:
+            self._new_message_index = earlier
+        attributes["co.earlier_messages"] = earlier
+        return attributes
+
+
+class _EventFreeInstrumentation(CoInstrumentation):
+    """``CoInstrumentation`` that hands the event stream through untouched."""
 
     def wrap_run_event_stream(  # type: ignore[override]
         self, ctx: RunContext[Any], *, stream: AsyncIterable[AgentStreamEvent]
@@ -116,9 +151,9 @@ def _uses_events(capability: AbstractCapability[Any]) -> bool:
     return capability.has_on_event or capability.has_wrap_run_event_stream
 
 
-def instrumentation(settings: InstrumentationSettings) -> Instrumentation:
-    """The instrumentation capability for these settings (lean unless events matter)."""
-    plain = Instrumentation(settings=settings)
-    if _uses_events(plain):
-        return plain
-    return CoInstrumentation(settings=settings)
+def instrumentation(settings: InstrumentationSettings) -> CoInstrumentation:
+    """The instrumentation capability for these settings (out of the event chain unless
+    pydantic-ai's uses events)."""
+    if _uses_events(Instrumentation(settings=settings)):
+        return CoInstrumentation(settings=settings)
+    return _EventFreeInstrumentation(settings=settings)

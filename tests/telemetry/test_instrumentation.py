@@ -43,7 +43,9 @@ def count_words(text: str) -> int:
     return len(text.split())
 
 
-MESSAGE_KEYS = ("gen_ai.input.messages", "gen_ai.output.messages", "pydantic_ai.all_messages")
+MESSAGE_KEYS = ("gen_ai.input.messages", "gen_ai.output.messages")
+RUN_KEYS = ("pydantic_ai.all_messages", "pydantic_ai.new_message_index", "co.earlier_messages")
+"""Where Co's run span differs on purpose: the turn's messages, not the conversation's."""
 
 
 def _traced_turns(
@@ -111,7 +113,7 @@ def _shape(spans: list[SpanRow]) -> list[tuple[str, str, str | None, int | None,
             s.name,
             names.get(s.parent_id or ""),
             s.turn,
-            sorted(k for k in s.attributes if k not in ("gen_ai.response.id",)),
+            sorted(k for k in s.attributes if k not in ("gen_ai.response.id", *RUN_KEYS)),
         )
         for s in spans
     )
@@ -129,8 +131,21 @@ def _messages(spans: list[SpanRow]) -> list[tuple[str, int | None, dict[str, obj
     ]
 
 
+def _runs(spans: list[SpanRow]) -> list[dict[str, object]]:
+    """The agent run spans' message attributes, turn by turn."""
+    runs = sorted((s for s in spans if s.kind == "agent"), key=lambda s: s.turn or 0)
+    return [
+        {
+            k: json.loads(v) if k == "pydantic_ai.all_messages" else v
+            for k, v in s.attributes.items()
+            if k in RUN_KEYS
+        }
+        for s in runs
+    ]
+
+
 def test_co_instrumentation_records_what_pydantic_ai_records(tmp_path: Path) -> None:
-    shapes, messages = [], []
+    shapes, messages, runs = [], [], []
     for lean in (True, False):
         # Three turns of one conversation: later turns' messages come from the memo.
         with ScriptedModelServer(STEPS * 3) as server:
@@ -152,15 +167,23 @@ def test_co_instrumentation_records_what_pydantic_ai_records(tmp_path: Path) -> 
         ] * 3
         shapes.append(_shape(spans))
         messages.append(_messages(spans))
+        runs.append(_runs(spans))
     lean_shape, plain_shape = shapes
     assert lean_shape == plain_shape
     lean_messages, plain_messages = messages
     assert lean_messages == plain_messages
-    # The third turn's run span holds the whole conversation: three prompts.
-    (last_run,) = [
-        m for name, turn, m in lean_messages if turn == 3 and "pydantic_ai.all_messages" in m
-    ]
-    assert json.dumps(last_run["pydantic_ai.all_messages"]).count('"count"') == 3
+    # A run span holds its turn's messages (four: prompt, tool call, tool result, answer)
+    # where pydantic-ai's repeats the conversation; they are the tail of pydantic-ai's.
+    lean_runs, plain_runs = runs
+    for turn, (lean_run, plain_run) in enumerate(zip(lean_runs, plain_runs, strict=True)):
+        conversation = plain_run["pydantic_ai.all_messages"]
+        own = lean_run["pydantic_ai.all_messages"]
+        assert isinstance(conversation, list) and isinstance(own, list)
+        assert own == conversation[len(conversation) - len(own) :]
+        assert json.dumps(own).count('"count"') == 1
+        assert lean_run["co.earlier_messages"] == 4 * turn
+        assert "pydantic_ai.new_message_index" not in lean_run
+    assert json.dumps(plain_runs[2]["pydantic_ai.all_messages"]).count('"count"') == 3
 
 
 def test_co_metrics_do_not_reach_a_meter_provider_user_code_set_up(tmp_path: Path) -> None:
