@@ -38,7 +38,7 @@ from typing import Any
 
 from pydantic_ai import RunContext
 from pydantic_ai.capabilities import AbstractCapability, Instrumentation
-from pydantic_ai.messages import AgentStreamEvent, ModelMessage
+from pydantic_ai.messages import AgentStreamEvent, ModelMessage, ModelRequest, SystemPromptPart
 from pydantic_ai.models.instrumented import InstrumentationSettings
 
 __all__ = ["CoInstrumentation", "CoInstrumentationSettings", "instrumentation"]
@@ -55,12 +55,21 @@ class _Converted:
     """The message's ``parts`` list when converted (a new list means a changed message)."""
     mcp_url_ids: frozenset[str]
     otel: list[Any]
-    """The OTel chat messages it became; handed out as copies, never itself."""
+    """The OTel chat messages it became."""
+    marked: bool
+    """Whether pydantic-ai may mark its parts in place: handed out as copies, then."""
+
+
+def _may_be_marked(message: ModelMessage) -> bool:
+    # pydantic-ai marks the parts of request-scoped system prompts the model no longer sees
+    # (``visible: false``, in ``_span_input_messages``), in place: those messages get their
+    # own dicts. Every other caller only serializes what it gets, so the rest are shared.
+    return isinstance(message, ModelRequest) and any(
+        isinstance(part, SystemPromptPart) and part.scope == "request" for part in message.parts
+    )
 
 
 def _copy(otel_messages: list[Any]) -> list[Any]:
-    # Callers mark parts in place (``visible: false`` on old request-scoped prompts): each
-    # gets its own message and part dicts. Values below a part are only read.
     return [
         {**message, "parts": [dict(part) for part in message["parts"]]}
         if isinstance(message.get("parts"), list)
@@ -82,7 +91,8 @@ class CoInstrumentationSettings(InstrumentationSettings):
     ) -> list[Any]:
         result: list[Any] = []
         for message in messages:
-            result.extend(_copy(self._converted(message, mcp_url_ids).otel))
+            entry = self._converted(message, mcp_url_ids)
+            result.extend(_copy(entry.otel) if entry.marked else entry.otel)
         return result
 
     def _converted(self, message: ModelMessage, mcp_url_ids: frozenset[str]) -> _Converted:
@@ -98,7 +108,7 @@ class CoInstrumentationSettings(InstrumentationSettings):
             memo.move_to_end(key)
             return entry
         otel = super().messages_to_otel_messages([message], mcp_url_ids=mcp_url_ids)
-        entry = _Converted(message, message.parts, mcp_url_ids, otel)
+        entry = _Converted(message, message.parts, mcp_url_ids, otel, _may_be_marked(message))
         memo[key] = entry
         memo.move_to_end(key)
         while len(memo) > self._memo_messages:

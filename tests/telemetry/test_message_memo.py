@@ -105,17 +105,16 @@ def test_the_span_attributes_built_from_them_are_pydantic_ais() -> None:
     )
 
 
-def test_what_callers_do_to_a_result_does_not_reach_the_next() -> None:
-    co = CoInstrumentationSettings()
+def test_the_marks_pydantic_ai_makes_do_not_reach_the_memo() -> None:
+    plain, co = _pair()
     messages = _conversation()
-    first = co.messages_to_otel_messages(messages)
-    pristine = json.dumps(first)
-    for message in first:
-        message["role"] = "changed"
-        for part in message["parts"]:
-            part["visible"] = False
-        message["parts"].append({"type": "text", "content": "added"})
-    assert json.dumps(co.messages_to_otel_messages(messages)) == pristine
+    pristine = plain.messages_to_otel_messages(messages)
+    # Input messages of a later request: the first request's request-scoped system prompt
+    # is marked, in place, on what the settings handed out.
+    marked = co._span_input_messages(messages, mcp_url_ids=frozenset(), current_request_start=4)
+    assert '"visible": false' in json.dumps(marked)
+    assert co.messages_to_otel_messages(messages) == pristine
+    assert '"visible"' not in json.dumps(co.messages_to_otel_messages(messages))
 
 
 def test_a_message_given_new_parts_is_converted_again() -> None:
