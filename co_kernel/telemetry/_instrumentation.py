@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import AsyncIterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic_ai import RunContext
@@ -116,15 +116,34 @@ class CoInstrumentationSettings(InstrumentationSettings):
         return entry
 
 
+class _ConversationMessageJson(dict[int, Any]):
+    """pydantic-ai's cache of each input message's serialized JSON, kept across runs.
+
+    pydantic-ai keeps it for one run, so every turn serialized the conversation it sends
+    again, and at the end of each run serializes every cached message once more to check
+    that none was edited in place. Co never edits one (history processors build new
+    messages, and the settings' memo would miss an in-place edit anyway), so this cache
+    answers False to that check's ``if cache`` (the only place pydantic-ai tests it for
+    truth) and the check is skipped. Requests still find and refresh their messages in it.
+    """
+
+    def __bool__(self) -> bool:
+        return False
+
+
+@dataclass
 class CoInstrumentation(Instrumentation):
-    """``Instrumentation`` whose run span holds the turn's messages, not the conversation's."""
+    """``Instrumentation`` whose run span holds the turn's messages, not the conversation's,
+    and whose runs share one cache of serialized messages."""
+
+    _conversation_json: _ConversationMessageJson = field(
+        default_factory=_ConversationMessageJson, init=False, repr=False
+    )
 
     async def for_run(self, ctx: RunContext[Any]) -> Instrumentation:
         run = await super().for_run(ctx)
-        # pydantic-ai's per-run cache of serialized messages, and its end-of-run pass that
-        # serializes them all again to check the cache, are what the settings' memo already
-        # does across runs; without the cache a request's messages are serialized in one go.
-        run._message_json_cache = None  # type: ignore[assignment]
+        # A run is a copy of this capability; the conversation's cache is this one's.
+        run._message_json_cache = self._conversation_json
         return run
 
     def _run_span_end_attributes(
