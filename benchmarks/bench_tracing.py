@@ -1,20 +1,27 @@
-"""What tracing costs: scripted turns with tool calls, tracing on versus off, in one run.
+"""What tracing costs: a notebook conversation, turn by turn, tracing on versus off, in one run.
 
-Each turn is what a kernel runs for a cell (``SessionTelemetry.turn`` around
-``run_turn``): a model request that calls two tools, the tools, and a second request
-that answers, against the scripted model server over real HTTP on 127.0.0.1. The two
-arms differ only in the ``tracing`` setting; each has its own audit log. Their turns
-alternate one by one in the order off-on, on-off, off-on, ... (``--block`` turns at a
-time), so drift in a busy machine (another program's burst, a slower core) falls on
-both alike, and each turn's pair is measured under the same conditions. Every turn
-starts from an empty history, so turns stay comparable.
+Each arm is a kernel session (``ChatSession``, what the kernel runs a cell with: every
+toolset Co registers, the session store, the audit log, the conversation growing turn
+after turn) against the scripted model server over real HTTP on 127.0.0.1. A turn is a
+model request that calls two of Co's own tools (``read_file``, ``list_files``), the
+tools, and a second request that answers. Only the Jupyter messages are left out (the
+frontend records the events instead): they are the same with tracing on or off.
 
-Printed: the load average before and after; the time per turn of each arm (the
-baseline is tracing off) and the added time, as the difference of the medians and as
-the median of the paired differences (target < 3 %); the CPU per turn of the whole
-process (every thread: the batch exporter's too); and the export cost per span,
-measured on the spans the run produced (target < 1 ms). On a machine with more work
-than cores, wall time stretches every CPU millisecond; the CPU row is the steadier one.
+The arms differ only in the ``tracing`` setting. Their turns alternate one by one in
+the order off-on, on-off, ... (``--block`` turns at a time), so drift in a busy machine
+falls on both alike and each pair of turns is measured under the same conditions, at
+the same length of conversation.
+
+Printed: the load average before and after; the time per turn of each arm (the baseline
+is tracing off) and the added time, as the difference of the medians and as the median
+of the paired differences (target < 3 %), and the latter for the first and the last
+quarter of the conversation (a turn's cost must not grow with the conversation); the CPU
+per turn of the thread that runs the turn, and tracing's CPU in all: that plus the
+exporter's. The exporter runs on its own thread whenever a batch is due (in a notebook
+mostly between cells, here in either arm's turns), so it is counted apart, from the
+export cost per span measured on the spans the run produced (target < 1 ms). On a
+machine with more work than cores, wall time stretches every CPU millisecond; the CPU
+rows are the steadier ones.
 
     PYTHONPATH=. .venv/bin/python benchmarks/bench_tracing.py [--turns 200] [--block 1]
 
@@ -30,29 +37,25 @@ import statistics
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 from _common import median, ms, print_table, verdict
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
-from pydantic_ai.toolsets import FunctionToolset
 
-from co_kernel.config import Settings
+from co_kernel.config import LoadedSettings, Settings
 from co_kernel.frontend import RecordingFrontend
-from co_kernel.telemetry import Redactor, SessionTelemetry
+from co_kernel.telemetry import Redactor
 from co_kernel.telemetry._exporter import SQLiteSpanExporter, TurnRegistry
 from co_kernel.testing import ScriptedModelServer
-from co_kernel.turn import CoDeps, run_turn
-from co_kernel.turn._agent import build_agent
-from co_kernel.turn._providers import build_model
+from co_kernel.turn._session import ChatSession
 
 STEPS = [
     {
-        "text": "Let me count the words and the lines.",
+        "text": "Let me look at the files.",
         "tool_calls": [
-            {"name": "count_words", "arguments": {"text": "the quick brown fox jumps"}},
-            {"name": "count_lines", "arguments": {"text": "a\nb\nc"}},
+            {"name": "read_file", "arguments": {"path": "notes.txt"}},
+            {"name": "list_files", "arguments": {"glob": "*.txt"}},
         ],
         "usage": {"prompt_tokens": 420, "completion_tokens": 40},
     },
@@ -62,19 +65,9 @@ STEPS = [
     },
 ]
 
-
-def count_words(text: str) -> int:
-    """Count the words of a text."""
-    return len(text.split())
-
-
-def count_lines(text: str) -> int:
-    """Count the lines of a text."""
-    return len(text.splitlines())
-
-
 WARM_UP = 10
-"""Turns each arm runs before measuring (imports, connections, caches)."""
+"""Turns each arm runs before measuring (imports, connections, caches); the conversation
+starts from them."""
 
 
 class _Collect(SpanProcessor):
@@ -92,56 +85,44 @@ class _Collect(SpanProcessor):
 
 
 class _Arm:
-    """One side of the comparison: a session's agent with or without tracing."""
+    """One side of the comparison: a kernel session with or without tracing."""
 
-    def __init__(self, settings: Settings, workspace: Path, db: Path) -> None:
-        self.settings = settings
-        self.deps = CoDeps(
-            settings=settings, session_id=uuid.uuid4().hex, kernel_id="bench", workspace=workspace
-        )
-        self.telemetry = SessionTelemetry(settings, kernel_id="bench", db_path=db)
-        self.handle = build_model(settings, settings.model, base_dir=workspace)
-        toolset: FunctionToolset[Any] = FunctionToolset([count_words, count_lines])
-        self.agent = build_agent(
-            self.handle.model, settings, [toolset], capabilities=self.telemetry.capabilities()
-        )
-        self.deps.audit = self.telemetry.audit_log()
+    def __init__(self, settings: Settings, workspace: Path) -> None:
+        workspace.mkdir()
+        (workspace / "notes.txt").write_text("the quick brown fox\njumps over\nthe lazy dog\n")
+        self.session = ChatSession(LoadedSettings(settings), workspace=workspace, kernel_id="bench")
         self.times: list[float] = []
         self.cpu: list[float] = []
 
     async def turn(self, index: int) -> None:
-        started, cpu = time.perf_counter(), time.process_time()
-        self.deps.turn_index = index
-        prompt = f"Count the words, please ({index})."
-        with self.telemetry.turn(
-            session_id=self.deps.session_id, turn=index, model=self.handle.label, prompt=prompt
-        ) as span:
-            result = await run_turn(
-                self.agent,
-                prompt,
-                deps=self.deps,
-                history=[],
-                frontend=RecordingFrontend(),
-                provider=self.handle.provider,
-                model_label=self.handle.label,
-            )
-            span.finish(result)
+        started, cpu = time.perf_counter(), time.thread_time()
+        result = await self.session.run_prompt(
+            f"What is in my notes? ({index})", cell_id=None, frontend=RecordingFrontend()
+        )
         self.times.append(time.perf_counter() - started)
-        # Process CPU time counts every thread (the exporter's too) and is less swayed by
-        # other programs on a busy machine than wall time.
-        self.cpu.append(time.process_time() - cpu)
-        if result.error:
-            raise SystemExit(f"turn {index} failed: {result.error}")
+        # The CPU of the thread that runs the turn (the kernel's): steadier than wall time
+        # on a busy machine, and free of the scripted server's work and of the exporter's,
+        # which runs whenever its batch is due, in either arm's turn; it is counted apart.
+        self.cpu.append(time.thread_time() - cpu)
+        if result is None or result.error:
+            raise SystemExit(f"turn {index} failed: {result and result.error}")
 
 
-async def _run(turns: int, block: int, tmp: Path) -> tuple[_Arm, _Arm, _Collect, TurnRegistry]:
+async def _run(
+    turns: int, block: int, tmp: Path
+) -> tuple[_Arm, _Arm, _Collect, TurnRegistry, Settings]:
     with ScriptedModelServer([]) as server:
         # Both arms' turns and their warm-up turns, two requests each.
         server.reset([step for _ in range(2 * (turns + block + WARM_UP)) for step in STEPS])
-        base = {"model": "compat:scripted", "base_url": server.base_url, "api_key": "bench"}
-        on = _Arm(Settings(**base, tracing=True), tmp, tmp / "on.db")
-        off = _Arm(Settings(**base, tracing=False), tmp, tmp / "off.db")
-        tracing = on.telemetry.tracing
+        base = {
+            "model": "compat:scripted",
+            "base_url": server.base_url,
+            "api_key": "bench",
+            "sandbox": "subprocess",
+        }
+        on = _Arm(Settings(**base, tracing=True), tmp / "on")
+        off = _Arm(Settings(**base, tracing=False), tmp / "off")
+        tracing = on.session.telemetry.tracing
         assert tracing is not None
         captured = _Collect()
         tracing.provider.add_span_processor(captured)
@@ -158,22 +139,27 @@ async def _run(turns: int, block: int, tmp: Path) -> tuple[_Arm, _Arm, _Collect,
                     await arm.turn(index + i)
             index += block
         turns_registry = tracing.turns
-        on.telemetry.close()
-        off.telemetry.close()
+        settings = on.session.settings
+        on.session.close()
+        off.session.close()
         if server.errors:
             raise SystemExit(f"script mismatch: {server.errors[:3]}")
-    return on, off, captured, turns_registry
+    return on, off, captured, turns_registry, settings
 
 
-def _export_cost(spans: list[Any], db: Path, redactor: Redactor, turns: TurnRegistry) -> float:
-    """Seconds per span to redact, serialise and write, in batches of 64 as in the kernel."""
+def _export_cost(
+    spans: list[Any], db: Path, redactor: Redactor, turns: TurnRegistry
+) -> tuple[float, float]:
+    """Seconds per span to redact, serialise and write, in batches of 64 as in the kernel:
+    elapsed, and CPU of the exporting thread."""
     exporter = SQLiteSpanExporter(db, redactor, turns)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.thread_time()
     for i in range(0, len(spans), 64):
         exporter.export(spans[i : i + 64])
-    took = time.perf_counter() - started
+    took, cpu = time.perf_counter() - started, time.thread_time() - cpu
     exporter.shutdown()
-    return took / max(len(spans), 1)
+    count = max(len(spans), 1)
+    return took / count, cpu / count
 
 
 def _load() -> str:
@@ -185,6 +171,11 @@ def _added(on: float, off: float) -> str:
     return f"{(on - off) * 1000:+.2f} ms = {(on - off) / off * 100:+.2f} %"
 
 
+def _paired(on: list[float], off: list[float]) -> float:
+    """Median of the differences of turns run side by side (same pair of the alternation)."""
+    return median([t_on - t_off for t_on, t_off in zip(on, off, strict=True)])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=200, help="turns per arm")
@@ -193,20 +184,29 @@ def main() -> None:
     load_before = _load()
     with tempfile.TemporaryDirectory(prefix="co-bench-") as name:
         tmp = Path(name)
-        on, off, captured, turns = asyncio.run(_run(args.turns, args.block, tmp))
+        # The sessions' store, audit log and spans go under the temporary directory.
+        os.environ["CO_HOME"] = str(tmp / "home")
+        on, off, captured, turns, settings = asyncio.run(_run(args.turns, args.block, tmp))
         spans = captured.spans
-        redactor = Redactor.from_settings(on.settings)
-        per_span = _export_cost(spans, tmp / "export.db", redactor, turns)
+        redactor = Redactor.from_settings(settings)
+        per_span, cpu_per_span = _export_cost(spans, tmp / "export.db", redactor, turns)
     base, traced = median(off.times), median(on.times)
-    # Turn i of each arm ran side by side (same pair of the alternation).
-    paired = median([t_on - t_off for t_on, t_off in zip(on.times, off.times, strict=True)])
+    paired = _paired(on.times, off.times)
+    quarter = max(len(on.times) // 4, 1)
+    first = _paired(on.times[:quarter], off.times[:quarter])
+    last = _paired(on.times[-quarter:], off.times[-quarter:])
+    base_first, base_last = median(off.times[:quarter]), median(off.times[-quarter:])
     cpu_base, cpu_traced = median(off.cpu), median(on.cpu)
-    cpu_paired = median([c_on - c_off for c_on, c_off in zip(on.cpu, off.cpu, strict=True)])
+    cpu_paired = _paired(on.cpu, off.cpu)
+    spans_per_turn = len(spans) / max(len(on.times), 1)
+    export_per_turn = cpu_per_span * spans_per_turn
+    cpu_all = cpu_paired + export_per_turn
     mean_base, mean_traced = statistics.fmean(off.times), statistics.fmean(on.times)
     print(f"load average before: {load_before}; after: {_load()}")
     print(
-        f"{len(on.times)} turns per arm, alternating every {args.block} turn(s); "
-        f"{len(spans) / max(len(on.times), 1):.1f} spans per traced turn "
+        f"{len(on.times)} turns per arm after {WARM_UP} warm-up turns, one conversation each, "
+        f"alternating every {args.block} turn(s); "
+        f"{spans_per_turn:.1f} spans per traced turn "
         f"(turn, agent run, 2 model requests, 2 tool calls)"
     )
     print_table(
@@ -230,6 +230,22 @@ def main() -> None:
                 verdict(paired / base < 0.03),
             ],
             [
+                f"  first {quarter} turns (median of paired differences)",
+                "",
+                "",
+                ms(base_first),
+                f"{first * 1000:+.2f} ms = {first / base_first * 100:+.2f} %",
+                "",
+            ],
+            [
+                f"  last {quarter} turns (median of paired differences)",
+                "",
+                "",
+                ms(base_last),
+                f"{last * 1000:+.2f} ms = {last / base_last * 100:+.2f} %",
+                "",
+            ],
+            [
                 "time per turn (mean)",
                 "",
                 ms(mean_traced),
@@ -238,7 +254,7 @@ def main() -> None:
                 "",
             ],
             [
-                "CPU per turn (all threads, difference of medians)",
+                "kernel thread CPU per turn (difference of medians)",
                 "",
                 ms(cpu_traced),
                 ms(cpu_base),
@@ -246,11 +262,27 @@ def main() -> None:
                 "",
             ],
             [
-                "CPU per turn (median of paired differences)",
+                "kernel thread CPU per turn (median of paired differences)",
                 "",
                 "",
                 "",
                 f"{cpu_paired * 1000:+.2f} ms = {cpu_paired / cpu_base * 100:+.2f} %",
+                "",
+            ],
+            [
+                "  + export CPU per turn (exporter thread)",
+                "",
+                f"{export_per_turn * 1000:.2f} ms",
+                "",
+                f"{spans_per_turn:.1f} spans x {cpu_per_span * 1000:.3f} ms CPU per span",
+                "",
+            ],
+            [
+                "  = all of tracing's CPU per turn",
+                "",
+                "",
+                ms(cpu_base),
+                f"{cpu_all * 1000:+.2f} ms = {cpu_all / cpu_base * 100:+.2f} %",
                 "",
             ],
             [
