@@ -140,10 +140,15 @@ class CoInstrumentation(Instrumentation):
         default_factory=_ConversationMessageJson, init=False, repr=False
     )
 
+    _history_end: ModelMessage | None = field(default=None, init=False, repr=False)
+    """The last message of the history the run started from."""
+
     async def for_run(self, ctx: RunContext[Any]) -> Instrumentation:
         run = await super().for_run(ctx)
+        assert isinstance(run, CoInstrumentation)
         # A run is a copy of this capability; the conversation's cache is this one's.
         run._message_json_cache = self._conversation_json
+        run._history_end = ctx.messages[-1] if ctx.messages else None
         return run
 
     def _run_span_end_attributes(
@@ -153,6 +158,12 @@ class CoInstrumentation(Instrumentation):
         metadata: dict[str, Any] | None,
     ) -> dict[str, str | int | float | bool]:
         earlier = self._new_message_index
+        if earlier and not (
+            len(message_history) >= earlier and message_history[earlier - 1] is self._history_end
+        ):
+            # Not the run's whole history (a failed run reports the last request's input,
+            # which history processors may have cut): pydantic-ai's attributes as they are.
+            return super()._run_span_end_attributes(ctx, message_history, metadata)
         # pydantic-ai marks where the run's messages start; here they all are the run's.
         self._new_message_index = 0
         try:

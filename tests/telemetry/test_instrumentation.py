@@ -186,6 +186,18 @@ def test_co_instrumentation_records_what_pydantic_ai_records(tmp_path: Path) -> 
     assert json.dumps(plain_runs[2]["pydantic_ai.all_messages"]).count('"count"') == 3
 
 
+def test_a_failed_turn_still_records_its_run_span(tmp_path: Path) -> None:
+    fault = {"fault": {"status": 404, "body": {"error": {"message": "no such model"}}}}
+    with ScriptedModelServer([*STEPS, fault]) as server:
+        result, _, spans = _traced_turns(server, tmp_path, lean=True, turns=2)
+    assert result.error is not None and "404" in result.error
+    runs = sorted((s for s in spans if s.kind == "agent"), key=lambda s: s.turn or 0)
+    assert [(r.turn, r.status) for r in runs] == [(1, "UNSET"), (2, "ERROR")]
+    failed = json.loads(runs[1].attributes["pydantic_ai.all_messages"])
+    assert '"count"' in json.dumps(failed)
+    assert runs[0].attributes["co.earlier_messages"] == 0
+
+
 def test_co_metrics_do_not_reach_a_meter_provider_user_code_set_up(tmp_path: Path) -> None:
     # A process of its own: the global meter provider can be set once per process.
     script = f"""
