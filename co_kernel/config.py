@@ -332,7 +332,11 @@ class Settings(BaseSettings):
         None, description="Also send spans to this OTLP/HTTP endpoint, e.g. http://localhost:4318"
     )
     trace_batch_delay: float = Field(
-        0.5, gt=0, le=60, description="Seconds a finished span waits to be written in a batch"
+        0.5,
+        gt=0,
+        le=60,
+        description="Spans are written when their turn ends, and every this many seconds "
+        "during a longer turn",
     )
     show_footer: Literal["auto", "always", "never"] = Field(
         "auto",

@@ -1,6 +1,6 @@
 """Span exporters: SQLite (always, local) and a redacting wrapper for OTLP.
 
-Both see spans only after the ``BatchSpanProcessor`` hands them over on its worker
+Both see spans only after the ``TurnSpanProcessor`` hands them over on its worker
 thread, so the turn never waits for a write. Redaction happens here, before anything is
 serialised, and long attribute values are cut after redaction (never before: a cut
 secret would no longer match). A batch whose text holds no secret and no secret's shape

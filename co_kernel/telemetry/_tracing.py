@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace.export import SpanExporter
 from opentelemetry.trace import Status, StatusCode
 
 from ._exporter import RedactingSpanExporter, SQLiteSpanExporter, TurnRegistry
+from ._processor import TurnSpanProcessor
 from ._redact import Redactor
 
 if TYPE_CHECKING:
@@ -97,20 +98,17 @@ class Tracing:
         )
         self.turns = TurnRegistry()
         """Session and turn of each turn's trace; the exporters add them to every span."""
-        delay_ms = max(1.0, batch_delay * 1000)
+        delay = max(0.001, batch_delay)
         self.sqlite = SQLiteSpanExporter(db_path, redactor, self.turns)
-        self.provider.add_span_processor(
-            BatchSpanProcessor(self.sqlite, schedule_delay_millis=delay_ms)
-        )
+        self.provider.add_span_processor(TurnSpanProcessor(self.sqlite, delay=delay))
         self.otlp: SpanExporter | None = None
         if otlp_endpoint:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
             self.otlp = OTLPSpanExporter(endpoint=otlp_traces_url(otlp_endpoint))
             self.provider.add_span_processor(
-                BatchSpanProcessor(
-                    RedactingSpanExporter(self.otlp, redactor, self.turns),
-                    schedule_delay_millis=delay_ms,
+                TurnSpanProcessor(
+                    RedactingSpanExporter(self.otlp, redactor, self.turns), delay=delay
                 )
             )
         self.tracer = self.provider.get_tracer("co-kernel", service_version)
