@@ -3,9 +3,10 @@
 OpenTelemetry's ``BatchSpanProcessor`` writes on a timer, so a batch was redacted,
 serialised and stored halfway through whichever turn the timer fell in, taking the
 interpreter from the turn as it streamed. ``TurnSpanProcessor`` queues spans the same
-way (one append per span) and writes them on its own thread as soon as a turn's root
-span ends, while the person reads the answer, or ``delay`` seconds after the last write
-during a long turn, so ``co-kernel tail`` still follows a turn that runs for minutes.
+way (one append per span) and writes them on its own thread shortly after a turn's root
+span ends (``SETTLE``: the cell's reply and the session save go first), while the person
+reads the answer; and every ``delay`` seconds during a long turn, so ``co-kernel tail``
+still follows a turn that runs for minutes.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ MAX_QUEUED = 8192
 BATCH = 256
 """Spans per ``export`` call (one transaction)."""
 
+SETTLE = 0.1
+"""Seconds between a turn's end and the writing of its spans."""
+
 
 class TurnSpanProcessor(SpanProcessor):
     """Queues finished spans; a worker thread exports them when a turn ends (or on a timer)."""
@@ -36,7 +40,8 @@ class TurnSpanProcessor(SpanProcessor):
         self.exporter = exporter
         self.delay = delay
         self._queue: collections.deque[ReadableSpan] = collections.deque(maxlen=MAX_QUEUED)
-        self._wake = threading.Event()
+        self._turn_ended = threading.Event()
+        self._stopping = threading.Event()
         self._export_lock = threading.Lock()
         self._stopped = False
         self._worker = threading.Thread(target=self._work, name="co-span-export", daemon=True)
@@ -48,12 +53,13 @@ class TurnSpanProcessor(SpanProcessor):
         self._queue.append(span)
         if span.parent is None:
             # A root span is a whole turn (or a one-off span): write while the person reads.
-            self._wake.set()
+            self._turn_ended.set()
 
     def _work(self) -> None:
         while not self._stopped:
-            self._wake.wait(self.delay)
-            self._wake.clear()
+            if self._turn_ended.wait(self.delay):
+                self._stopping.wait(SETTLE)
+                self._turn_ended.clear()
             self._export_queued()
 
     def _export_queued(self) -> None:
@@ -81,7 +87,8 @@ class TurnSpanProcessor(SpanProcessor):
         if self._stopped:
             return
         self._stopped = True
-        self._wake.set()
+        self._stopping.set()
+        self._turn_ended.set()
         self._worker.join(timeout=30)
         self._export_queued()
         self.exporter.shutdown()
