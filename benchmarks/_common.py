@@ -17,6 +17,7 @@ if str(REPO) not in sys.path:
 __all__ = [
     "REPO",
     "kernel_env",
+    "load_average",
     "markdown_answer",
     "median",
     "ms",
@@ -135,6 +136,12 @@ def kernel_env(
     env = {k: v for k, v in source.items() if not k.startswith("CO_")}
     env.update({"CO_HOME": str(co_home), "CO_MODEL": "compat:scripted", "CO_BASE_URL": base_url})
     return with_repo_on_pythonpath(env)
+
+
+def load_average() -> str:
+    """The load average, for a benchmark to print before and after it runs."""
+    one, five, _ = os.getloadavg()
+    return f"{one:.2f} (1 min), {five:.2f} (5 min) on {os.cpu_count()} cores"
 
 
 def median(values: Sequence[float]) -> float:

@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import median, ms, print_table, verdict
+from _common import load_average, median, ms, print_table, verdict
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
 from co_kernel.config import LoadedSettings, Settings
@@ -166,11 +166,6 @@ def _export_cost(
     return took / count, cpu / count
 
 
-def _load() -> str:
-    one, five, _ = os.getloadavg()
-    return f"{one:.2f} (1 min), {five:.2f} (5 min) on {os.cpu_count()} cores"
-
-
 def _added(on: float, off: float) -> str:
     return f"{(on - off) * 1000:+.2f} ms = {(on - off) / off * 100:+.2f} %"
 
@@ -185,7 +180,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=200, help="turns per arm")
     parser.add_argument("--block", type=int, default=1, help="turns per alternation")
     args = parser.parse_args()
-    load_before = _load()
+    load_before = load_average()
     with tempfile.TemporaryDirectory(prefix="co-bench-") as name:
         tmp = Path(name)
         # The sessions' store, audit log and spans go under the temporary directory.
@@ -206,7 +201,7 @@ def main() -> None:
     export_per_turn = cpu_per_span * spans_per_turn
     cpu_all = cpu_paired + export_per_turn
     mean_base, mean_traced = statistics.fmean(off.times), statistics.fmean(on.times)
-    print(f"load average before: {load_before}; after: {_load()}")
+    print(f"load average before: {load_before}; after: {load_average()}")
     print(
         f"{len(on.times)} turns per arm after {WARM_UP} warm-up turns, one conversation each, "
         f"alternating every {args.block} turn(s); "

@@ -18,38 +18,18 @@ Reports and always exits 0, like the other benchmarks.
 from __future__ import annotations
 
 import argparse
-import os
 import tempfile
 import time
 from pathlib import Path
 
-from _common import median, ms, print_table, verdict
+from _common import load_average, median, ms, print_table, verdict
+from bench_tracing import STEPS
 
 from co_kernel.testing import ScriptedModelServer
 from tests.kernel_harness import CoKernel, ensure_kernelspec
 
-STEPS = [
-    {
-        "text": "Let me look at the files.",
-        "tool_calls": [
-            {"name": "read_file", "arguments": {"path": "notes.txt"}},
-            {"name": "list_files", "arguments": {"glob": "*.txt"}},
-        ],
-        "usage": {"prompt_tokens": 420, "completion_tokens": 40},
-    },
-    {
-        "text": "There are five words in three lines. " * 8,
-        "usage": {"prompt_tokens": 520, "completion_tokens": 90},
-    },
-]
-
 WARM_UP = 8
 """Cells each kernel runs before measuring."""
-
-
-def _load() -> str:
-    one, five, _ = os.getloadavg()
-    return f"{one:.2f} (1 min), {five:.2f} (5 min) on {os.cpu_count()} cores"
 
 
 def main() -> None:
@@ -57,7 +37,7 @@ def main() -> None:
     parser.add_argument("--cells", type=int, default=100, help="timed cells per kernel")
     args = parser.parse_args()
     ensure_kernelspec()
-    load_before = _load()
+    load_before = load_average()
     times: dict[str, list[float]] = {"off": [], "on": []}
     with tempfile.TemporaryDirectory(prefix="co-bench-") as tmp:
         servers: dict[str, ScriptedModelServer] = {}
@@ -98,7 +78,7 @@ def main() -> None:
     on, off = times["on"], times["off"]
     base, traced = median(off), median(on)
     paired = median([a - b for a, b in zip(on, off, strict=True)])
-    print(f"load average before: {load_before}; after: {_load()}")
+    print(f"load average before: {load_before}; after: {load_average()}")
     print(f"{len(on)} cells per kernel after {WARM_UP} warm-up cells, alternating")
     print_table(
         "Tracing on versus off, real kernels (same run)",
