@@ -149,6 +149,9 @@ def build_model(
         default = True
     provider, name = parse_model_string(value)
     label = f"{provider}:{name}"
+    from ._prices import remember_unpriced_models
+
+    remember_unpriced_models()
     if provider == "gemini":
         from pydantic_ai.models.google import GoogleModel
         from pydantic_ai.providers.google import GoogleProvider
