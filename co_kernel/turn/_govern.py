@@ -6,16 +6,20 @@ governed view, while the session keeps the whole conversation for the session st
 ``%history``, regenerate-on-rerun and ``%compact`` (which summarises what the window
 dropped). ``ModelRequestContext.messages`` is request-only, so assigning it does exactly
 that, and it runs before each request of a turn, including those after tool calls.
+
+The capability keeps the messages governance rebuilt (``GovernedViews``), so each request
+of a conversation is sent the same trimmed and marked messages as the one before, not
+copies: with tracing on, a copy is a new message to describe on every request's span.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pydantic_ai.capabilities import AbstractCapability
 
-from ._history import govern_history
+from ._history import GovernedViews, govern_history
 
 if TYPE_CHECKING:
     from pydantic_ai import RunContext
@@ -30,8 +34,12 @@ __all__ = ["GovernHistory"]
 class GovernHistory(AbstractCapability["CoDeps"]):
     """Send the model the windowed, trimmed history; leave the run's history whole."""
 
+    views: GovernedViews = field(default_factory=GovernedViews, repr=False)
+
     async def before_model_request(
         self, ctx: RunContext[CoDeps], request_context: ModelRequestContext
     ) -> ModelRequestContext:
-        request_context.messages = govern_history(request_context.messages, ctx.deps.settings)
+        request_context.messages = govern_history(
+            request_context.messages, ctx.deps.settings, self.views
+        )
         return request_context

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
@@ -26,6 +27,7 @@ __all__ = [
     "SUMMARY_PREFIX",
     "TRIM_MARKER",
     "WINDOW_MARKER",
+    "GovernedViews",
     "estimate_tokens",
     "govern_history",
     "is_summary",
@@ -48,6 +50,44 @@ SUMMARY_PREFIX = "[Co: summary of the earlier conversation]\n"
 """Starts the user prompt that carries a compaction summary; the window always keeps it."""
 
 _CHARS_PER_TOKEN = 4
+
+
+class GovernedViews:
+    """The messages governance rebuilt, kept so the same input gives the same objects.
+
+    Governance runs before every model request on the whole conversation, and a trimmed
+    tool output or the window's marked first prompt is a new message each time. Whatever
+    keys on message identity then sees a changed message on every request: with tracing
+    on, pydantic-ai's instrumentation converts and serializes each of them again for every
+    request span (a cost growing with the number of trimmed outputs in the window). Handed
+    to the processors, this keeps each rebuilt message while its source message, the
+    source's ``parts`` list and the rebuild's parameters are the same (Co never edits a
+    message in place; a changed message is a new one), so an unchanged history yields the
+    very same objects. The newest ``limit`` sources are kept.
+    """
+
+    def __init__(self, limit: int = 4096) -> None:
+        self._limit = limit
+        self._views: OrderedDict[tuple[int, str], tuple[Any, Any, object, Any]] = OrderedDict()
+
+    def keep(self, source: Any, kind: str, key: object, view: Any) -> Any:
+        """The ``kind`` view of ``source`` for ``key`` kept before, else ``view`` (kept now)."""
+        slot = (id(source), kind)
+        entry = self._views.get(slot)
+        if (
+            entry is not None
+            and entry[0] is source
+            and entry[1] is source.parts
+            and entry[2] == key
+        ):
+            self._views.move_to_end(slot)
+            return entry[3]
+        # The source is held, so its id is not reused while the entry lives.
+        self._views[slot] = (source, source.parts, key, view)
+        self._views.move_to_end(slot)
+        while len(self._views) > self._limit:
+            self._views.popitem(last=False)
+        return view
 
 
 def _is_call(part: object) -> TypeGuard[ToolCallPart]:
@@ -129,49 +169,65 @@ def _last_turn_start(messages: Sequence[ModelMessage]) -> int:
     return 0
 
 
-def truncate_tool_returns(messages: Sequence[ModelMessage], trim_chars: int) -> list[ModelMessage]:
+def truncate_tool_returns(
+    messages: Sequence[ModelMessage], trim_chars: int, views: GovernedViews | None = None
+) -> list[ModelMessage]:
     """Trim tool outputs older than the last turn to ``trim_chars``, with a marker.
 
     Messages that need no change are passed through as the same objects; a trimmed one is
-    a new message with new parts, so the session's own history is never altered.
+    a new message with new parts, so the session's own history is never altered (with
+    ``views``, the one built for that message before).
     """
-    from pydantic_ai.messages import ModelRequest, ToolReturnPart
+    from pydantic_ai.messages import ModelRequest
 
     out = list(messages)
     for i in range(_last_turn_start(messages)):
         msg = out[i]
         if not isinstance(msg, ModelRequest):
             continue
-        new_parts: list[Any] | None = None
-        for j, part in enumerate(msg.parts):
-            if not isinstance(part, ToolReturnPart):
-                continue
-            content = part.content
-            if isinstance(content, str):
-                text = content
-            elif part.files:  # images and documents are not text to cut
-                continue
-            else:
-                text = part.model_response_str()
-            if len(text) <= trim_chars or _TRIMMED.search(text):
-                continue
-            if new_parts is None:
-                new_parts = list(msg.parts)
-            trimmed = text[:trim_chars] + TRIM_MARKER.format(n=len(text) - trim_chars)
-            # The typed subclasses narrow `content`; a trimmed output is plain text.
-            new_parts[j] = dataclasses.replace(cast(Any, part), content=trimmed)
-        if new_parts is not None:
-            out[i] = dataclasses.replace(msg, parts=new_parts)
+        trimmed = _trimmed(msg, trim_chars)
+        if trimmed is not msg and views is not None:
+            trimmed = views.keep(msg, "trimmed", trim_chars, trimmed)
+        out[i] = trimmed
     return out
 
 
+def _trimmed(msg: Any, trim_chars: int) -> Any:
+    """``msg`` with its long tool outputs trimmed, or ``msg`` itself when none is."""
+    from pydantic_ai.messages import ToolReturnPart
+
+    new_parts: list[Any] | None = None
+    for j, part in enumerate(msg.parts):
+        if not isinstance(part, ToolReturnPart):
+            continue
+        content = part.content
+        if isinstance(content, str):
+            text = content
+        elif part.files:  # images and documents are not text to cut
+            continue
+        else:
+            text = part.model_response_str()
+        if len(text) <= trim_chars or _TRIMMED.search(text):
+            continue
+        if new_parts is None:
+            new_parts = list(msg.parts)
+        trimmed = text[:trim_chars] + TRIM_MARKER.format(n=len(text) - trim_chars)
+        # The typed subclasses narrow `content`; a trimmed output is plain text.
+        new_parts[j] = dataclasses.replace(cast(Any, part), content=trimmed)
+    if new_parts is None:
+        return msg
+    return dataclasses.replace(msg, parts=new_parts)
+
+
 def truncate_history_window(
-    messages: Sequence[ModelMessage], max_messages: int
+    messages: Sequence[ModelMessage], max_messages: int, views: GovernedViews | None = None
 ) -> list[ModelMessage]:
     """Past ``max_messages``, drop the oldest whole turns and say so.
 
     A compaction summary at the head is always kept. The newest turn is kept whole even
     when it alone is longer than the window: cutting inside it could orphan a tool call.
+    With ``views``, the first kept prompt carries the same marked message each time the
+    same number of messages is dropped before it.
     """
     from pydantic_ai.messages import ModelRequest, ModelResponse, UserPromptPart
 
@@ -210,13 +266,17 @@ def truncate_history_window(
     assert isinstance(first, ModelRequest)
     note = UserPromptPart(WINDOW_MARKER.format(n=dropped))
     marked = dataclasses.replace(first, parts=[note, *first.parts])
+    if views is not None:
+        marked = views.keep(first, "window", dropped, marked)
     return [*messages[:head], marked, *messages[cut + 1 :]]
 
 
-def govern_history(messages: Sequence[ModelMessage], settings: Settings) -> list[ModelMessage]:
+def govern_history(
+    messages: Sequence[ModelMessage], settings: Settings, views: GovernedViews | None = None
+) -> list[ModelMessage]:
     """What the model is sent: the window, then old tool outputs trimmed."""
-    windowed = truncate_history_window(messages, settings.max_history_messages)
-    return truncate_tool_returns(windowed, settings.tool_output_trim_chars)
+    windowed = truncate_history_window(messages, settings.max_history_messages, views)
+    return truncate_tool_returns(windowed, settings.tool_output_trim_chars, views)
 
 
 def _part_chars(part: Any) -> int:

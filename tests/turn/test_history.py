@@ -24,6 +24,7 @@ from co_kernel.testing import synthetic_history, synthetic_turn
 from co_kernel.turn._compact import compacted_history, split_for_compaction
 from co_kernel.turn._history import (
     SUMMARY_PREFIX,
+    GovernedViews,
     estimate_tokens,
     govern_history,
     is_summary,
@@ -86,6 +87,11 @@ def assert_order_kept(before: Sequence[ModelMessage], after: Sequence[ModelMessa
 
 def _dump(messages: Sequence[ModelMessage]) -> bytes:
     return ModelMessagesTypeAdapter.dump_json(list(messages))
+
+
+def _contents(messages: Sequence[ModelMessage]) -> list[list[tuple[str, Any]]]:
+    """What each message says, part by part (timestamps aside)."""
+    return [[(p.part_kind, getattr(p, "content", None)) for p in m.parts] for m in messages]
 
 
 # -- random histories ------------------------------------------------------------
@@ -292,6 +298,54 @@ def test_a_turn_answered_in_the_next_prompt_is_not_cut_apart() -> None:
     assert truncate_history_window(history, 4) == history
     out = truncate_history_window([*history, *synthetic_turn(5)], 4)
     assert_valid(out)
+
+
+def test_governing_an_unchanged_history_again_gives_the_same_messages() -> None:
+    # Each model request governs the whole conversation again. With the views kept, the
+    # trimmed outputs and the window's marked prompt are the very objects sent before
+    # (what keys on message identity, like the tracing's message cache, sees no change).
+    history = synthetic_history(6, tool_every=1, tool_calls=1, output_chars=3000)
+    config = Settings(max_history_messages=14, tool_output_trim_chars=500)
+    views = GovernedViews()
+    first = govern_history(history, config, views)
+    again = govern_history(list(history), config, views)
+    assert _contents(first) == _contents(govern_history(history, config)), "as without views"
+    assert all(a is b for a, b in zip(first, again, strict=True))
+    rebuilt = [
+        i for i, (a, b) in enumerate(zip(first, history[-len(first) :], strict=True)) if a is not b
+    ]
+    assert 0 in rebuilt, "the window's marked prompt is a rebuilt message"
+    assert len(rebuilt) >= 3, "and so are the trimmed outputs"
+
+    # A new turn moves the window: the messages still trimmed the same way are the same
+    # objects; the newly marked first prompt is a new one.
+    longer = [*history, *synthetic_turn(6, tool_calls=1, output_chars=3000)]
+    moved = govern_history(longer, config, views)
+    kept = {id(m) for m in first}
+    assert id(moved[0]) not in kept
+    assert "earlier messages" in str(moved[0].parts[0].content)  # type: ignore[union-attr]
+    assert sum(id(m) in kept for m in moved) >= len(moved) - 6
+
+
+def test_kept_views_follow_the_settings_and_the_source_message() -> None:
+    history = synthetic_history(3, tool_every=1, tool_calls=1, output_chars=3000)
+    views = GovernedViews()
+    trimmed_500 = truncate_tool_returns(history, 500, views)[2]
+    trimmed_200 = truncate_tool_returns(history, 200, views)[2]
+    assert trimmed_200 is not trimmed_500, "a new trim length is a new view"
+    assert len(trimmed_200.parts[0].content) < 300  # type: ignore[union-attr]
+
+    # A message whose parts were replaced (never done by Co, but possible) is rebuilt.
+    source = history[2]
+    changed = [*history[:2], ModelRequest(parts=list(source.parts)), *history[3:]]
+    assert truncate_tool_returns(changed, 200, views)[2] is not trimmed_200
+    assert truncate_tool_returns(history, 200, views)[2] is trimmed_200
+
+    # Bounded: the oldest views are let go.
+    small = GovernedViews(limit=2)
+    for msg in history:
+        small.keep(msg, "trimmed", 1, object())
+    assert small.keep(history[0], "trimmed", 1, "fresh") == "fresh"
 
 
 def test_estimate_is_about_four_characters_a_token() -> None:
