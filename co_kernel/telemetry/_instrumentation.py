@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic_ai import RunContext
-from pydantic_ai.capabilities import AbstractCapability, Instrumentation
+from pydantic_ai.capabilities import AbstractCapability, Instrumentation, WrapRunHandler
 from pydantic_ai.messages import AgentStreamEvent, ModelMessage, ModelRequest, SystemPromptPart
 from pydantic_ai.models.instrumented import InstrumentationSettings
 
@@ -143,13 +143,33 @@ class CoInstrumentation(Instrumentation):
     _history_end: ModelMessage | None = field(default=None, init=False, repr=False)
     """The last message of the history the run started from."""
 
+    _in_run: bool = field(default=False, init=False, repr=False)
+    """Whether a run is using this instance now."""
+
     async def for_run(self, ctx: RunContext[Any]) -> Instrumentation:
         run = await super().for_run(ctx)
         assert isinstance(run, CoInstrumentation)
-        # A run is a copy of this capability; the conversation's cache is this one's.
+        # The conversation's cache is this one's.
         run._message_json_cache = self._conversation_json
         run._history_end = ctx.messages[-1] if ctx.messages else None
-        return run
+        if self._in_run:
+            # A run inside a run using this instance: pydantic-ai's copy keeps them apart.
+            return run
+        # Turns run one after the other. This instance takes the new run's state (all of
+        # it, as pydantic-ai's ``for_run`` set it) and serves the run itself: when a
+        # capability's ``for_run`` returns a new object, pydantic-ai rebuilds the agent's
+        # whole capability chain (ordering and dispatch) for the run, on every turn.
+        conversation = self._conversation_json
+        vars(self).update(vars(run))
+        self._conversation_json = conversation
+        return self
+
+    async def wrap_run(self, ctx: RunContext[Any], *, handler: WrapRunHandler) -> Any:
+        self._in_run = True
+        try:
+            return await super().wrap_run(ctx, handler=handler)
+        finally:
+            self._in_run = False
 
     def _run_span_end_attributes(
         self,

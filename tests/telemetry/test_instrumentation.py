@@ -228,3 +228,75 @@ print(names)
     assert done.returncode == 0, done.stderr
     names = done.stdout.strip().splitlines()[-1]
     assert "gen_ai" not in names, names
+
+
+def test_turns_reuse_the_capability_and_a_run_inside_a_run_gets_its_own(tmp_path: Path) -> None:
+    # Sequential runs are served by the capability itself (pydantic-ai then keeps the
+    # agent's capability chain as it is); a run started while one is using it (here a
+    # tool that asks the same agent again) gets pydantic-ai's per-run copy, and neither
+    # run's span takes the other's messages.
+    steps = [
+        {"text": "First answer.", "usage": {"prompt_tokens": 5, "completion_tokens": 1}},
+        {
+            "text": "Asking.",
+            "tool_calls": [{"name": "ask_again", "arguments": {"question": "inner question"}}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 2},
+        },
+        {"text": "Inner answer.", "usage": {"prompt_tokens": 20, "completion_tokens": 3}},
+        {"text": "Outer answer.", "usage": {"prompt_tokens": 30, "completion_tokens": 4}},
+    ]
+    settings = Settings(model="compat:scripted", base_url="http://127.0.0.1:9/v1", api_key="t")
+    tracing = Tracing(tmp_path / "nested.db", Redactor(), batch_delay=0.05)
+    capability = tracing.instrumentation()
+    assert isinstance(capability, CoInstrumentation)
+    with ScriptedModelServer(steps) as server:
+        settings = settings.model_copy(update={"base_url": server.base_url})
+        handle = build_model(settings, base_dir=tmp_path)
+        agent: Any = None
+
+        async def ask_again(question: str) -> str:
+            """Ask the assistant a question."""
+            inner = await agent.run(question, deps=deps)
+            return str(inner.output)
+
+        toolset: FunctionToolset[Any] = FunctionToolset([ask_again])
+        agent = build_agent(handle.model, settings, [toolset], capabilities=[capability])
+        deps = CoDeps(settings=settings, session_id="s", kernel_id="t", workspace=tmp_path)
+
+        async def go() -> tuple[Any, Any]:
+            async with agent:
+                first = await agent.run("first question", deps=deps)
+                with tracing.turn_span(
+                    session_id="s", turn=2, kernel_id="t", model=handle.label, prompt="outer"
+                ):
+                    result = await agent.run(
+                        "outer question", deps=deps, message_history=first.all_messages()
+                    )
+            from pydantic_ai import RunContext
+            from pydantic_ai.usage import RunUsage
+
+            ctx = RunContext(deps=deps, model=handle.model, usage=RunUsage())
+            return result, await capability.for_run(ctx)
+
+        result, reused = asyncio.run(go())
+        assert server.errors == []
+    tracing.shutdown()
+    assert result.output == "Outer answer."
+    assert reused is capability, "a run after the last one is served by the capability itself"
+    spans = read_spans(tmp_path / "nested.db")
+    runs = {s.span_id: s for s in spans if s.kind == "agent" and s.turn == 2}
+    assert len(runs) == 2
+    names = {s.span_id: s for s in spans}
+    inner = next(r for r in runs.values() if names[r.parent_id or ""].kind == "tool")
+    outer = next(r for r in runs.values() if r is not inner)
+    assert outer.attributes["co.earlier_messages"] == 2, "the first turn's two messages"
+    assert inner.attributes["co.earlier_messages"] == 0
+    assert (outer.input_tokens, inner.input_tokens) == (40, 20), "each run its own usage"
+    inner_text = inner.attributes["pydantic_ai.all_messages"]
+    outer_text = outer.attributes["pydantic_ai.all_messages"]
+    assert "inner question" in inner_text and "Inner answer." in inner_text
+    assert "outer question" not in inner_text and "Outer answer." not in inner_text
+    assert "outer question" in outer_text and "Outer answer." in outer_text
+    assert "first question" not in outer_text
+    assert "Inner answer." in outer_text, "as the tool's result, once"
+    assert outer_text.count("inner question") == 1, "only as the tool call's argument"
