@@ -338,6 +338,13 @@ class Settings(BaseSettings):
         description="Spans are written when their turn ends, and every this many seconds "
         "during a longer turn",
     )
+    trace_retention_days: int = Field(
+        30,
+        ge=0,
+        le=36500,
+        description="Spans older than this many days are deleted from telemetry.db (checked "
+        "after the first turn, then daily); 0 keeps them all. The audit log is kept",
+    )
     show_footer: Literal["auto", "always", "never"] = Field(
         "auto",
         description="The one-line footer after a turn (model, tokens, requests, duration); "

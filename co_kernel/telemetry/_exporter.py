@@ -6,6 +6,12 @@ serialised, and long attribute values are cut after redaction (never before: a c
 secret would no longer match). A batch whose text holds no secret and no secret's shape
 (nearly every batch) is cleared by one test over all of it, not value by value.
 
+The SQLite exporter also keeps the database to the retention period
+(``trace_retention_days``): after its first batch, then once a day, it deletes the spans
+that started before it, a few thousand rows per transaction so that the audit log's
+writes (on the turn's thread) never wait long. SQLite reuses the freed pages, so the file
+stops growing at about a retention period's worth of spans.
+
 Every span is stored with its turn's session and turn number (``co.session_id``,
 ``co.turn``) so any span can be filtered. They are looked up here by trace id (a trace
 is one turn) in ``TurnRegistry``, rather than copied onto each span as it starts: that
@@ -15,7 +21,10 @@ would cost the turn itself a processor call and an attribute write per span.
 from __future__ import annotations
 
 import json
+import logging
+import sqlite3
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
@@ -27,7 +36,7 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.trace import Status
 
 from ._redact import Redactor
-from ._store import connect
+from ._store import SPAN_KINDS, connect
 
 __all__ = [
     "MAX_ATTRIBUTE_CHARS",
@@ -37,6 +46,14 @@ __all__ = [
     "TurnRegistry",
     "span_kind",
 ]
+
+log = logging.getLogger(__name__)
+
+PRUNE_EVERY = 24 * 3600.0
+"""Seconds between two deletions of spans past the retention period."""
+
+PRUNE_ROWS = 2000
+"""Spans deleted per transaction."""
 
 MAX_ATTRIBUTE_CHARS = 50_000
 """Longest attribute value stored; the run span's full message history can be large."""
@@ -134,8 +151,8 @@ class BatchCheck:
 def span_kind(attributes: dict[str, Any]) -> str:
     """turn, agent, model, tool or other, from the GenAI operation name."""
     kind = attributes.get("co.kind")
-    if isinstance(kind, str):
-        return kind
+    if kind in SPAN_KINDS:
+        return str(kind)
     return _KINDS.get(str(attributes.get("gen_ai.operation.name")), "other")
 
 
@@ -182,14 +199,24 @@ def _iso(ns: int) -> str:
 class SQLiteSpanExporter(SpanExporter):
     """Writes each batch of spans in one transaction (WAL, so readers never block it)."""
 
-    def __init__(self, path: Path, redactor: Redactor, turns: TurnRegistry | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        redactor: Redactor,
+        turns: TurnRegistry | None = None,
+        *,
+        retention_days: int = 0,
+    ) -> None:
         self.path = path
         self.redactor = redactor
         self.turns = turns
+        self.retention_days = retention_days
+        """Spans older than this are deleted (0 keeps them all)."""
         self._check = BatchCheck(redactor)
         self._lock = threading.Lock()
         self._db = connect(path)
         self._closed = False
+        self._pruned_at: float | None = None
 
     def _row(self, span: ReadableSpan, redactor: Redactor | None) -> tuple[Any, ...]:
         redact: Callable[[str], str] = redactor.redact if redactor is not None else _keep
@@ -254,7 +281,43 @@ class SQLiteSpanExporter(SpanExporter):
                 if self._db.in_transaction:
                     self._db.execute("ROLLBACK")
                 return SpanExportResult.FAILURE
+            self._prune_if_due()
         return SpanExportResult.SUCCESS
+
+    def _prune_if_due(self) -> None:
+        if not self.retention_days:
+            return
+        now = time.monotonic()
+        if self._pruned_at is not None and now - self._pruned_at < PRUNE_EVERY:
+            return
+        self._pruned_at = now
+        cutoff = time.time_ns() - self.retention_days * 86_400 * 1_000_000_000
+        try:
+            deleted = self.prune(cutoff)
+        except sqlite3.Error:
+            # Tried again tomorrow; the spans are written either way.
+            log.exception("deleting spans older than %d days failed", self.retention_days)
+            return
+        if deleted:
+            log.info("deleted %d spans older than %d days", deleted, self.retention_days)
+
+    def prune(self, before_ns: int) -> int:
+        """Delete the spans that started before ``before_ns``; returns how many.
+
+        Found through the (kind, start) index, a few thousand per transaction (each
+        statement commits on its own), so a large backlog never holds the database long.
+        """
+        kinds = ", ".join("?" for _ in SPAN_KINDS)
+        deleted = 0
+        while True:
+            cursor = self._db.execute(
+                f"DELETE FROM spans WHERE id IN (SELECT id FROM spans WHERE kind IN ({kinds}) "
+                "AND start_ns < ? LIMIT ?)",
+                (*SPAN_KINDS, before_ns, PRUNE_ROWS),
+            )
+            deleted += cursor.rowcount
+            if cursor.rowcount < PRUNE_ROWS:
+                return deleted
 
     def shutdown(self) -> None:
         with self._lock:

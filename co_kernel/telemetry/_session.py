@@ -88,6 +88,7 @@ class SessionTelemetry:
                     include_content=self.settings.trace_content,
                     otlp_endpoint=self.settings.otlp_endpoint,
                     batch_delay=self.settings.trace_batch_delay,
+                    retention_days=self.settings.trace_retention_days,
                     service_version=__version__,
                 )
             except (OSError, sqlite3.Error) as exc:

@@ -85,6 +85,7 @@ class Tracing:
         include_content: bool = True,
         otlp_endpoint: str | None = None,
         batch_delay: float = 0.5,
+        retention_days: int = 0,
         service_version: str = "",
     ) -> None:
         self.db_path = db_path
@@ -99,7 +100,9 @@ class Tracing:
         self.turns = TurnRegistry()
         """Session and turn of each turn's trace; the exporters add them to every span."""
         delay = max(0.001, batch_delay)
-        self.sqlite = SQLiteSpanExporter(db_path, redactor, self.turns)
+        self.sqlite = SQLiteSpanExporter(
+            db_path, redactor, self.turns, retention_days=retention_days
+        )
         self.provider.add_span_processor(TurnSpanProcessor(self.sqlite, delay=delay))
         self.otlp: SpanExporter | None = None
         if otlp_endpoint:
