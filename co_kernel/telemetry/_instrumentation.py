@@ -26,7 +26,11 @@ run's ``pydantic_ai.all_messages`` and its end-of-run check that no message chan
 settings' ``messages_to_otel_messages`` is the documented place to change that
 conversion; Co's keeps each message's converted form while the message object and its
 ``parts`` list are the same ones (Co never edits a message in place: history processors
-build new ones), so a turn converts only its own new messages.
+build new ones), so a turn converts only its own new messages. With binary content left
+out (Co's setting), pydantic-ai walks every value of a tool's result looking for files to
+strip, in Python, at some microseconds per value; a message whose parts hold only plain
+data (text, numbers, lists, dicts: nearly all of them) is converted as it would be with
+binary content kept, which is the same output without the walk.
 """
 
 from __future__ import annotations
@@ -69,6 +73,27 @@ def _may_be_marked(message: ModelMessage) -> bool:
     )
 
 
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _plain(value: Any, depth: int = 0) -> bool:
+    """Whether ``value`` is JSON-like data only (no file, no object of any other kind)."""
+    if isinstance(value, _PLAIN):
+        return True
+    if depth > 32:
+        return False
+    if type(value) is dict:
+        return all(type(k) is str and _plain(v, depth + 1) for k, v in value.items())
+    if type(value) in (list, tuple):
+        return all(_plain(v, depth + 1) for v in value)
+    return False
+
+
+def _binary_free(message: ModelMessage) -> bool:
+    """Whether no part of the message can carry binary content: its contents are plain."""
+    return all(_plain(getattr(part, "content", None)) for part in message.parts)
+
+
 def _copy(otel_messages: list[Any]) -> list[Any]:
     return [
         {**message, "parts": [dict(part) for part in message["parts"]]}
@@ -85,6 +110,12 @@ class CoInstrumentationSettings(InstrumentationSettings):
         super().__init__(**kwargs)
         self._memo: OrderedDict[int, _Converted] = OrderedDict()
         self._memo_messages = memo_messages
+        self._keeping_binary: InstrumentationSettings | None = None
+        """These settings with binary content kept, for messages that hold none."""
+        if not self.include_binary_content:
+            self._keeping_binary = InstrumentationSettings(
+                **{**kwargs, "include_binary_content": True}
+            )
 
     def messages_to_otel_messages(
         self, messages: list[ModelMessage], *, mcp_url_ids: frozenset[str] = frozenset()
@@ -107,7 +138,12 @@ class CoInstrumentationSettings(InstrumentationSettings):
         ):
             memo.move_to_end(key)
             return entry
-        otel = super().messages_to_otel_messages([message], mcp_url_ids=mcp_url_ids)
+        settings: InstrumentationSettings = self
+        if self._keeping_binary is not None and _binary_free(message):
+            settings = self._keeping_binary
+        otel = InstrumentationSettings.messages_to_otel_messages(
+            settings, [message], mcp_url_ids=mcp_url_ids
+        )
         entry = _Converted(message, message.parts, mcp_url_ids, otel, _may_be_marked(message))
         memo[key] = entry
         memo.move_to_end(key)

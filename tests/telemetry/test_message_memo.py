@@ -58,6 +58,22 @@ def _conversation() -> list[ModelMessage]:
                 ToolReturnPart("list_files", "Unknown glob.", tool_call_id="c2", outcome="retried"),
             ]
         ),
+        ModelRequest(
+            parts=[
+                # Plain data, nested (tuples become arrays either way).
+                ToolReturnPart(
+                    "search",
+                    {"hits": [{"path": "a.txt", "lines": (1, 2)}], "more": False, "n": 1.5},
+                    tool_call_id="c3",
+                ),
+                # A file inside a result: left out, as pydantic-ai leaves it out.
+                ToolReturnPart(
+                    "read_image",
+                    {"image": BinaryContent(b"\x89PNG", media_type="image/png"), "n": 1},
+                    tool_call_id="c4",
+                ),
+            ]
+        ),
         ModelResponse(parts=[TextPart("The fox.")], model_name="scripted", timestamp=NOW),
         ModelRequest(parts=[UserPromptPart("And now?")]),
     ]
@@ -81,6 +97,10 @@ def test_the_otel_form_is_pydantic_ais_for_every_kind_of_part() -> None:
             co.messages_to_otel_messages(messages, mcp_url_ids=frozenset({"abc"}))
         )
         assert "mcp_server:[REDACTED]" not in json.dumps(co.messages_to_otel_messages(messages))
+        # The image's data ("\x89PNG" in base64) is there only when binary content is kept.
+        data = json.dumps(co.messages_to_otel_messages(messages))
+        kept = kwargs.get("include_binary_content", True) and kwargs.get("include_content", True)
+        assert ("iVBORw" in data) is kept
 
 
 def test_the_span_attributes_built_from_them_are_pydantic_ais() -> None:
@@ -122,7 +142,7 @@ def test_a_message_given_new_parts_is_converted_again() -> None:
     messages = _conversation()
     co.messages_to_otel_messages(messages)
     # Replacing `parts` is how pydantic-ai says a message changed.
-    messages[3].parts = [TextPart("A different answer.")]
+    messages[4].parts = [TextPart("A different answer.")]
     assert co.messages_to_otel_messages(messages) == plain.messages_to_otel_messages(messages)
     assert "A different answer." in json.dumps(co.messages_to_otel_messages(messages))
 
