@@ -47,8 +47,13 @@ from pydantic_ai.models.instrumented import InstrumentationSettings
 
 __all__ = ["CoInstrumentation", "CoInstrumentationSettings", "instrumentation"]
 
-MEMO_MESSAGES = 4096
-"""Messages whose OTel form is kept (the newest used); a long conversation fits."""
+MEMO_MESSAGES = 256
+"""Messages whose OTel form is kept (the newest used). The window's older messages are
+found in pydantic-ai's own cache of serialized input messages (shared across turns, see
+``_ConversationMessageJson``) and never reach the conversion; what does is the turn's new
+messages, each converted once for its response span and read again as the next request's
+input and for the run span. A cleared or compacted conversation is let go as new turns
+come."""
 
 
 @dataclass(frozen=True)

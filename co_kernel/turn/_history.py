@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
 if TYPE_CHECKING:
@@ -63,31 +63,40 @@ class GovernedViews:
     to the processors, this keeps each rebuilt message while its source message, the
     source's ``parts`` list and the rebuild's parameters are the same (Co never edits a
     message in place; a changed message is a new one), so an unchanged history yields the
-    very same objects. The newest ``limit`` sources are kept.
+    very same objects. ``govern_history`` keeps only what its last call used: a message
+    that left the window (or a cleared or compacted conversation) is let go.
     """
 
-    def __init__(self, limit: int = 4096) -> None:
-        self._limit = limit
-        self._views: OrderedDict[tuple[int, str], tuple[Any, Any, object, Any]] = OrderedDict()
+    def __init__(self) -> None:
+        self._views: dict[tuple[int, str], tuple[Any, Any, object, Any]] = {}
+        self._used: dict[tuple[int, str], tuple[Any, Any, object, Any]] | None = None
+
+    @contextmanager
+    def one_pass(self) -> Iterator[None]:
+        """Keep, from here on, only the views used inside this block."""
+        self._used = {}
+        try:
+            yield
+            self._views = self._used
+        finally:
+            self._used = None
 
     def keep(self, source: Any, kind: str, key: object, view: Any) -> Any:
         """The ``kind`` view of ``source`` for ``key`` kept before, else ``view`` (kept now)."""
         slot = (id(source), kind)
         entry = self._views.get(slot)
-        if (
+        if not (
             entry is not None
             and entry[0] is source
             and entry[1] is source.parts
             and entry[2] == key
         ):
-            self._views.move_to_end(slot)
-            return entry[3]
-        # The source is held, so its id is not reused while the entry lives.
-        self._views[slot] = (source, source.parts, key, view)
-        self._views.move_to_end(slot)
-        while len(self._views) > self._limit:
-            self._views.popitem(last=False)
-        return view
+            # The source is held, so its id is not reused while the entry lives.
+            entry = (source, source.parts, key, view)
+            self._views[slot] = entry
+        if self._used is not None:
+            self._used[slot] = entry
+        return entry[3]
 
 
 def _is_call(part: object) -> TypeGuard[ToolCallPart]:
@@ -275,8 +284,12 @@ def govern_history(
     messages: Sequence[ModelMessage], settings: Settings, views: GovernedViews | None = None
 ) -> list[ModelMessage]:
     """What the model is sent: the window, then old tool outputs trimmed."""
-    windowed = truncate_history_window(messages, settings.max_history_messages, views)
-    return truncate_tool_returns(windowed, settings.tool_output_trim_chars, views)
+    if views is None:
+        windowed = truncate_history_window(messages, settings.max_history_messages)
+        return truncate_tool_returns(windowed, settings.tool_output_trim_chars)
+    with views.one_pass():
+        windowed = truncate_history_window(messages, settings.max_history_messages, views)
+        return truncate_tool_returns(windowed, settings.tool_output_trim_chars, views)
 
 
 def _part_chars(part: Any) -> int:

@@ -341,11 +341,21 @@ def test_kept_views_follow_the_settings_and_the_source_message() -> None:
     assert truncate_tool_returns(changed, 200, views)[2] is not trimmed_200
     assert truncate_tool_returns(history, 200, views)[2] is trimmed_200
 
-    # Bounded: the oldest views are let go.
-    small = GovernedViews(limit=2)
-    for msg in history:
-        small.keep(msg, "trimmed", 1, object())
-    assert small.keep(history[0], "trimmed", 1, "fresh") == "fresh"
+
+def test_views_of_messages_no_longer_governed_are_let_go() -> None:
+    config = Settings(max_history_messages=14, tool_output_trim_chars=500)
+    views = GovernedViews()
+    history = synthetic_history(6, tool_every=1, tool_calls=1, output_chars=3000)
+    first = govern_history(history, config, views)
+    # A cleared conversation: the views of the old one are not held any more...
+    govern_history(synthetic_history(1, tool_calls=1, output_chars=3000), config, views)
+    rebuilt = [m for m, h in zip(first, history[-len(first) :], strict=True) if m is not h]
+    assert rebuilt, "the old conversation had rebuilt messages"
+    assert not any(m is r for m in govern_history(history, config, views) for r in rebuilt)
+    # ...while the same conversation governed twice keeps them.
+    again = govern_history(history, config, views)
+    assert govern_history(history, config, views) == again
+    assert all(a is b for a, b in zip(govern_history(history, config, views), again, strict=True))
 
 
 def test_estimate_is_about_four_characters_a_token() -> None:
