@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
@@ -81,8 +81,8 @@ class GovernedViews:
         finally:
             self._used = None
 
-    def keep(self, source: Any, kind: str, key: object, view: Any) -> Any:
-        """The ``kind`` view of ``source`` for ``key`` kept before, else ``view`` (kept now)."""
+    def view(self, source: Any, kind: str, key: object, build: Callable[[], Any]) -> Any:
+        """The ``kind`` view of ``source`` for ``key``: the one kept, or ``build()`` kept now."""
         slot = (id(source), kind)
         entry = self._views.get(slot)
         if not (
@@ -92,7 +92,7 @@ class GovernedViews:
             and entry[2] == key
         ):
             # The source is held, so its id is not reused while the entry lives.
-            entry = (source, source.parts, key, view)
+            entry = (source, source.parts, key, build())
             self._views[slot] = entry
         if self._used is not None:
             self._used[slot] = entry
@@ -194,10 +194,12 @@ def truncate_tool_returns(
         msg = out[i]
         if not isinstance(msg, ModelRequest):
             continue
-        trimmed = _trimmed(msg, trim_chars)
-        if trimmed is not msg and views is not None:
-            trimmed = views.keep(msg, "trimmed", trim_chars, trimmed)
-        out[i] = trimmed
+        if views is None:
+            out[i] = _trimmed(msg, trim_chars)
+        else:
+            # A kept view skips reading the parts again (long outputs are searched for
+            # the marker); one that needs no trimming is the message itself.
+            out[i] = views.view(msg, "trimmed", trim_chars, lambda m=msg: _trimmed(m, trim_chars))
     return out
 
 
@@ -273,10 +275,12 @@ def truncate_history_window(
     dropped = cut - head
     first = messages[cut]
     assert isinstance(first, ModelRequest)
-    note = UserPromptPart(WINDOW_MARKER.format(n=dropped))
-    marked = dataclasses.replace(first, parts=[note, *first.parts])
-    if views is not None:
-        marked = views.keep(first, "window", dropped, marked)
+
+    def mark() -> ModelMessage:
+        note = UserPromptPart(WINDOW_MARKER.format(n=dropped))
+        return dataclasses.replace(first, parts=[note, *first.parts])
+
+    marked = mark() if views is None else views.view(first, "window", dropped, mark)
     return [*messages[:head], marked, *messages[cut + 1 :]]
 
 
