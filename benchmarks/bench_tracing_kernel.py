@@ -13,9 +13,9 @@ A kernel writes a turn's spans on its own thread a moment after the turn ends, w
 person reads the answer; their cost per span has its own target, measured by
 ``bench_tracing.py``. Each round has two parts:
 
-- alternating: the kernels take turns cell by cell (off, on, off, on, ...), so each
-  kernel's cell follows one of the other's, during which the last turn's spans were
-  written, as while a person reads: what tracing adds to a turn (target < 3 %);
+- alternating: the kernels take turns cell by cell (off, on, off, on, ...), with a pause
+  after each cell (``READ``, untimed) in which the last turn's spans are written, as
+  while a person reads: what tracing adds to a turn (target < 3 %);
 - back to back: each kernel runs two cells in a row (off, off, on, on, ...), as in "Run
   All" with a model that answers at once; each kernel's second cell follows its own
   first at once, so the traced kernel writes the first cell's spans during the second.
@@ -45,6 +45,11 @@ from tests.kernel_harness import CoKernel, ensure_kernelspec
 
 WARM_UP = 8
 """Cells each kernel runs before measuring."""
+
+READ = 0.3
+"""Seconds after each alternating cell: the kernel writes the turn's spans 0.1 s after it
+ends (``TurnSpanProcessor``'s ``SETTLE``), so they are written within this pause and take
+no core from the next cell of either kernel."""
 
 ARMS = (("off", "false"), ("on", "true"))
 
@@ -91,6 +96,7 @@ def _round(cells: int, traced_first: bool) -> Times:
             for i in range(cells):
                 for name, _ in ARMS:
                     times[name].append(cell(name, i))
+                    time.sleep(READ)
             for i in range(cells):
                 for name, _ in ARMS:
                     cell(name, 2 * i)
@@ -136,7 +142,8 @@ def main() -> None:
     print(f"load average before: {load_before}; after: {load_average()}")
     print(
         f"{args.rounds} rounds, each with two fresh kernels; after {WARM_UP} warm-up cells, "
-        f"{args.cells} cells per kernel alternating, then {args.cells} pairs of cells back to back"
+        f"{args.cells} cells per kernel alternating ({READ} s apart), then {args.cells} pairs "
+        "of cells back to back"
     )
     print_table(
         "Each round (paired differences)",
