@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-import threading
+import time
 from collections.abc import Sequence
 
 from ._server import ScriptedModelServer
+
+WAKE_EVERY = 0.2
+"""Seconds between the main thread's looks at a pending Ctrl+C."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -45,7 +48,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.exit(2, f"error: {e}\n")
     print(server.base_url, flush=True)
     try:
-        threading.Event().wait()
+        # In slices: a Ctrl+C the kernel hands to the server's thread only sets Python's
+        # flag, which the main thread acts on when it next runs Python code. A wait with no
+        # end never returned then, and the server ran on.
+        while True:
+            time.sleep(WAKE_EVERY)
     except KeyboardInterrupt:
         pass
     finally:

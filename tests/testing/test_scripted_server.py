@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import http.client
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -782,6 +784,36 @@ def test_command_line_serves_until_interrupted(tmp_path: Path) -> None:
 
     assert base_url.startswith("http://127.0.0.1:")
     assert answer.choices[0].message.content == "from the CLI"
+    assert (process.returncode, stderr) == (0, "")
+
+
+def _other_threads(pid: int) -> list[int]:
+    return [int(tid) for tid in os.listdir(f"/proc/{pid}/task") if int(tid) != pid]
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
+def test_command_line_stops_when_another_thread_receives_the_interrupt(tmp_path: Path) -> None:
+    # The kernel hands a Ctrl+C to whichever thread of the process does not block it,
+    # sometimes the server's: the main thread must still see it and exit.
+    script = tmp_path / "cli.jsonl"
+    script.write_text('{"text": "from the CLI"}\n')
+    libc = ctypes.CDLL(None, use_errno=True)
+    with subprocess.Popen(
+        [sys.executable, "-m", "co_kernel.testing", str(script), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as process:
+        assert process.stdout is not None
+        assert process.stdout.readline().startswith("http://127.0.0.1:")
+        threads = _other_threads(process.pid)
+        assert threads, "the server runs on a thread of its own"
+        try:
+            for tid in threads:
+                assert libc.tgkill(process.pid, tid, signal.SIGINT) == 0, ctypes.get_errno()
+            _, stderr = process.communicate(timeout=10)
+        finally:
+            process.kill()
     assert (process.returncode, stderr) == (0, "")
 
 
