@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -10,6 +11,14 @@ import pytest
 from co_kernel.testing import ScriptedModelServer
 
 from .kernel_harness import CoKernel
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Run as a background job of a script (`... &`), this process ignores SIGINT, and so
+    # would every program a test starts: a test stopping `co-kernel tail` with Ctrl+C would
+    # wait out its timeout instead. The programs under test get Ctrl+C as from a terminal.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -1,22 +1,32 @@
-"""Serve a script as an OpenAI-compatible model until Ctrl+C.
+"""Serve a script as an OpenAI-compatible model until Ctrl+C (SIGINT) or SIGTERM.
 
     python -m co_kernel.testing SCRIPT --port N [--host 127.0.0.1] [--tokens-per-second R]
 
 Prints the base URL on the first line of stdout. On exit, prints the script mismatches it
 recorded to stderr and exits with status 1 if there were any.
+
+Both signals stop it the same way, also when it was started in the background by a
+script (``... &``), where the shell has it ignore SIGINT: the server is for stopping
+once a test is done, and SIGTERM used to end it without the report.
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 from collections.abc import Sequence
+from types import FrameType
 
 from ._server import ScriptedModelServer
 
 WAKE_EVERY = 0.2
-"""Seconds between the main thread's looks at a pending Ctrl+C."""
+"""Seconds between the main thread's looks at a pending signal."""
+
+
+def _stop(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -46,11 +56,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         server.start()
     except (ValueError, OSError) as e:
         parser.exit(2, f"error: {e}\n")
+    for stop_on in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(stop_on, _stop)
     print(server.base_url, flush=True)
     try:
-        # In slices: a Ctrl+C the kernel hands to the server's thread only sets Python's
-        # flag, which the main thread acts on when it next runs Python code. A wait with no
-        # end never returned then, and the server ran on.
+        # In slices: a signal the kernel hands to the server's thread only sets Python's
+        # flag, which the main thread acts on when it next runs Python code.
         while True:
             time.sleep(WAKE_EVERY)
     except KeyboardInterrupt:

@@ -787,6 +787,38 @@ def test_command_line_serves_until_interrupted(tmp_path: Path) -> None:
     assert (process.returncode, stderr) == (0, "")
 
 
+def _as_a_background_job() -> None:
+    # What a non-interactive shell does to a command it starts with `&`.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGQUIT, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize("stop_with", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_command_line_stops_on_a_signal_even_started_in_the_background(
+    tmp_path: Path, stop_with: signal.Signals
+) -> None:
+    script = tmp_path / "cli.jsonl"
+    script.write_text('{"text": "one"}\n{"text": "never asked for"}\n')
+    with subprocess.Popen(
+        [sys.executable, "-m", "co_kernel.testing", str(script), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_as_a_background_job,
+    ) as process:
+        assert process.stdout is not None
+        base_url = process.stdout.readline().strip()
+        try:
+            with OpenAI(base_url=base_url, api_key="test", max_retries=0) as sdk_client:
+                sdk_client.chat.completions.create(model="m", messages=USER)
+            process.send_signal(stop_with)
+            _, stderr = process.communicate(timeout=10)
+        finally:
+            process.kill()
+    # It stopped as on Ctrl+C: the server closed, nothing reported (an unused step is fine).
+    assert (process.returncode, stderr) == (0, "")
+
+
 def _other_threads(pid: int) -> list[int]:
     return [int(tid) for tid in os.listdir(f"/proc/{pid}/task") if int(tid) != pid]
 
