@@ -762,16 +762,22 @@ def test_invalid_json_line_is_rejected(tmp_path: Path) -> None:
 # -- command line ----------------------------------------------------------------------------------
 
 
-def test_command_line_serves_until_interrupted(tmp_path: Path) -> None:
-    script = tmp_path / "cli.jsonl"
-    script.write_text('{"text": "from the CLI", "model": "cli-model"}\n')
-
-    with subprocess.Popen(
+def _cli(script: Path, **popen: Any) -> subprocess.Popen[str]:
+    """``python -m co_kernel.testing SCRIPT`` on a free port; its first line is the URL."""
+    return subprocess.Popen(
         [sys.executable, "-m", "co_kernel.testing", str(script), "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-    ) as process:
+        **popen,
+    )
+
+
+def test_command_line_serves_until_interrupted(tmp_path: Path) -> None:
+    script = tmp_path / "cli.jsonl"
+    script.write_text('{"text": "from the CLI", "model": "cli-model"}\n')
+
+    with _cli(script) as process:
         assert process.stdout is not None
         base_url = process.stdout.readline().strip()
         try:
@@ -799,13 +805,7 @@ def test_command_line_stops_on_a_signal_even_started_in_the_background(
 ) -> None:
     script = tmp_path / "cli.jsonl"
     script.write_text('{"text": "one"}\n{"text": "never asked for"}\n')
-    with subprocess.Popen(
-        [sys.executable, "-m", "co_kernel.testing", str(script), "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=_as_a_background_job,
-    ) as process:
+    with _cli(script, preexec_fn=_as_a_background_job) as process:
         assert process.stdout is not None
         base_url = process.stdout.readline().strip()
         try:
@@ -825,17 +825,12 @@ def _other_threads(pid: int) -> list[int]:
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
 def test_command_line_stops_when_another_thread_receives_the_interrupt(tmp_path: Path) -> None:
-    # The kernel hands a Ctrl+C to whichever thread of the process does not block it,
-    # sometimes the server's: the main thread must still see it and exit.
+    # A signal for the process may be handed to any of its threads that does not block it
+    # (here, with tgkill, the server's): the main thread must still act on it and exit.
     script = tmp_path / "cli.jsonl"
     script.write_text('{"text": "from the CLI"}\n')
     libc = ctypes.CDLL(None, use_errno=True)
-    with subprocess.Popen(
-        [sys.executable, "-m", "co_kernel.testing", str(script), "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    ) as process:
+    with _cli(script) as process:
         assert process.stdout is not None
         assert process.stdout.readline().startswith("http://127.0.0.1:")
         threads = _other_threads(process.pid)
