@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 
 from _common import load_average, median, ms, print_table, verdict
-from bench_tracing import STEPS
+from bench_tracing import STEPS, _paired, _share
 
 from co_kernel.testing import ScriptedModelServer
 from tests.kernel_harness import CoKernel, ensure_kernelspec
@@ -110,15 +110,6 @@ def _round(cells: int, traced_first: bool) -> Times:
             for server in servers.values():
                 server.stop()
     return times
-
-
-def _paired(on: list[float], off: list[float]) -> float:
-    """Median of the differences of the cells run side by side."""
-    return median([a - b for a, b in zip(on, off, strict=True)])
-
-
-def _share(added: float, base: float) -> str:
-    return f"{added * 1000:+.2f} ms = {added / base * 100:+.2f} %"
 
 
 def main() -> None:

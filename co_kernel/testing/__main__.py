@@ -60,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(stop_on, _stop)
     print(server.base_url, flush=True)
     try:
-        # In slices: a signal the kernel hands to the server's thread only sets Python's
+        # In slices: a signal the OS hands to the server's thread only sets Python's
         # flag, which the main thread acts on when it next runs Python code.
         while True:
             time.sleep(WAKE_EVERY)
