@@ -27,9 +27,9 @@ from pydantic_ai.models.test import TestModel
 from pydantic_ai.usage import RunUsage
 
 from co_kernel.config import Settings
+from co_kernel.deps import CoDeps
 from co_kernel.testing import generate_vault
 from co_kernel.tools import notes
-from co_kernel.turn import CoDeps
 
 TARGET_MS = 300.0
 # (query, tag): common and rare words, AND of two and three, a tag filter, no match.

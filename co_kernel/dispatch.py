@@ -255,9 +255,11 @@ class CellDispatcher:
         return Outcome()
 
     async def _run_shell(self, command: str, request: CellRequest) -> Outcome:
+        # The Docker client loads with the first `!` cell, not with the kernel.
         from .sandbox_cell import run_shell_cell
 
-        return await run_shell_cell(self, command)
+        failed = await run_shell_cell(self.session.deps, self.publisher, command)
+        return Outcome("error", *failed) if failed else Outcome()
 
     def workspace(self) -> Path:
         return Path(os.getcwd())

@@ -12,26 +12,28 @@ import uuid
 from typing import TYPE_CHECKING
 
 from .sandbox import SandboxUnavailable
-from .sandbox._session import ensure_sandbox
 
 if TYPE_CHECKING:
-    from .dispatch import CellDispatcher, Outcome
+    from .deps import CoDeps
+    from .frontend import Publisher
 
 __all__ = ["run_shell_cell"]
 
 USAGE = "Usage: !<command>  (runs in the sandbox; e.g. !ls -la)"
 
 
-async def run_shell_cell(dispatcher: CellDispatcher, command: str) -> Outcome:
-    from .dispatch import Outcome
+async def run_shell_cell(deps: CoDeps, pub: Publisher, command: str) -> tuple[str, str] | None:
+    """Run ``command`` in the session's sandbox; ``(ename, message)`` when the cell failed."""
+
+    def error_line(text: str) -> None:
+        pub.stream("stderr", text + "\n")
+        pub.flush()
 
     if not command:
-        dispatcher.show_error_line(USAGE)
-        return Outcome("error", "UsageError", USAGE)
-    deps = dispatcher.session.deps
+        error_line(USAGE)
+        return "UsageError", USAGE
     settings = deps.settings
-    pub = dispatcher.publisher
-    sandbox = ensure_sandbox(deps)
+    sandbox = deps.ensure_sandbox()
     status_id = uuid.uuid4().hex
     shown = False
 
@@ -54,10 +56,10 @@ async def run_shell_cell(dispatcher: CellDispatcher, command: str) -> Outcome:
             max_output=settings.sandbox_max_output,
         )
     except SandboxUnavailable as exc:
-        dispatcher.show_error_line(str(exc))
-        return Outcome("error", "SandboxUnavailable", str(exc))
+        error_line(str(exc))
+        return "SandboxUnavailable", str(exc)
     except asyncio.CancelledError:
-        dispatcher.show_error_line("Interrupted: the command was killed.")
+        error_line("Interrupted: the command was killed.")
         raise
     finally:
         if shown:
@@ -67,8 +69,8 @@ async def run_shell_cell(dispatcher: CellDispatcher, command: str) -> Outcome:
         message = (
             f"Killed after {limit:g} s (setting sandbox_timeout; ceiling sandbox_max_timeout)."
         )
-        dispatcher.show_error_line(message)
-        return Outcome("error", "Timeout", message)
+        error_line(message)
+        return "Timeout", message
     if result.exit_code not in (0, None):
-        dispatcher.show_error_line(f"exit status {result.exit_code}")
-    return Outcome()
+        error_line(f"exit status {result.exit_code}")
+    return None

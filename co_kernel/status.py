@@ -247,9 +247,9 @@ def _session_rows(report: StatusReport, session: Any) -> None:
 
 
 def _integration_rows(report: StatusReport, settings: Settings, session: Any) -> None:
-    from .tools import collect_toolsets
+    from .turn import session_toolsets
 
-    builds = (session.toolsets if session is not None else None) or collect_toolsets(settings)
+    builds = (session.toolsets if session is not None else None) or session_toolsets(settings)
     if not builds:
         report.add("integrations", "all", "none in this version of Co")
     for build in builds:

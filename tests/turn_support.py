@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from co_kernel.config import LoadedSettings, Settings
-from co_kernel.frontend import RecordingFrontend
 from co_kernel.testing import ScriptedModelServer
-from co_kernel.turn import ApprovalRequest, ChatSession, TurnResult
+from co_kernel.turn import ApprovalRequest, ChatSession, RecordingFrontend, TurnResult
 
 __all__ = [
     "approvals",

@@ -20,7 +20,6 @@ from ._headless import HeadlessFrontend
 from ._markdown import MarkdownStream, find_block_boundary
 from ._notebook import NotebookFrontend
 from ._publisher import KernelPublisher, Publisher, RedactingPublisher
-from ._recording import RecordingFrontend
 from ._stdin import KernelStdin, StdinApprover
 from ._toolcard import MIME_TOOL_CALL, tool_call_bundle
 from ._widgets import ApprovalCard, WidgetApprover
@@ -37,7 +36,6 @@ __all__ = [
     "MarkdownStream",
     "NotebookFrontend",
     "Publisher",
-    "RecordingFrontend",
     "RedactingPublisher",
     "StdinApprover",
     "WidgetApprover",

@@ -23,9 +23,7 @@ from ..turn._approval import (
 from ..turn._frontend import (
     ApprovalDecision,
     ApprovalRequest,
-    FrontendProtocol,
     NoticeLevel,
-    SubagentView,
     TodoView,
     ToolCallView,
     ToolResultView,
@@ -154,12 +152,6 @@ class BaseFrontend:
 
     def on_todos(self, todos: Sequence[TodoView]) -> None:
         pass
-
-    def start_subagent(self, view: SubagentView) -> FrontendProtocol:
-        from ._subagent import SubagentFrontend
-
-        # Shows nothing of its own; approvals still come back here.
-        return SubagentFrontend(self, view, lambda log: None, live=False)
 
     def on_turn_end(self, summary: TurnSummary) -> None:
         pass

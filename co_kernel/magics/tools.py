@@ -63,7 +63,7 @@ def format_tools(
 
 async def run(ctx: MagicContext, args: str) -> str:
     from ..exceptions import ConfigError
-    from ..tools import collect_toolsets
+    from ..turn import session_toolsets
 
     if args:
         raise MagicError(f"%tools takes no arguments (got '{args}').")
@@ -73,7 +73,7 @@ async def run(ctx: MagicContext, args: str) -> str:
         # says which tools this model gets: none for a model without tool support.
         with contextlib.suppress(ConfigError):
             session.ensure_agent()
-    builds = session.toolsets or collect_toolsets(session.settings)
+    builds = session.toolsets or session_toolsets(session.settings)
     await session.mcp.ready()
     builds = [*builds, *session.mcp.tool_builds()]
     return format_tools(

@@ -1,6 +1,6 @@
 """MCP servers as tool sources (seed 001 "MCP toolsets", "MCP fallback").
 
-``_spec.py`` is the ``mcp_servers`` setting; ``_servers.py`` connects, watches and
+The ``mcp_servers`` setting lives with the other settings (``config/_mcp.py``); ``_servers.py`` connects, watches and
 restarts the servers of a session; ``_toolset.py`` is the one toolset the agent gets for
 all of them. Importing this package is cheap: pydantic-ai's MCP client loads with the
 first connection.
@@ -9,14 +9,19 @@ first connection.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from ..config import McpServerSpec, expand_vars, merge_server_layers
 from ._servers import McpManager, McpServer
-from ._spec import McpServerSpec, expand_vars, merge_server_layers
+
+if TYPE_CHECKING:
+    from ._toolset import McpServersToolset
 
 __all__ = [
     "McpManager",
     "McpServer",
     "McpServerSpec",
+    "McpServersToolset",
     "expand_vars",
     "mcp_log_dir",
     "merge_server_layers",
@@ -28,3 +33,13 @@ def mcp_log_dir() -> Path:
     from ..config import paths
 
     return paths().cache_dir / "mcp"
+
+
+def __getattr__(name: str) -> Any:
+    # The toolset loads pydantic-ai: imported when an agent is built, not with the package
+    # (a session may be created while the kernel's warm-up thread still imports pydantic-ai).
+    if name == "McpServersToolset":
+        from ._toolset import McpServersToolset
+
+        return McpServersToolset
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -21,14 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._spec import McpServerSpec, expand_vars
+from ..config import McpServerSpec, expand_vars
 
 if TYPE_CHECKING:
     from pydantic_ai.mcp import MCPToolset
     from pydantic_ai.toolsets import AbstractToolset
 
     from ..tools import ToolsetBuild
-    from ._toolset import McpServersToolset
 
 __all__ = ["McpManager", "McpServer", "ServerState"]
 
@@ -98,23 +97,11 @@ class McpManager:
         self.servers: dict[str, McpServer] = {n: McpServer(n, s) for n, s in specs.items()}
         self.reserved: set[str] = set()
         """Names of Co's own tools: an MCP tool of the same name is not offered."""
-        self._toolset: McpServersToolset | None = None
         self._client_import: asyncio.Future[None] | None = None
         self._pending: list[tuple[str, str]] = []
         """(server, text) of reports not shown yet."""
         self._notify: Callable[[str], None] | None = None
         self._closing: set[asyncio.Task[None]] = set()
-
-    @property
-    def toolset(self) -> McpServersToolset:
-        """The one toolset the agent gets for all servers; it offers the connected ones."""
-        if self._toolset is None:
-            # Imported here, not with the session: a session may be created while the
-            # kernel's warm-up thread is still importing pydantic-ai.
-            from ._toolset import McpServersToolset
-
-            self._toolset = McpServersToolset(self)
-        return self._toolset
 
     @property
     def configured(self) -> bool:

@@ -12,7 +12,6 @@ from ._protocol import (
     SandboxUnavailable,
     StatusCallback,
 )
-from ._session import ensure_sandbox
 from ._subprocess import SubprocessSandbox
 
 __all__ = [
@@ -26,5 +25,4 @@ __all__ = [
     "StatusCallback",
     "SubprocessSandbox",
     "create_sandbox",
-    "ensure_sandbox",
 ]

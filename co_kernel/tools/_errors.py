@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from pydantic_ai.tools import ToolDefinition
 
 __all__ = [
+    "ClassifiedError",
     "ToolError",
     "ToolErrorGuard",
     "ToolErrorKind",
@@ -61,6 +62,18 @@ class ToolError(Exception):
         self.kind = kind
         self.message = message
         self.hint = hint
+
+
+@dataclass(frozen=True)
+class ClassifiedError:
+    """A failure and what the model is told about it."""
+
+    kind: ToolErrorKind
+    """Terminal, transient or misuse."""
+    message: str
+    """What happened, in words the model can repeat to the person."""
+    hint: str | None = None
+    """How to correct the call (misuse only)."""
 
 
 def classify_http_status(status: int) -> ToolErrorKind:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Literal
 from ._audit import record_access
 
 if TYPE_CHECKING:
-    from ..turn import CoDeps
+    from ..deps import CoDeps
 
 __all__ = [
     "Action",

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic_ai import ApprovalRequired, ModelRetry, RunContext, Tool
 from pydantic_ai.toolsets import FunctionToolset
 
+from ..deps import CoDeps  # at run time: pydantic-ai reads the tools' annotations
 from ..memory import Memory, MemoryStore, memory_store_path
 from ..memory._lifecycle import clean_tags, find_duplicate, prompt_section, save
-from ..turn._deps import CoDeps  # at run time: pydantic-ai reads the tools' annotations
 from . import ToolsetBuild
 from ._paging import paginate, result
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic_ai import ModelRetry, RunContext, ToolFailed
 from pydantic_ai.toolsets import FunctionToolset
 
-from ..turn._deps import CoDeps  # at run time: pydantic-ai reads the tools' annotations
+from ..deps import CoDeps  # at run time: pydantic-ai reads the tools' annotations
 from . import ToolsetBuild
 from ._audit import record_access
 from ._paging import paginate, result

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 # pydantic-ai reads the tool's type hints at registration, so these are real imports.
 from pydantic_ai import RunContext
 
-from ..turn._deps import CoDeps
+from ..deps import CoDeps
 from . import ToolsetBuild
 
 if TYPE_CHECKING:
@@ -47,11 +47,11 @@ async def run_shell_command(
         cmd: The command line to run.
         timeout: Seconds after which the command is killed.
     """
-    from ..sandbox import SandboxUnavailable, ensure_sandbox
+    from ..sandbox import SandboxUnavailable
 
     settings = ctx.deps.settings
     try:
-        sandbox = ensure_sandbox(ctx.deps)
+        sandbox = ctx.deps.ensure_sandbox()
         result = await sandbox.run(cmd, timeout=timeout, max_output=settings.sandbox_max_output)
     except SandboxUnavailable as exc:
         message = f"The sandbox is unavailable, so the command did not run: {exc}"

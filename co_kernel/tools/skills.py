@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.toolsets import FunctionToolset
 
-from ..turn._deps import CoDeps  # at run time: pydantic-ai reads the tools' annotations
+from ..deps import CoDeps  # at run time: pydantic-ai reads the tools' annotations
 from . import ToolsetBuild
 from ._frontmatter import DefinitionError, read_definition
 

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 from pydantic_ai import ModelRetry, RunContext, Tool, ToolFailed
 from pydantic_ai.toolsets import FunctionToolset
 
-from ..turn._deps import CoDeps  # at run time: pydantic-ai reads the tools' annotations
+from ..deps import CoDeps  # at run time: pydantic-ai reads the tools' annotations
 from . import ToolsetBuild
 from ._audit import record_access
 from ._paging import result, text_pages

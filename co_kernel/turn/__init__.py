@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from ._agent import SessionAgent, build_session_agent
+from ._agent import SessionAgent, build_session_agent, session_toolsets
 from ._approval import is_safe_command
-from ._deps import CoDeps
 from ._frontend import (
     ApprovalDecision,
     ApprovalRequest,
@@ -14,6 +13,7 @@ from ._frontend import (
     TurnSummary,
 )
 from ._providers import PROVIDERS, ModelHandle, build_model, parse_model_string
+from ._recording import RecordingFrontend
 from ._run import INTERRUPTED_TOOL_RETURN, TurnResult, patch_dangling_tool_calls, run_turn
 from ._session import ChatSession, TurnRecord
 
@@ -23,9 +23,9 @@ __all__ = [
     "ApprovalDecision",
     "ApprovalRequest",
     "ChatSession",
-    "CoDeps",
     "FrontendProtocol",
     "ModelHandle",
+    "RecordingFrontend",
     "SessionAgent",
     "ToolCallView",
     "ToolResultView",
@@ -38,4 +38,5 @@ __all__ = [
     "parse_model_string",
     "patch_dangling_tool_calls",
     "run_turn",
+    "session_toolsets",
 ]

@@ -24,11 +24,11 @@ if TYPE_CHECKING:
     from pydantic_ai.toolsets import AbstractToolset
 
     from ..config import Settings
+    from ..deps import CoDeps
     from ..tools import ToolsetBuild
-    from ._deps import CoDeps
     from ._providers import ModelHandle
 
-__all__ = ["SessionAgent", "build_agent", "build_session_agent"]
+__all__ = ["SessionAgent", "build_agent", "build_session_agent", "session_toolsets"]
 
 
 @dataclass
@@ -45,6 +45,15 @@ class SessionAgent:
     """Why the model gets no tools at all (a tiny local model), else None."""
 
 
+def session_toolsets(settings: Settings) -> list[ToolsetBuild]:
+    """Every toolset a session registers: the integrations, then delegation to subagents."""
+    # pydantic-ai loads with these: imported when a session builds its agent, not before.
+    from ..tools import collect_toolsets
+    from ._subagent import delegate_toolset
+
+    return [*collect_toolsets(settings), delegate_toolset(settings)]
+
+
 def build_session_agent(
     settings: Settings,
     model_string: str | None,
@@ -59,12 +68,11 @@ def build_session_agent(
     ``wrap_toolset`` wraps each registered toolset (the eval runner defers every call);
     ``extra_toolsets`` (the session's MCP servers) join them when the model takes tools.
     """
-    from ..tools import collect_toolsets
     from ._providers import build_model
 
     handle = build_model(settings, model_string, base_dir=base_dir)
     try:
-        builds = collect_toolsets(settings)
+        builds = session_toolsets(settings)
         unavailable = None
         if not handle.supports_tools:
             unavailable = (
@@ -108,8 +116,8 @@ def build_agent(
     """
     from pydantic_ai import Agent, DeferredToolRequests, RunContext
 
+    from ..deps import CoDeps
     from ..tools._errors import ToolErrorGuard
-    from ._deps import CoDeps
     from ._govern import GovernHistory
 
     config_dir = paths().config_dir

@@ -14,7 +14,7 @@ import shlex
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._deps import CoDeps
+    from ..deps import CoDeps
     from ._frontend import ApprovalDecision
 
 __all__ = [

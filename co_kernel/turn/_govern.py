@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from pydantic_ai import RunContext
     from pydantic_ai.models import ModelRequestContext
 
-    from ._deps import CoDeps
+    from ..deps import CoDeps
 
 __all__ = ["GovernHistory"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from openai.types import chat
 from openai.types.chat import ChatCompletionChunk
@@ -25,9 +25,14 @@ if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage, ModelResponse
     from pydantic_ai.settings import ModelSettings
 
-    from ._local import LocalRuntime
+__all__ = ["LlamaCppChatModel", "LocalServerModel", "ModelRuntime", "timings_of"]
 
-__all__ = ["LlamaCppChatModel", "LocalServerModel", "timings_of"]
+
+class ModelRuntime(Protocol):
+    """What runs the model's server (``_local.LocalRuntime``): started before a request."""
+
+    async def prepare(self) -> None: ...
+
 
 _TIMING_KEYS = ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "predicted_per_second")
 
@@ -68,7 +73,7 @@ class LocalServerModel(WrapperModel):
     model (the evals runner, a server that died between turns).
     """
 
-    def __init__(self, wrapped: Model, runtime: LocalRuntime) -> None:
+    def __init__(self, wrapped: Model, runtime: ModelRuntime) -> None:
         super().__init__(wrapped)
         self.runtime = runtime
 

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..exceptions import ProviderNotConfigured, UnknownProvider
+from ..config import PROVIDERS, parse_model_string
+from ..exceptions import ProviderNotConfigured
 from ._prepared import customizing_once
 
 if TYPE_CHECKING:
@@ -31,15 +32,6 @@ __all__ = [
     "parse_model_string",
 ]
 
-PROVIDERS: dict[str, str] = {
-    "gemini": "Google Gemini (GEMINI_API_KEY)",
-    "ollama": "a local Ollama server (OLLAMA_HOST)",
-    "openai": "OpenAI (OPENAI_API_KEY)",
-    "anthropic": "Anthropic (ANTHROPIC_API_KEY)",
-    "compat": "any OpenAI-compatible server (CO_BASE_URL, CO_API_KEY)",
-    "replay": "a scripted conversation (replay:path/to/script.jsonl)",
-    "local": "a GGUF model run on this machine by llama.cpp (local:path/to/model.gguf, local:smollm2-135m)",
-}
 
 NO_MODEL_MESSAGE = (
     "No model is configured. Choose one with `%model provider:model` or set `CO_MODEL`, "
@@ -49,27 +41,6 @@ NO_MODEL_MESSAGE = (
     "on this machine with `CO_MODEL=local:/path/to/model.gguf`. "
     "Settings can also live in `~/.config/co/settings.json` or `.co/settings.json`."
 )
-
-
-def parse_model_string(value: str) -> tuple[str, str]:
-    """Split ``provider:model``; raise a ConfigError that names the fix."""
-    provider, sep, name = value.strip().partition(":")
-    provider = provider.lower()
-    if not sep or not name.strip():
-        raise UnknownProvider(
-            f"'{value}' is not a model name: use provider:model, e.g. ollama:llama3.2 "
-            f"(providers: {', '.join(PROVIDERS)})"
-        )
-    if provider not in PROVIDERS:
-        import difflib
-
-        close = difflib.get_close_matches(provider, list(PROVIDERS), n=1)
-        hint = f" Did you mean '{close[0]}:{name}'?" if close else ""
-        raise UnknownProvider(
-            f"Unknown provider '{provider}' in '{value}'.{hint} "
-            f"Known providers: {', '.join(PROVIDERS)}."
-        )
-    return provider, name.strip()
 
 
 @dataclass

@@ -13,6 +13,7 @@ ran are not run again); a 400 is answered by showing the model the error once.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import logging
 import re
@@ -46,12 +47,13 @@ if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
     from pydantic_ai.usage import RunUsage, UsageLimits
 
-    from ._deps import CoDeps
+    from ..deps import CoDeps
 
 __all__ = [
     "INTERRUPTED_TOOL_RETURN",
     "TurnResult",
     "TurnScope",
+    "current_turn",
     "patch_dangling_tool_calls",
     "run_turn",
 ]
@@ -85,7 +87,7 @@ class TurnResult:
 
 @dataclass
 class TurnScope:
-    """What a tool may reach of the turn that called it (``CoDeps.turn``, set while it runs)."""
+    """What a tool may reach of the turn that called it (``current_turn()``, while it runs)."""
 
     frontend: FrontendProtocol
     """Where the turn is shown; a subagent's progress and approvals go through it."""
@@ -96,6 +98,19 @@ class TurnScope:
     capabilities: Callable[[], Sequence[AbstractCapability[Any]]] | None = None
     """Fresh copies of the session's telemetry capabilities (tracing, rate limits), so a
     subagent's requests are traced and counted like the turn's."""
+
+
+# The turn a tool call runs in. A context variable, not a CoDeps field: it belongs to
+# the running task (a subagent's run sets its own inside the tool call that started
+# it), and the deps that tools receive stay free of the turn machinery above them.
+_current_turn: contextvars.ContextVar[TurnScope | None] = contextvars.ContextVar(
+    "co_current_turn", default=None
+)
+
+
+def current_turn() -> TurnScope | None:
+    """The turn whose tool call is running; None for a tool called outside ``run_turn``."""
+    return _current_turn.get()
 
 
 class _Interrupted(Exception):
@@ -421,14 +436,13 @@ class _TurnRunner:
     # -- the state machine -------------------------------------------------
 
     async def run(self) -> TurnResult:
-        outer = self.deps.turn
-        self.deps.turn = TurnScope(
-            self.frontend, self.provider, self.model_label, self.capabilities
+        token = _current_turn.set(
+            TurnScope(self.frontend, self.provider, self.model_label, self.capabilities)
         )
         try:
             return await self._run()
         finally:
-            self.deps.turn = outer
+            _current_turn.reset(token)
 
     async def _run(self) -> TurnResult:
         from pydantic_ai import DeferredToolRequests

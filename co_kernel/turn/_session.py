@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..deps import CoDeps
 from ..exceptions import ConfigError
 from ..store import SessionConflict, SessionStore, TurnRow, session_store_path
 from ._compact import CompactError, compacted_history, render_transcript, split_for_compaction
-from ._deps import CoDeps
 from ._history import estimate_tokens, govern_history
 from ._providers import build_model, parse_model_string
 from ._run import TurnResult, run_turn
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
     from ..config import LoadedSettings
+    from ..mcp import McpServersToolset
     from ..store import Revision, SessionInfo
     from ..tools import ToolsetBuild
     from ._frontend import FrontendProtocol
@@ -122,6 +123,8 @@ class ChatSession:
             redact=self.telemetry.redact,
         )
         """The session's MCP servers; the kernel starts them with its first cell."""
+        self._mcp_toolset: McpServersToolset | None = None
+        """The one toolset the agent gets for all servers; it offers the connected ones."""
 
     @property
     def settings(self) -> Any:
@@ -183,15 +186,18 @@ class ChatSession:
     def ensure_agent(self) -> tuple[Agent[CoDeps, Any], ModelHandle]:
         """Build the model and agent on first use; raises ConfigError with the fix."""
         if self._agent is None or self._handle is None:
+            from ..mcp import McpServersToolset
             from ._agent import build_session_agent
 
+            if self._mcp_toolset is None:
+                self._mcp_toolset = McpServersToolset(self.mcp)
             built = build_session_agent(
                 self.settings,
                 self.model_override or self.settings.model,
                 base_dir=self.deps.workspace,
                 capabilities=self.telemetry.capabilities(),
                 # Always there, so `%mcp reload` can add servers to a built agent.
-                extra_toolsets=[self.mcp.toolset],
+                extra_toolsets=[self._mcp_toolset],
             )
             self.mcp.reserve(built.toolsets)
             self.toolsets = built.toolsets

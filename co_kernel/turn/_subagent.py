@@ -1,4 +1,10 @@
-"""Running a subagent inside a tool call (seed 004 "SubAgent Delegation Flow").
+"""``delegate_task``: running a subagent inside a tool call (seed 004 "SubAgent Delegation Flow").
+
+The definitions come from ``tools/subagents.py``; the tool lives here because what it does
+is run an agent, which is the turn's job. It is offered only while there is a subagent
+to delegate to and the nesting is below ``subagent_max_depth``; it needs no approval of
+its own, because every side-effectful call the subagent makes asks the person, exactly
+as Co's would.
 
 The subagent is a pydantic-ai agent of its own (its instructions, model and allowed
 tools) run by the same ``_TurnRunner`` as a turn: the same streaming, approval loop,
@@ -19,22 +25,37 @@ import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-# pydantic-ai reads the instructions function's annotations, so a real import.
-from pydantic_ai import RunContext
+# pydantic-ai reads the tool's and the instructions function's annotations: real imports.
+from pydantic_ai import ModelRetry, RunContext
+from pydantic_ai.toolsets import FunctionToolset
 
+from ..deps import CoDeps
+from ..exceptions import ConfigError
+from ..tools import ToolsetBuild
+from ..tools.subagents import DELEGATE_TOOL, SubagentSpec, can_delegate, session_subagents
 from ._frontend import SubagentView, TurnSummary
-from ._run import TurnResult, _TurnRunner
+from ._providers import build_model
+from ._recording import RecordingFrontend
+from ._run import TurnResult, _TurnRunner, current_turn
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from pydantic_ai.capabilities import AbstractCapability
     from pydantic_ai.models import Model
+    from pydantic_ai.tools import ToolDefinition
     from pydantic_ai.toolsets import AbstractToolset
 
-    from ._deps import CoDeps
+    from ..config import Settings
 
-__all__ = ["SubagentOutcome", "SubagentRun", "child_deps", "run_subagent"]
+__all__ = [
+    "SubagentOutcome",
+    "SubagentRun",
+    "child_deps",
+    "delegate_task",
+    "delegate_toolset",
+    "run_subagent",
+]
 
 _PREAMBLE = """\
 You are `{name}`, a subagent of Co (an assistant in a Jupyter notebook). Co delegated one \
@@ -83,10 +104,8 @@ def child_deps(deps: CoDeps) -> CoDeps:
     Session resources (sandbox, audit log, integration clients in ``extras``) are shared,
     so the subagent's shell runs in the same sandbox as Co's.
     """
-    from ..sandbox import ensure_sandbox
-
-    ensure_sandbox(deps)  # cheap (no container yet); created here so both share one
-    return replace(deps, depth=deps.depth + 1, todos=[], page_tokens={}, turn=None)
+    deps.ensure_sandbox()  # cheap (no container yet); created here so both share one
+    return replace(deps, depth=deps.depth + 1, todos=[], page_tokens={})
 
 
 def _build_agent(
@@ -99,7 +118,6 @@ def _build_agent(
     from ..tools._errors import ToolErrorGuard
     from ..tools.skills import prompt_entries as skill_entries
     from ..tools.subagents import prompt_entries as subagent_entries
-    from ._deps import CoDeps
     from ._govern import GovernHistory
     from ._prompt import skills_section, subagents_section
 
@@ -134,10 +152,8 @@ def _build_agent(
 async def run_subagent(ctx: RunContext[CoDeps], run: SubagentRun) -> SubagentOutcome:
     """Run ``run`` for the tool call in ``ctx``; raises CancelledError when interrupted."""
     deps = ctx.deps
-    scope = deps.turn
+    scope = current_turn()
     if scope is None:  # a tool called outside run_turn (the eval runner): no live display
-        from ..frontend import RecordingFrontend
-
         parent: Any = RecordingFrontend()
     else:
         parent = scope.frontend
@@ -195,3 +211,89 @@ async def run_subagent(ctx: RunContext[CoDeps], run: SubagentRun) -> SubagentOut
     # progress, shown in the cell); when it stopped early, whatever it said.
     final = runner.text_parts[-1] if runner.text_parts and not result.error else result.output
     return SubagentOutcome(final.strip(), result.error, requests)
+
+
+def _allowed_toolsets(ctx: RunContext[CoDeps], spec: SubagentSpec) -> list[AbstractToolset[CoDeps]]:
+    """Co's toolsets, reduced to the tools the subagent may call."""
+    from pydantic_ai.toolsets import CombinedToolset
+
+    agent = ctx.agent
+    toolsets = list(agent.toolsets) if agent is not None else []
+    if spec.tools is None:
+        return toolsets
+    allowed = set(spec.tools)
+    return [CombinedToolset(toolsets).filtered(lambda _ctx, tool: tool.name in allowed)]
+
+
+async def delegate_task(ctx: RunContext[CoDeps], description: str, subagent: str) -> str:
+    """Delegate a self-contained task to a subagent and get back its summary.
+
+    The subagent does not see this conversation: say everything it needs in `description`.
+
+    Args:
+        description: The complete task: goal, inputs (file names, values) and what to report.
+        subagent: The subagent's name, as listed under Subagents in the instructions.
+    """
+    deps = ctx.deps
+    if not can_delegate(deps):
+        return (
+            f"Not delegated: subagents may nest at most {deps.settings.subagent_max_depth} "
+            "level(s) deep (setting `subagent_max_depth`). Do the task yourself."
+        )
+    agents = session_subagents(deps).agents
+    spec = agents.get(subagent.strip())
+    if spec is None:
+        available = ", ".join(f"`{n}`" for n in sorted(agents)) or "none"
+        raise ModelRetry(f"There is no subagent named {subagent!r}. Available: {available}.")
+    if not description.strip():
+        raise ModelRetry("`description` is empty; write the complete task for the subagent.")
+    handle = None
+    if spec.model:
+        try:
+            handle = build_model(deps.settings, spec.model, base_dir=deps.workspace)
+        except ConfigError as exc:
+            return f"The subagent `{spec.name}` could not start: {exc}"
+        model: Any = handle.model
+        label, provider = handle.label, handle.provider
+    else:
+        model = ctx.model
+        scope = current_turn()
+        label = scope.model_label if scope is not None else str(getattr(model, "model_name", ""))
+        provider = scope.provider if scope is not None else str(getattr(model, "system", ""))
+    try:
+        outcome = await run_subagent(
+            ctx,
+            SubagentRun(
+                name=spec.name,
+                instructions=spec.instructions,
+                task=description.strip(),
+                model=model,
+                model_label=label,
+                provider=provider,
+                toolsets=_allowed_toolsets(ctx, spec),
+                tools=spec.tools,
+            ),
+        )
+    finally:
+        if handle is not None:
+            handle.close()
+    if outcome.error:
+        partial = f"\n\nIts answer so far:\n{outcome.output}" if outcome.output else ""
+        return f"The subagent `{spec.name}` stopped early: {outcome.error}{partial}"
+    return outcome.output or f"The subagent `{spec.name}` finished without an answer."
+
+
+async def _only_when_delegable(
+    ctx: RunContext[CoDeps], tool_def: ToolDefinition
+) -> ToolDefinition | None:
+    """Offer delegate_task only with a subagent to delegate to, below the depth limit."""
+    if not can_delegate(ctx.deps) or not session_subagents(ctx.deps).agents:
+        return None
+    return tool_def
+
+
+def delegate_toolset(settings: Settings) -> ToolsetBuild:
+    """The subagents toolset; always registered, offered when a subagent is defined."""
+    toolset: FunctionToolset[CoDeps] = FunctionToolset()
+    toolset.add_function(delegate_task, prepare=_only_when_delegable)
+    return ToolsetBuild("subagents", toolset, approval={DELEGATE_TOOL: False})

@@ -15,9 +15,10 @@ from pydantic_ai.models.test import TestModel
 from pydantic_ai.usage import RunUsage
 
 from co_kernel.config import Settings
+from co_kernel.deps import CoDeps
 from co_kernel.testing import ScriptedModelServer
-from co_kernel.tools import collect_toolsets, files, notes
-from co_kernel.turn import CoDeps
+from co_kernel.tools import files, notes
+from co_kernel.turn import session_toolsets
 from co_kernel.turn._local import CATALOGUE, _catalogue_file
 from evals.tool_calling import (
     HERE,
@@ -184,7 +185,7 @@ def test_golden_cases_cover_every_registered_tool(tmp_path: Path) -> None:
     categories = {c.category for c in cases}
     assert categories == {"tool_selection", "refusal", "error_recovery"}
     expected = {c.expect_tool for c in cases}
-    registered = {name for b in collect_toolsets(eval_settings(tmp_path)) for name in b.approval}
+    registered = {name for b in session_toolsets(eval_settings(tmp_path)) for name in b.approval}
     assert registered, "eval settings must register the integrations"
     missing = registered - expected
     assert not missing, f"tools without a golden case: {sorted(missing)}"

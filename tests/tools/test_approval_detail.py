@@ -8,9 +8,9 @@ import asyncio
 import pytest
 
 from co_kernel.config import Settings
-from co_kernel.frontend import RecordingFrontend
+from co_kernel.deps import CoDeps
 from co_kernel.tools import collect_toolsets
-from co_kernel.turn import CoDeps, build_model, run_turn
+from co_kernel.turn import RecordingFrontend, build_model, run_turn
 from co_kernel.turn._agent import build_agent
 
 

@@ -16,9 +16,9 @@ from typing import Any
 from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.toolsets import FunctionToolset
 
+from co_kernel.deps import CoDeps
 from co_kernel.tools import ToolsetBuild
 from co_kernel.tools._errors import ToolError, ToolErrorKind
-from co_kernel.turn import CoDeps
 
 PLUGIN_NAME = "faults"
 LOG_NAME = "tool-calls.log"

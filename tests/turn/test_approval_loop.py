@@ -10,8 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from co_kernel.frontend import RecordingFrontend
-from co_kernel.turn import ApprovalDecision, ApprovalRequest, TurnResult
+from co_kernel.turn import ApprovalDecision, ApprovalRequest, RecordingFrontend, TurnResult
 from tests.turn_support import (
     approvals,
     make_session,

@@ -17,9 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from co_kernel.config import LoadedSettings, Settings
-from co_kernel.frontend import RecordingFrontend
 from co_kernel.testing import ScriptedModelServer
-from co_kernel.turn import ChatSession
+from co_kernel.turn import ChatSession, RecordingFrontend
 
 KINDS = ("safe", "unsafe", "disguised")
 DECISIONS = ("approve", "deny", "approve_all", "timed_out")

@@ -14,13 +14,13 @@ import uuid
 from pathlib import Path
 
 from co_kernel.config import Settings
-from co_kernel.frontend import RecordingFrontend
+from co_kernel.deps import CoDeps
 from co_kernel.testing import ScriptedModelServer
 from co_kernel.turn import (
     INTERRUPTED_TOOL_RETURN,
     ApprovalDecision,
     ApprovalRequest,
-    CoDeps,
+    RecordingFrontend,
     build_model,
     run_turn,
 )

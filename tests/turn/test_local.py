@@ -13,9 +13,8 @@ import pytest
 
 from co_kernel.config import LoadedSettings, Settings
 from co_kernel.exceptions import ProviderNotConfigured
-from co_kernel.frontend import RecordingFrontend
 from co_kernel.status import collect_status, format_status
-from co_kernel.turn import ChatSession
+from co_kernel.turn import ChatSession, RecordingFrontend
 from co_kernel.turn._local import (
     CATALOGUE,
     LocalServer,

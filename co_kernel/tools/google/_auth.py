@@ -30,7 +30,7 @@ from ...exceptions import ConfigError
 
 if TYPE_CHECKING:
     from ...config import Settings
-    from ...turn import CoDeps
+    from ...deps import CoDeps
 
 __all__ = [
     "SCOPES",

@@ -17,7 +17,7 @@ from ._errors import ToolErrorKind, classify_google_error, handle_tool_error
 if TYPE_CHECKING:
     from pydantic_ai import RunContext
 
-    from ...turn import CoDeps
+    from ...deps import CoDeps
 
 __all__ = ["CALENDAR", "DRIVE", "GMAIL", "GoogleApi", "run_google"]
 

@@ -7,17 +7,16 @@
 | `TRANSIENT` | ``ModelRetry``: call again                      | 429, 5xx, 403 rate limits, network     |
 | `MISUSE`    | ``ModelRetry`` with a hint to fix the arguments | 404 (bad id), 400 (bad query)          |
 
-``ToolErrorKind``, ``handle_tool_error`` and ``tool_error_result`` are the shared ones
-from ``co_kernel/tools/_errors.py``, re-exported here for the Google and Slack modules.
+``ClassifiedError``, ``ToolErrorKind``, ``handle_tool_error`` and ``tool_error_result`` are
+the shared ones from ``co_kernel/tools/_errors.py`` (Slack classifies its failures the same way).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
-from .._errors import ToolErrorKind, handle_tool_error, tool_error_result
+from .._errors import ClassifiedError, ToolErrorKind, handle_tool_error, tool_error_result
 
 __all__ = [
     "ClassifiedError",
@@ -26,18 +25,6 @@ __all__ = [
     "handle_tool_error",
     "tool_error_result",
 ]
-
-
-@dataclass(frozen=True)
-class ClassifiedError:
-    """A failure and what the model is told about it."""
-
-    kind: ToolErrorKind
-    """Terminal, transient or misuse."""
-    message: str
-    """What happened, in words the model can repeat to the person."""
-    hint: str | None = None
-    """How to correct the call (misuse only)."""
 
 
 # The API's service name, for the "enable it" link when a project has not enabled it.

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from pydantic import Field
 from pydantic_ai import RunContext
 
-from ...turn._deps import CoDeps
+from ...deps import CoDeps
 from .._paging import pages
 from ._client import CALENDAR, run_google
 

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from pydantic import Field
 from pydantic_ai import RunContext
 
-from ...turn._deps import CoDeps
+from ...deps import CoDeps
 from .._paging import pages
 from ._client import DRIVE, run_google
 

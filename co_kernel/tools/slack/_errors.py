@@ -8,7 +8,7 @@ thread or cursor is misuse with a hint. Slack reports most failures as HTTP 200 
 
 from __future__ import annotations
 
-from ..google._errors import ClassifiedError, ToolErrorKind
+from .._errors import ClassifiedError, ToolErrorKind
 
 __all__ = ["classify_slack_error"]
 

@@ -15,9 +15,9 @@ from typing import Annotated, Any
 from pydantic import Field
 from pydantic_ai import ModelRetry, RunContext
 
-from ...turn._deps import CoDeps
+from ...deps import CoDeps
+from .._errors import handle_tool_error
 from .._paging import pages
-from ..google._errors import handle_tool_error
 from ._errors import classify_slack_error
 
 __all__ = [

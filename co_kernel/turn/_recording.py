@@ -1,11 +1,11 @@
-"""A frontend that records every call, for tests of the turn loop."""
+"""A frontend that records every call: for tests, and for a subagent run outside a turn."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..turn._frontend import (
+from ._frontend import (
     ApprovalDecision,
     ApprovalRequest,
     FrontendProtocol,

@@ -23,15 +23,21 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from pydantic_settings.exceptions import SettingsError
 from pydantic_settings.sources import EnvSettingsSource
 
-from .mcp._spec import McpServerSpec
+from ._mcp import McpServerSpec, expand_vars, merge_server_layers
+from ._models import PROVIDERS, parse_model_string
 
 __all__ = [
+    "PROVIDERS",
     "CoPaths",
     "LoadedSettings",
+    "McpServerSpec",
     "Settings",
     "SubagentSetting",
     "WebPolicy",
+    "expand_vars",
     "load_settings",
+    "merge_server_layers",
+    "parse_model_string",
     "paths",
 ]
 
@@ -314,7 +320,7 @@ class Settings(BaseSettings):
         None, description="Slack Web API base URL replacing https://slack.com/api/ (tests)"
     )
 
-    # --- MCP servers (co_kernel/mcp/_spec.py) ---
+    # --- MCP servers (co_kernel/config/_mcp.py) ---
     mcp_servers: dict[str, McpServerSpec] = Field(
         default_factory=dict,
         description="name -> MCP server: stdio (`command`, `args`, `env`) or streamable HTTP "
@@ -450,8 +456,6 @@ def _merge_mcp_servers(
     layers: list[tuple[str, dict[str, Any]]], merged: dict[str, Any], problems: list[str]
 ) -> None:
     """MCP servers merge by name across layers, and a bad server is dropped alone."""
-    from .mcp import merge_server_layers
-
     if "mcp_servers" not in merged:
         return
     sources = [

@@ -1,7 +1,8 @@
 """CoDeps: the per-session dependency object injected into every tool.
 
 Seed 000's invariant: mutable session state lives here, never in module globals; one
-instance per kernel session, shared by every turn of that session.
+instance per kernel session, shared by every turn of that session. It sits below the
+tools, the sandbox cell and the turn that all use it, and above what it holds.
 """
 
 from __future__ import annotations
@@ -11,11 +12,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..config import Settings
-    from ..notebook import NotebookContext
-    from ..sandbox import SandboxProtocol
-    from ..telemetry import AuditLog
-    from ._run import TurnScope
+    from .config import Settings
+    from .notebook import NotebookContext
+    from .sandbox import SandboxProtocol, StatusCallback
+    from .telemetry import AuditLog
 
 __all__ = ["CoDeps"]
 
@@ -50,7 +50,30 @@ class CoDeps:
     """Where tool calls and guarded accesses are recorded; None disables auditing."""
     depth: int = 0
     """Subagent nesting: 0 for Co itself, 1 for a subagent it delegated to, ..."""
-    turn: TurnScope | None = None
-    """The turn in progress (its frontend, model), for tools that run a subagent; else None."""
     extras: dict[str, Any] = field(default_factory=dict)
     """Per-integration cached clients and credentials (never module globals)."""
+
+    def ensure_sandbox(self, on_status: StatusCallback | None = None) -> SandboxProtocol:
+        """The session's sandbox; built from settings the first time (cheap: no Docker call yet).
+
+        Shared by ``!cmd`` cells and the shell tool, so both run in the same container.
+        """
+        if self.sandbox is None:
+            # Imported on first use: the Docker client is not needed to start a session.
+            from .sandbox import create_sandbox
+
+            s = self.settings
+            self.sandbox = create_sandbox(
+                mode=s.sandbox,
+                image=s.sandbox_image,
+                workspace=self.workspace,
+                session_id=self.session_id,
+                kernel_id=self.kernel_id,
+                network=s.sandbox_network,
+                memory=s.sandbox_memory,
+                cpus=s.sandbox_cpus,
+                pids_limit=s.sandbox_pids_limit,
+                max_timeout=s.sandbox_max_timeout,
+                on_status=on_status,
+            )
+        return self.sandbox
