@@ -22,10 +22,9 @@ fi
 command -v npm >/dev/null 2>&1 || { say "error: npm not found; install Node.js 20.19 or newer"; exit 1; }
 
 say "installing the locked npm dependencies"
-# `npm install`, not `npm ci`: the lock was made against a registry mirror without some
-# platform-only optional packages (rspack and rollup bindings for other systems), which
-# `npm ci` rejects; `npm install` still installs the locked versions.
-npm install --no-audit --no-fund --loglevel=error
+# The lock lists every platform's optional bindings (rspack, rollup), so `npm ci` installs
+# exactly it and never rewrites it (scripts/test.sh does the same).
+npm ci --no-audit --no-fund --loglevel=error
 rm -rf ../co_kernel/labextension
 say "building (tsc, then jupyter-builder build)"
 npm run --silent build:prod
