@@ -25,6 +25,7 @@ from pydantic_settings.sources import EnvSettingsSource
 
 from ._mcp import McpServerSpec, expand_vars, merge_server_layers
 from ._models import PROVIDERS, parse_model_string
+from ._protected import is_protected, is_protected_name, protected_paths
 
 __all__ = [
     "PROVIDERS",
@@ -35,10 +36,13 @@ __all__ = [
     "SubagentSetting",
     "WebPolicy",
     "expand_vars",
+    "is_protected",
+    "is_protected_name",
     "load_settings",
     "merge_server_layers",
     "parse_model_string",
     "paths",
+    "protected_paths",
 ]
 
 APP_NAME = "co"
@@ -241,6 +245,11 @@ class Settings(BaseSettings):
     )
     file_max_bytes: int = Field(
         1_000_000, ge=1024, description="Largest file the files and notes tools read or write"
+    )
+    file_allow_hard_links: bool = Field(
+        False,
+        description="Let the files, notes and skill tools read files with more than one hard "
+        "link (one may be a link to a file outside the workspace)",
     )
     brave_search_api_key: SecretStr | None = _env(
         None, "brave_search_api_key", "BRAVE_SEARCH_API_KEY", "BRAVE_API_KEY"
