@@ -32,13 +32,38 @@ scripts/start-docker.sh
 scripts/build-sandbox-image.sh co-sandbox-test:bookworm
 
 # The labextension's TypeScript: lint, type-check and unit tests (Node.js >= 20.19).
-# `npm install` installs the locked versions (see labextension/build.sh for why not `npm ci`).
-(cd labextension && npm install --no-audit --no-fund --loglevel=error \
-    && npm run --silent lint:check && npm test)
+# `npm ci` installs exactly the lock and never rewrites it; skipped while node_modules is
+# newer than the lock (npm's own record of the install, .package-lock.json).
+if [ ! -f labextension/node_modules/.package-lock.json ] \
+    || [ labextension/package-lock.json -nt labextension/node_modules/.package-lock.json ]; then
+    say "installing the labextension's locked npm packages (about a minute)"
+    (cd labextension && npm ci --no-audit --no-fund --loglevel=error)
+fi
+(cd labextension && npm run --silent lint:check && npm test)
 
 # npm and node_modules are there now: the extension's own build test must run, not skip.
 export CO_TEST_REQUIRE_NODE=1
 export CO_TEST_SANDBOX_IMAGE=co-sandbox-test:bookworm
 # The regression notebooks' kernels use it too (no registry here for python:3.12-slim).
 export CO_SANDBOX_IMAGE=co-sandbox-test:bookworm
-exec .venv/bin/python -m pytest --nbval tests notebooks "$@"
+
+# Tests run in parallel (pytest-xdist): most of their time is spent waiting for kernels,
+# containers and browsers, so more workers than cores pays. CO_TEST_WORKERS overrides
+# (0: one process); a notebook's cells, and the tests of a module that share a
+# module-scoped fixture, stay on one worker (tests/conftest.py).
+workers="${CO_TEST_WORKERS:-$(( $(nproc) * 2 ))}"
+
+# The run must leave the checkout as it found it: compare git's view before and after.
+status_of_checkout() { git status --porcelain --untracked-files=all 2>/dev/null || true; }
+before="$(status_of_checkout)"
+set +e
+.venv/bin/python -m pytest --nbval tests notebooks -n "$workers" --dist loadgroup "$@"
+code=$?
+set -e
+after="$(status_of_checkout)"
+if [ "$before" != "$after" ]; then
+    say "error: the test run changed the checkout (git status before and after):"
+    diff <(printf '%s\n' "$before") <(printf '%s\n' "$after") >&2 || true
+    [ "$code" -ne 0 ] || code=1
+fi
+exit "$code"
