@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import re
@@ -78,9 +79,7 @@ class CoKernel(IPythonKernel):
             # Import the model stack off the critical path: the kernel answers at once
             # and the first turn does not pay for the imports.
             self._warmed = True
-            self._dispatcher.warmup = asyncio.get_running_loop().run_in_executor(
-                None, _warm_imports
-            )
+            self._dispatcher.warmup = _warm_in_background(asyncio.get_running_loop())
 
     @property
     def kernel_info(self) -> dict[str, Any]:
@@ -191,6 +190,30 @@ class CoKernel(IPythonKernel):
 def _waiting_for_events(frame: Any) -> bool:
     """Whether the signal arrived while the event loop waited in its selector."""
     return frame is not None and frame.f_code.co_filename.endswith("selectors.py")
+
+
+def _warm_in_background(loop: asyncio.AbstractEventLoop) -> asyncio.Future[None]:
+    """Run the warm-up imports on a daemon thread; the future resolves when they are done.
+
+    Not the loop's default executor: its threads are joined when the process exits, so a
+    kernel shut down (or restarted) in its first seconds waited for pydantic-ai to finish
+    importing, 2-3 s on a busy machine.
+    """
+    done: asyncio.Future[None] = loop.create_future()
+
+    def settle() -> None:
+        if not done.done():
+            done.set_result(None)
+
+    def run() -> None:
+        try:
+            _warm_imports()
+        finally:
+            with contextlib.suppress(RuntimeError):  # the loop closed: the kernel is exiting
+                loop.call_soon_threadsafe(settle)
+
+    threading.Thread(target=run, name="co-warm-imports", daemon=True).start()
+    return done
 
 
 def _warm_imports() -> None:
