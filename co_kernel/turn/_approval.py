@@ -11,7 +11,10 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from ._shell_options import COMMANDS, Parsed, parse_arguments, parse_find
 
 if TYPE_CHECKING:
     from ..deps import CoDeps
@@ -56,26 +59,32 @@ _LABELS: dict[str, str] = {
 # whatever it starts with.
 _UNSAFE = re.compile(r"[;&|<>`\n\r]|\$\(|\$\{")
 
-# Options that turn an otherwise read-only command into one that writes or runs things.
-_UNSAFE_OPTIONS: dict[str, tuple[str, ...]] = {
-    "find": ("-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fls"),
-    "git": ("--output", "-o"),
-    "git branch": ("-d", "-D", "-m", "-M", "-c", "-C", "-f", "-u", "--delete", "--move",
-                   "--copy", "--force", "--set-upstream", "--unset-upstream", "--edit"),
-    "date": ("-s", "--set"),
-}  # fmt: skip
+PathCheck = Callable[[list[str], bool], bool]
+"""Given a safe command's path arguments and whether it reads whole trees, whether they
+may be read without asking."""
 
 
-def _has_unsafe_option(prefix: str, words: list[str]) -> bool:
-    banned = _UNSAFE_OPTIONS.get(prefix, ()) + _UNSAFE_OPTIONS.get(prefix.split(" ")[0], ())
-    if prefix == "git branch" and any(not w.startswith("-") for w in words[2:]):
-        return True  # a bare name creates a branch
-    # Prefix match: catches "--output=x", "-fprintf" and glued short options alike.
-    return any(w.startswith(b) for w in words[1:] for b in banned)
+def _arguments(prefix: str, words: list[str]) -> Parsed | None:
+    """The arguments after ``prefix``, parsed by its option table; None when one writes."""
+    args = words[len(prefix.split()) :]
+    if prefix == "find":
+        return parse_find(args)
+    spec = COMMANDS.get(prefix)
+    if spec is None:
+        # A configured prefix Co knows nothing about: its arguments, but no options.
+        if any(w.startswith("-") for w in args):
+            return None
+        return Parsed(paths=list(args))
+    return parse_arguments(spec, args)
 
 
-def is_safe_command(command: str, safe_prefixes: list[str]) -> bool:
-    """True when ``command`` is one of the safe prefixes, alone or followed by arguments."""
+def is_safe_command(
+    command: str, safe_prefixes: list[str], paths_ok: PathCheck | None = None
+) -> bool:
+    """True when ``command`` is a safe prefix with only read-only options and arguments.
+
+    ``paths_ok``, when given, also vets the files the command would read.
+    """
     cmd = command.strip()
     if not cmd or _UNSAFE.search(cmd):
         return False
@@ -85,8 +94,11 @@ def is_safe_command(command: str, safe_prefixes: list[str]) -> bool:
         return False
     for prefix in safe_prefixes:
         prefix = " ".join(prefix.split())
-        if prefix and (cmd == prefix or cmd.startswith(prefix + " ")):
-            return not _has_unsafe_option(prefix, words)
+        if prefix and words[: len(prefix.split())] == prefix.split():
+            parsed = _arguments(prefix, words)
+            if parsed is None:
+                return False
+            return paths_ok is None or paths_ok(parsed.paths, parsed.recursive)
     return False
 
 
