@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -63,27 +63,39 @@ def _secret_values(settings: Settings) -> Iterable[str]:
         yield from spec.secret_values()
 
 
+def credential_files(settings: Settings | None, environ: Mapping[str, str]) -> list[Path]:
+    """OAuth token and client files: Google's (by setting or default, and the token's
+    temporary file), every path setting named for a token, secret or credential, and
+    Application Default Credentials. Also what the redactor reads secrets from."""
+    from . import paths
+
+    config_dir = paths().config_dir
+    token = config_dir / "google_token.json"
+    client = config_dir / "google_client_secrets.json"
+    found: list[Path] = []
+    if settings is not None:
+        token = settings.google_token_path or token
+        client = settings.google_client_secrets or client
+        for name in type(settings).model_fields:
+            value = getattr(settings, name, None)
+            if isinstance(value, Path) and _CREDENTIAL_SETTING.search(name):
+                found.append(value)
+    # The token is written to a temporary file, then renamed over the old one.
+    found += [token, token.with_name(f".{token.name}.tmp"), client]
+    if environ.get("GOOGLE_APPLICATION_CREDENTIALS"):
+        found.append(Path(environ["GOOGLE_APPLICATION_CREDENTIALS"]))
+    gcloud = environ.get("CLOUDSDK_CONFIG") or "~/.config/gcloud"
+    found.append(Path(gcloud) / "application_default_credentials.json")
+    return list(dict.fromkeys(p.expanduser() for p in found))
+
+
 def protected_paths(settings: Settings, workspace: Path) -> list[Path]:
     """Absolute paths of the files that hold Co's own secrets (they need not exist)."""
     from . import paths
 
     config_dir = paths().config_dir
     found = [paths().settings_file, workspace / ".co" / "settings.json"]
-    token = settings.google_token_path or config_dir / "google_token.json"
-    found += [
-        token,
-        token.with_name(f".{token.name}.tmp"),  # written, then renamed over the token
-        settings.google_client_secrets or config_dir / "google_client_secrets.json",
-    ]
-    for name in type(settings).model_fields:
-        value = getattr(settings, name, None)
-        if isinstance(value, Path) and _CREDENTIAL_SETTING.search(name):
-            found.append(value)
-    environ = os.environ
-    if environ.get("GOOGLE_APPLICATION_CREDENTIALS"):
-        found.append(Path(environ["GOOGLE_APPLICATION_CREDENTIALS"]))
-    gcloud = environ.get("CLOUDSDK_CONFIG") or "~/.config/gcloud"
-    found.append(Path(gcloud) / "application_default_credentials.json")
+    found += credential_files(settings, os.environ)
     found += [Path(v) for v in _secret_values(settings) if v.startswith(("/", "~/"))]
     try:
         with os.scandir(config_dir) as entries:

@@ -12,7 +12,8 @@ A ``Redactor`` knows two kinds of secret:
   ``AIza...``, ``ya29....``, ``xoxb-...``, ``ghp_...``, ``glpat-...``).
 
 It is applied where text leaves the process or lands on disk: span attributes and
-events (the SQLite and OTLP exporters), audit rows, cell outputs and the error replies.
+events (the SQLite and OTLP exporters), audit rows, cell outputs and the error replies,
+memories before they are stored, and tool results before the model provider sees them.
 Each shape's regular expression only runs when a cheap substring test says it could
 match, so clean text (almost all of it) costs one ``lower()`` and a few ``in`` tests.
 """
@@ -21,12 +22,12 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["REDACTED", "Redactor", "secret_env_names"]
+__all__ = ["REDACTED", "Redactor", "redact_value", "secret_env_names"]
 
 REDACTED = "[REDACTED]"
 
@@ -180,26 +181,6 @@ def _file_secrets(path: Path) -> list[str]:
 _CREDENTIAL_KEYS = frozenset(
     {"token", "access_token", "refresh_token", "id_token", "client_secret", "private_key"}
 )
-_CREDENTIAL_FIELD = re.compile(r"token|secret|credential", re.IGNORECASE)
-
-
-def _credential_files(settings: Any, env: Mapping[str, str]) -> list[Path]:
-    """OAuth token and client files: path settings named so, Google's defaults, ADC."""
-    from ..config import paths
-
-    found: list[Path] = []
-    if settings is not None:
-        for name in type(settings).model_fields:
-            value = getattr(settings, name, None)
-            if isinstance(value, Path) and _CREDENTIAL_FIELD.search(name):
-                found.append(value.expanduser())
-    config_dir = paths().config_dir
-    found += [config_dir / "google_token.json", config_dir / "google_client_secrets.json"]
-    if env.get("GOOGLE_APPLICATION_CREDENTIALS"):
-        found.append(Path(env["GOOGLE_APPLICATION_CREDENTIALS"]).expanduser())
-    gcloud = env.get("CLOUDSDK_CONFIG") or str(Path("~/.config/gcloud").expanduser())
-    found.append(Path(gcloud) / "application_default_credentials.json")
-    return found
 
 
 def _json_secrets(path: Path) -> list[str]:
@@ -278,7 +259,9 @@ class Redactor:
                 values.extend(_secret_values(getattr(settings, name, None)))
         for path in files:
             values.extend(_file_secrets(path))
-        for path in _credential_files(settings, env):
+        from ..config._protected import credential_files
+
+        for path in credential_files(settings, env):
             values.extend(_json_secrets(path))
         return cls(values)
 
@@ -289,9 +272,7 @@ class Redactor:
         """The text with every secret replaced."""
         if len(text) < _MIN_LITERAL:
             return text
-        for secret in self.literals:
-            if secret in text:
-                text = text.replace(secret, REDACTED)
+        text = self.redact_literals(text)
         lowered = text.lower()
         if _ANY_TRIGGER.search(lowered) is None:
             return text
@@ -299,6 +280,17 @@ class Redactor:
             if any(t in lowered for t in shape.triggers):
                 text = shape.pattern.sub(_replace, text)
                 lowered = text.lower()
+        return text
+
+    def redact_literals(self, text: str) -> str:
+        """The text with every known secret value replaced, shapes left alone.
+
+        For text that is read as written, such as tool results: a key=value shape in code
+        (``api_key = os.environ[...]``) must reach the model intact; a configured key not.
+        """
+        for secret in self.literals:
+            if secret in text:
+                text = text.replace(secret, REDACTED)
         return text
 
     def is_clean(self, text: str) -> bool:
@@ -315,13 +307,7 @@ class Redactor:
 
     def redact_value(self, value: Any) -> Any:
         """Strings anywhere in a JSON-like value (dicts, lists, tuples) redacted."""
-        if isinstance(value, str):
-            return self.redact(value)
-        if isinstance(value, Mapping):
-            return {k: self.redact_value(v) for k, v in value.items()}
-        if isinstance(value, list | tuple):
-            return type(value)(self.redact_value(v) for v in value)
-        return value
+        return redact_value(value, self.redact)
 
     def redact_bytes(self, data: bytes) -> bytes:
         """UTF-8 bytes (e.g. messages serialised as JSON for a store), redacted."""
@@ -332,6 +318,17 @@ class Redactor:
     def contains_secret(self, text: str) -> bool:
         """Whether redaction would change the text."""
         return self.redact(text) != text
+
+
+def redact_value(value: Any, redact: Callable[[str], str]) -> Any:
+    """Strings anywhere in a JSON-like value (dicts, lists, tuples) passed through ``redact``."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, Mapping):
+        return {k: redact_value(v, redact) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(redact_value(v, redact) for v in value)
+    return value
 
 
 def _replace(match: re.Match[str]) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import stat
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -22,13 +23,25 @@ from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Literal
 
+from ..config import is_protected_name, protected_paths
 from ._audit import record_access
+from ._textfile import (
+    TextFileError,
+    decode_text,
+    open_below,
+    read_all,
+    scan,
+    settled_realpath,
+    stat_below,
+)
 
 if TYPE_CHECKING:
+    from ..config import Settings
     from ..deps import CoDeps
 
 __all__ = [
     "Action",
+    "Protection",
     "Resolved",
     "Root",
     "Scope",
@@ -36,6 +49,8 @@ __all__ = [
     "admit",
     "guarded",
     "in_scope",
+    "read_bytes",
+    "read_text",
     "resolve",
     "walk",
 ]
@@ -80,6 +95,47 @@ class Root:
 
 
 @dataclass(frozen=True)
+class Protection:
+    """Files never read or written whatever the scope says, and the hard-link rule."""
+
+    paths: frozenset[str] = frozenset()
+    """Co's own secret files (``config.protected_paths``): absolute paths as given and
+    with links resolved, case-folded."""
+    inodes: frozenset[tuple[int, int]] = frozenset()
+    """(device, inode) of those that exist: a hard link to one is the same file."""
+    hard_links: bool = False
+    """Whether a file with more than one link may be read (setting `file_allow_hard_links`)."""
+
+    @classmethod
+    def of(cls, settings: Settings, workspace: Path) -> Protection:
+        """The protection the settings ask for, with the workspace's project settings file."""
+        names: set[str] = set()
+        inodes: set[tuple[int, int]] = set()
+        for path in protected_paths(settings, workspace):
+            names.update({str(path).casefold(), os.path.realpath(path).casefold()})
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            inodes.add((st.st_dev, st.st_ino))
+        return cls(frozenset(names), frozenset(inodes), settings.file_allow_hard_links)
+
+    def refusal(self, st: os.stat_result, shown: str) -> str | None:
+        """Why the opened file ``st`` (not a folder) may not be read, or None."""
+        if not stat.S_ISREG(st.st_mode):
+            return f"'{shown}' is not a regular file"
+        if (st.st_dev, st.st_ino) in self.inodes:
+            return f"'{shown}' is one of Co's own settings or credential files"
+        if st.st_nlink > 1 and not self.hard_links:
+            return (
+                f"'{shown}' has {st.st_nlink} hard links, so it may be the same file as one "
+                "outside the folder; files with several links are not read (setting "
+                "`file_allow_hard_links`)"
+            )
+        return None
+
+
+@dataclass(frozen=True)
 class Scope:
     """The roots, file types and operations a set of tools may touch."""
 
@@ -87,8 +143,9 @@ class Scope:
     """The first root is where relative paths point."""
     file_types: tuple[str, ...] = ("*",)
     """Globs of file names in scope (case-sensitive, as the file system is)."""
-    secret_names: tuple[str, ...] = field(default=(".env", ".env.*"))
-    """File names never read or written whatever the globs say (matched ignoring case)."""
+    protection: Protection = field(default_factory=Protection)
+    """Co's secret files, and whether hard-linked files are read. Besides these, files
+    named ``.env`` or ``.env.*`` (``config.is_protected_name``) are never read or written."""
     protected_dirs: tuple[str, ...] = field(default=(".git", ".co"))
     """Folders whose contents may be read but never written (matched ignoring case)."""
     protected_files: tuple[str, ...] = field(default=(".co/settings.json",))
@@ -161,7 +218,7 @@ def _locate(path: PurePosixPath, scope: Scope, raw: str, action: str) -> tuple[R
         if _within(Path(path), root.path):
             return root, Path(path)
     # The caller may spell a root through a symlink (e.g. /tmp vs /private/tmp).
-    real = Path(os.path.realpath(path))
+    real = Path(settled_realpath(path))
     for root in scope.roots:
         if _within(real, root.path):
             return root, Path(path)
@@ -187,10 +244,12 @@ def in_scope(
         return f"'{action}' is not allowed in the {root.label} (allowed: {allowed})"
     rel = rel.strip("/")
     folded = rel.casefold()
-    if folded in scope.protected_files:
+    if folded in scope.protected_files or (
+        scope.protection.paths and f"{root.path}/{rel}".casefold() in scope.protection.paths
+    ):
         return f"'{rel}' may hold secrets and is never {action}-accessible"
     name = rel.rpartition("/")[2]
-    if not is_dir and name and _globs(scope.secret_names).match(name.casefold()):
+    if not is_dir and name and is_protected_name(name):
         return f"'{name}' may hold secrets and is never {action}-accessible"
     if (
         action != "read"
@@ -220,8 +279,11 @@ def resolve(raw: object, scope: Scope, action: Action) -> Resolved:
     """
     path = _check_spelling(raw, action)
     assert isinstance(raw, str)
-    root, candidate = _locate(path, scope, raw, action)
-    real = Path(os.path.realpath(candidate))
+    try:
+        root, candidate = _locate(path, scope, raw, action)
+        real = Path(settled_realpath(candidate))
+    except TextFileError as exc:
+        raise ScopeViolation(f"{exc}; try again", raw[:500], action) from None
     if not _within(real, root.path):
         raise ScopeViolation(
             f"path '{raw[:120]}' leads outside the {root.label} through a symbolic link",
@@ -266,64 +328,95 @@ def _done(action: str) -> str:
     return {"read": "read", "write": "written", "create": "created", "delete": "deleted"}[action]
 
 
-def walk(scope: Scope, root: Root, *, hidden: bool = False) -> Iterator[tuple[str, str]]:
-    """(real path, relative path) of the files under ``root`` readable in scope, unordered.
+def walk(scope: Scope, root: Root, *, hidden: bool = False) -> Iterator[tuple[str, os.stat_result]]:
+    """(relative path, stat) of the files under ``root`` readable in scope, unordered.
 
-    Symbolic links to folders are not followed; links to files count only when their
-    target is inside the root and in scope. Plain strings, not Path objects: this runs
-    over whole vaults, where pathlib's overhead would dominate.
+    Walks by folder descriptor (``_textfile.scan``): a folder swapped for a link meanwhile
+    is not entered. Symbolic links to folders are not followed; links to files count
+    (under their target's path) only when the target is inside the root and in scope.
+    Co's own secret files are left out; files with several hard links are not (the
+    tools say why they do not read them).
     """
-    base = str(root.path)
-    prefix = base.rstrip("/") + "/"
-    stack = [base]
-    while stack:
-        folder = stack.pop()
-        try:
-            entries = list(os.scandir(folder))
-        except OSError:
+    prefix = str(root.path).rstrip("/") + "/"
+    for rel, st in scan(root.path, hidden=hidden, skip=SKIP_DIRS):
+        if stat.S_ISLNK(st.st_mode):
+            target = _link_target(root, prefix, rel)
+            if target is None:
+                continue
+            rel, st = target
+        elif not stat.S_ISREG(st.st_mode):
             continue
-        for entry in entries:
-            if not hidden and entry.name.startswith("."):
-                continue
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    if entry.name not in SKIP_DIRS:
-                        stack.append(entry.path)
-                    continue
-                if entry.is_symlink():
-                    real = os.path.realpath(entry.path)
-                    if not real.startswith(prefix) or not os.path.isfile(real):
-                        continue
-                elif entry.is_file(follow_symlinks=False):
-                    real = entry.path
-                else:
-                    continue
-            except OSError:
-                continue
-            rel = real[len(prefix) :]
-            if in_scope(scope, root, rel, "read") is None:
-                yield real, rel
+        if (st.st_dev, st.st_ino) in scope.protection.inodes:
+            continue
+        if in_scope(scope, root, rel, "read") is None:
+            yield rel, st
 
 
-def admit(scope: Scope, root: Root, rel: str, *, hidden: bool = False) -> tuple[str, str] | None:
-    """(real path, relative path) when :func:`walk` would yield the file ``rel``, else None."""
+def _link_target(root: Root, prefix: str, rel: str) -> tuple[str, os.stat_result] | None:
+    """The path and stat of the regular file a link inside the root leads to, if inside."""
+    try:
+        real = settled_realpath(prefix + rel)
+        if not real.startswith(prefix):
+            return None
+        target = real[len(prefix) :]
+        # Reached again by descriptor: realpath's answer may be stale already.
+        st = stat_below(root.path, target)
+    except (OSError, TextFileError):
+        return None
+    return (target, st) if stat.S_ISREG(st.st_mode) else None
+
+
+def admit(
+    scope: Scope, root: Root, rel: str, *, hidden: bool = False
+) -> tuple[str, os.stat_result] | None:
+    """(relative path, stat) when :func:`walk` would yield the file ``rel``, else None."""
     parts = rel.split("/")
     if not hidden and any(p.startswith(".") for p in parts):
         return None
     if any(p in SKIP_DIRS for p in parts[:-1]):
         return None
-    prefix = str(root.path).rstrip("/") + "/"
-    path = prefix + rel
     try:
-        if os.path.islink(path):
-            real = os.path.realpath(path)
-            if not real.startswith(prefix) or not os.path.isfile(real):
-                return None
-        elif os.path.isfile(path):
-            real = path
-        else:
-            return None
-    except OSError:
+        st = stat_below(root.path, rel)
+    except (OSError, TextFileError):
         return None
-    rel = real[len(prefix) :]
-    return (real, rel) if in_scope(scope, root, rel, "read") is None else None
+    if stat.S_ISLNK(st.st_mode):
+        found = _link_target(root, str(root.path).rstrip("/") + "/", rel)
+        if found is None:
+            return None
+        rel, st = found
+    elif not stat.S_ISREG(st.st_mode):
+        return None
+    if (st.st_dev, st.st_ino) in scope.protection.inodes:
+        return None
+    return (rel, st) if in_scope(scope, root, rel, "read") is None else None
+
+
+def read_bytes(scope: Scope, root: Root, rel: str, max_bytes: int, *, shown: str) -> bytes:
+    """The content of ``rel`` under ``root``, opened by descriptor and checked once open.
+
+    Raises FileNotFoundError, IsADirectoryError, or TextFileError with the reason: a link
+    or non-folder swapped in on the way (``PathChanged``), not a regular file, one of Co's
+    secret files under another name, several hard links, larger than ``max_bytes``.
+    """
+    if not rel:
+        raise IsADirectoryError(shown)  # the root itself
+    try:
+        with open_below(root.path, rel) as (fd, st):
+            if stat.S_ISDIR(st.st_mode):
+                raise IsADirectoryError(shown)
+            reason = scope.protection.refusal(st, shown)
+            if reason is not None:
+                raise TextFileError(reason)
+            if st.st_size > max_bytes:
+                raise TextFileError(
+                    f"'{shown}' is {st.st_size:,} bytes; files over {max_bytes:,} bytes are "
+                    "not read (setting `file_max_bytes`)"
+                )
+            return read_all(fd, max_bytes)
+    except FileNotFoundError:
+        raise FileNotFoundError(shown) from None
+
+
+def read_text(scope: Scope, root: Root, rel: str, max_bytes: int, *, shown: str) -> str:
+    """:func:`read_bytes` as UTF-8 text; binary and non-UTF-8 files are refused."""
+    return decode_text(read_bytes(scope, root, rel, max_bytes, shown=shown), shown)

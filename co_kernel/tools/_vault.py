@@ -7,14 +7,14 @@ costs a directory walk plus string scans, not 10,000 file reads.
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._scope import SKIP_DIRS, Root, Scope, admit, walk
+from ._scope import SKIP_DIRS, Protection, Root, Scope, admit, read_bytes, walk
+from ._textfile import PathChanged, TextFileError
 from ._watch import DirWatcher, watch
 
 __all__ = [
@@ -262,13 +262,24 @@ class VaultIndex:
     """Sync tools run in worker threads; parallel calls must not refresh at once."""
     use_watcher: bool = True
     """Follow changes with inotify where available instead of stat'ing every file."""
+    protection: Protection = field(default_factory=Protection)
+    """Co's secret files and the hard-link rule: such notes are listed, never searched."""
     _ordered: list[Note] | None = field(default=None, repr=False)
     """The notes sorted by path, until the next change."""
     _watcher: DirWatcher | None = field(default=None, repr=False)
     """The vault's watcher, once the first walk started it."""
 
     def scope(self) -> Scope:
-        return Scope(roots=(Root(self.root, "vault", frozenset({"read"})),), file_types=("*.md",))
+        return Scope(
+            roots=(Root(self.root, "vault", frozenset({"read"})),),
+            file_types=("*.md",),
+            protection=self.protection,
+        )
+
+    def read(self, rel: str) -> bytes:
+        """A note's bytes, opened by descriptor under the vault (see ``_scope.read_bytes``)."""
+        scope = self.scope()
+        return read_bytes(scope, scope.roots[0], rel, self.max_bytes, shown=rel)
 
     def refresh(self) -> list[Note]:
         """Bring the index up to date; returns all notes sorted by path.
@@ -303,16 +314,17 @@ class VaultIndex:
                 self._watcher.close()
                 self._watcher = None
 
-    def _read(self, real: str, rel: str, stamp: tuple[int, int]) -> None:
+    def _read(self, rel: str, stamp: tuple[int, int]) -> None:
         text = ""
         if stamp[0] <= self.max_bytes:
             try:
-                with open(real, "rb") as handle:  # bytes, then decode: cheaper than text I/O
-                    text = handle.read().decode("utf-8", errors="replace")
-            except OSError:
+                text = self.read(rel).decode("utf-8", errors="replace")
+            except (OSError, PathChanged):
                 self.notes.pop(rel, None)
                 self._ordered = None
                 return
+            except TextFileError:
+                pass  # several hard links: listed, its text never searched
         self.notes[rel] = parse_note(rel, text, stamp)
         self._ordered = None
 
@@ -324,26 +336,18 @@ class VaultIndex:
             if self.notes.pop(rel, None) is not None:
                 self._ordered = None
             return
-        real, rel = found
-        try:
-            st = os.stat(real)
-        except OSError:
-            return
-        self._read(real, rel, (st.st_size, st.st_mtime_ns))
+        rel, st = found
+        self._read(rel, (st.st_size, st.st_mtime_ns))
 
     def _walk_all(self) -> None:
         seen: set[str] = set()
         scope = self.scope()
-        for real, rel in walk(scope, scope.roots[0]):
-            try:
-                st = os.stat(real)
-            except OSError:
-                continue
+        for rel, st in walk(scope, scope.roots[0]):
             stamp = (st.st_size, st.st_mtime_ns)
             seen.add(rel)
             known = self.notes.get(rel)
             if known is None or known.stamp != stamp:
-                self._read(real, rel, stamp)
+                self._read(rel, stamp)
         if len(seen) != len(self.notes):
             for gone in set(self.notes) - seen:
                 del self.notes[gone]

@@ -23,8 +23,8 @@ from ..deps import CoDeps  # at run time: pydantic-ai reads the tools' annotatio
 from . import ToolsetBuild
 from ._audit import record_access
 from ._paging import paginate, result
-from ._scope import Resolved, Root, Scope, guarded, walk
-from ._textfile import TextFileError, read_text, write_text
+from ._scope import Protection, Resolved, Root, Scope, guarded, read_text, walk
+from ._textfile import TextFileError, replace_below
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -39,7 +39,8 @@ _LINE_CHARS = 300
 
 
 def files_scope(deps: CoDeps) -> Scope:
-    """The workspace (per the scope settings) plus the read-only read roots."""
+    """The workspace (per the scope settings) plus the read-only read roots, without Co's
+    own secret files (`config.protected_paths`)."""
     s = deps.settings
     ops = frozenset(s.scope_operations)
     workspace = Path(os.path.realpath(deps.workspace))
@@ -48,7 +49,11 @@ def files_scope(deps: CoDeps) -> Scope:
         path = Path(raw).expanduser()
         real = Path(os.path.realpath(path if path.is_absolute() else workspace / path))
         roots.append(Root(real, "read root", ops & {"read"}))
-    return Scope(tuple(roots), file_types=tuple(s.scope_file_types) or ("*",))
+    return Scope(
+        tuple(roots),
+        file_types=tuple(s.scope_file_types) or ("*",),
+        protection=Protection.of(s, workspace),
+    )
 
 
 def _shown(found: Resolved) -> str:
@@ -56,15 +61,25 @@ def _shown(found: Resolved) -> str:
     return found.rel if found.root.label == "workspace" else str(found.path)
 
 
-def _read(deps: CoDeps, found: Resolved) -> str:
+def _current(deps: CoDeps, scope: Scope, found: Resolved) -> str | None:
+    """The file's text, None when there is no such file."""
     try:
-        return read_text(found.path, deps.settings.file_max_bytes, shown=_shown(found))
+        return read_text(
+            scope, found.root, found.rel, deps.settings.file_max_bytes, shown=_shown(found)
+        )
     except FileNotFoundError:
-        raise ModelRetry(f"No file '{_shown(found)}'. Use list_files to see what exists.") from None
+        return None
     except IsADirectoryError:
         raise ModelRetry(f"'{_shown(found)}' is a folder; use list_files.") from None
     except TextFileError as exc:
         raise ToolFailed(f"Refused: {exc}.") from None
+
+
+def _read(deps: CoDeps, scope: Scope, found: Resolved) -> str:
+    text = _current(deps, scope, found)
+    if text is None:
+        raise ModelRetry(f"No file '{_shown(found)}'. Use list_files to see what exists.")
+    return text
 
 
 def read_file(ctx: RunContext[CoDeps], path: str, page: int = 1) -> dict[str, Any]:
@@ -74,8 +89,9 @@ def read_file(ctx: RunContext[CoDeps], path: str, page: int = 1) -> dict[str, An
         path: Path relative to the notebook's folder, or absolute inside a read root.
         page: Page of a long file (500 lines per page), starting at 1.
     """
-    found = guarded(ctx.deps, "read_file", path, files_scope(ctx.deps), "read")
-    lines = _read(ctx.deps, found).split("\n")
+    scope = files_scope(ctx.deps)
+    found = guarded(ctx.deps, "read_file", path, scope, "read")
+    lines = _read(ctx.deps, scope, found).split("\n")
     part = paginate(lines, page, READ_PAGE_LINES)
     if (end := part.past_end()) is not None:
         return end
@@ -101,23 +117,33 @@ def _glob_matches(pattern: str, rel: str) -> bool:
     )
 
 
-def _files(deps: CoDeps, tool: str, glob: str) -> list[Resolved]:
+@dataclass(frozen=True)
+class _Listed:
+    """A file a walk found, with its stat from the folder that listed it."""
+
+    found: Resolved
+    """Where it is."""
+    stat: os.stat_result
+    """Its lstat (of the link's target for a link inside the root)."""
+
+
+def _files(deps: CoDeps, tool: str, glob: str) -> tuple[Scope, list[_Listed]]:
     if not glob.strip():
         raise ModelRetry("Give a glob such as '*.py' or 'data/*.csv'.")
     scope = files_scope(deps)
     found = [
-        Resolved(Path(real), root, rel)
+        _Listed(Resolved(root.path / rel, root, rel), st)
         for root in scope.roots
-        for real, rel in walk(scope, root)
+        for rel, st in walk(scope, root)
         if _glob_matches(glob, rel)
     ]
-    found.sort(key=lambda f: (f.root.label != "workspace", str(f.path)))
+    found.sort(key=lambda f: (f.found.root.label != "workspace", str(f.found.path)))
     where = ", ".join(str(r.path) for r in scope.roots)
     record_access(
         deps, tool=tool, action="read", target=where, decision="auto",
         detail=f"glob {glob!r}: {len(found)} files in scope",
     )  # fmt: skip
-    return found
+    return scope, found
 
 
 def list_files(ctx: RunContext[CoDeps], glob: str = "*", page: int = 1) -> dict[str, Any]:
@@ -128,7 +154,7 @@ def list_files(ctx: RunContext[CoDeps], glob: str = "*", page: int = 1) -> dict[
             matches the path relative to its root ('data/*.csv').
         page: Page of the list (100 per page), starting at 1.
     """
-    files = _files(ctx.deps, "list_files", glob)
+    scope, files = _files(ctx.deps, "list_files", glob)
     part = paginate(files, page, LIST_PAGE)
     if not part.total:
         return result(f"No files in scope match '{glob}'.", count=0, page=page)
@@ -136,17 +162,17 @@ def list_files(ctx: RunContext[CoDeps], glob: str = "*", page: int = 1) -> dict[
         return end
     lines = [f"{part.total} files match '{glob}' (page {page} of {part.pages}):"]
     for f in part.items:
-        try:
-            size = f.path.stat().st_size
-        except OSError:
-            size = 0
-        lines.append(f"- {_shown(f)} ({size:,} bytes)")
+        if f.stat.st_nlink > 1 and not scope.protection.hard_links:
+            # Its size would be that of a file that may lie outside: not shown either.
+            lines.append(f"- {_shown(f.found)} ({f.stat.st_nlink} hard links: not read)")
+        else:
+            lines.append(f"- {_shown(f.found)} ({f.stat.st_size:,} bytes)")
     return result(
         "\n".join(lines),
         count=part.total,
         page=page,
         has_more=part.has_more,
-        files=[_shown(f) for f in part.items],
+        files=[_shown(f.found) for f in part.items],
     )
 
 
@@ -170,21 +196,36 @@ def grep(
     except re.error as exc:
         raise ModelRetry(f"Invalid regular expression {pattern!r}: {exc}.") from None
     matches: list[str] = []
-    skipped = 0
-    for f in _files(ctx.deps, "grep", glob):
+    skipped = linked = 0
+    scope, files = _files(ctx.deps, "grep", glob)
+    for f in files:
         try:
-            text = read_text(f.path, ctx.deps.settings.file_max_bytes)
+            text = read_text(
+                scope,
+                f.found.root,
+                f.found.rel,
+                ctx.deps.settings.file_max_bytes,
+                shown=f.found.rel,
+            )
         except (OSError, TextFileError):
-            skipped += 1
+            if f.stat.st_nlink > 1 and not scope.protection.hard_links:
+                linked += 1
+            else:
+                skipped += 1
             continue
         for n, line in enumerate(text.split("\n"), start=1):
             if regex.search(line):
                 shown = line.strip()
                 if len(shown) > _LINE_CHARS:
                     shown = shown[: _LINE_CHARS - 1] + "…"
-                matches.append(f"{_shown(f)}:{n}: {shown}")
+                matches.append(f"{_shown(f.found)}:{n}: {shown}")
     part = paginate(matches, page, GREP_PAGE)
     note = f" ({skipped} binary or oversized files skipped)" if skipped else ""
+    if linked:
+        note += (
+            f" ({linked} files with several hard links not searched; setting "
+            "`file_allow_hard_links`)"
+        )
     if not part.total:
         return result(f"No lines match /{pattern}/ in '{glob}'.{note}", count=0, page=page)
     if (end := part.past_end()) is not None:
@@ -235,11 +276,9 @@ class _Change:
         return f"{verb} {_shown(self.found)} ({len(after)} lines, +{added} -{removed})"
 
 
-def _target(ctx: RunContext[CoDeps], tool: str, path: str) -> Resolved:
-    found = guarded(ctx.deps, tool, path, files_scope(ctx.deps), "write")
-    if found.path.is_dir():
-        raise ModelRetry(f"'{_shown(found)}' is a folder; give a file path.")
-    return found
+def _target(ctx: RunContext[CoDeps], tool: str, path: str) -> tuple[Scope, Resolved]:
+    scope = files_scope(ctx.deps)
+    return scope, guarded(ctx.deps, tool, path, scope, "write")
 
 
 def _fits(ctx: RunContext[CoDeps], found: Resolved, text: str) -> None:
@@ -252,19 +291,18 @@ def _fits(ctx: RunContext[CoDeps], found: Resolved, text: str) -> None:
 
 
 def _plan_write(ctx: RunContext[CoDeps], path: str, content: str) -> _Change:
-    found = _target(ctx, "write_file", path)
+    scope, found = _target(ctx, "write_file", path)
     _fits(ctx, found, content)
-    before = _read(ctx.deps, found) if found.path.exists() else None
-    return _Change(found, before, content)
+    return _Change(found, _current(ctx.deps, scope, found), content)
 
 
 def _plan_edit(
     ctx: RunContext[CoDeps], path: str, old: str, new: str, replace_all: bool
 ) -> _Change:
-    found = _target(ctx, "edit_file", path)
-    if not found.path.exists():
+    scope, found = _target(ctx, "edit_file", path)
+    before = _current(ctx.deps, scope, found)
+    if before is None:
         raise ModelRetry(f"No file '{_shown(found)}' to edit; use write_file to create it.")
-    before = _read(ctx.deps, found)
     if not old:
         raise ModelRetry("`old` is empty; give the exact text to replace.")
     count = before.count(old)
@@ -298,6 +336,15 @@ def _ask_edit(
         raise ApprovalRequired(metadata={"detail": change.diff()})
 
 
+def _write(found: Resolved, text: str) -> None:
+    try:
+        replace_below(found.root.path, found.rel, text)
+    except IsADirectoryError:
+        raise ModelRetry(f"'{_shown(found)}' is a folder; give a file path.") from None
+    except TextFileError as exc:
+        raise ToolFailed(f"Refused: {exc}.") from None
+
+
 def write_file(ctx: RunContext[CoDeps], path: str, content: str) -> dict[str, Any]:
     """Create or overwrite a text file in the workspace (asks the user first).
 
@@ -306,7 +353,7 @@ def write_file(ctx: RunContext[CoDeps], path: str, content: str) -> dict[str, An
         content: The whole new content of the file.
     """
     change = _plan_write(ctx, path, content)  # again: the file may have changed meanwhile
-    write_text(change.found.path, content)
+    _write(change.found, content)
     return result(change.summary(), count=1, path=_shown(change.found))
 
 
@@ -322,7 +369,7 @@ def edit_file(
         replace_all: Replace every occurrence instead of exactly one.
     """
     change = _plan_edit(ctx, path, old, new, replace_all)
-    write_text(change.found.path, change.after)
+    _write(change.found, change.after)
     return result(change.summary(), count=1, path=_shown(change.found))
 
 

@@ -17,8 +17,8 @@ from ..deps import CoDeps  # at run time: pydantic-ai reads the tools' annotatio
 from . import ToolsetBuild
 from ._audit import record_access
 from ._paging import paginate, result
-from ._scope import guarded
-from ._textfile import TextFileError, read_text
+from ._scope import Protection, guarded, read_text
+from ._textfile import TextFileError
 from ._vault import BROAD_QUERY, Note, VaultIndex, keyword_patterns
 
 if TYPE_CHECKING:
@@ -46,7 +46,8 @@ def _index(deps: CoDeps) -> VaultIndex:
     if not isinstance(cached, VaultIndex) or cached.root != root:
         if isinstance(cached, VaultIndex):
             cached.close()
-        cached = VaultIndex(root, deps.settings.file_max_bytes)
+        protection = Protection.of(deps.settings, deps.workspace)
+        cached = VaultIndex(root, deps.settings.file_max_bytes, protection=protection)
         deps.extras["notes_index"] = cached
     return cached
 
@@ -64,9 +65,9 @@ def _matching_lines(index: VaultIndex, note: Note, query: str) -> list[str]:
     if not hits:
         return []
     try:  # show the lines as written, not lower-cased
-        raw = (index.root / note.rel).read_bytes()
+        raw = index.read(note.rel)
         lines = raw.decode("utf-8", errors="replace").split("\n")  # as the index read it
-    except OSError:
+    except (OSError, TextFileError):
         lines = lower_lines
     if len(lines) != len(lower_lines):
         lines = lower_lines
@@ -177,7 +178,9 @@ def read_note(ctx: RunContext[CoDeps], path: str, page: int = 1) -> dict[str, An
         path += ".md"  # "Reading/Deep Work" names the note as Obsidian shows it
     found = guarded(ctx.deps, "read_note", path, scope, "read")
     try:
-        text = read_text(found.path, ctx.deps.settings.file_max_bytes, shown=found.rel)
+        text = read_text(
+            scope, found.root, found.rel, ctx.deps.settings.file_max_bytes, shown=found.rel
+        )
     except FileNotFoundError:
         known = list(index.notes) or [n.rel for n in index.refresh()]
         close = difflib.get_close_matches(found.rel, known, n=3, cutoff=0.5)

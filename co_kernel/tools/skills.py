@@ -25,6 +25,8 @@ from pydantic_ai.toolsets import FunctionToolset
 from ..deps import CoDeps  # at run time: pydantic-ai reads the tools' annotations
 from . import ToolsetBuild
 from ._frontmatter import DefinitionError, read_definition
+from ._scope import Protection, Root, Scope, in_scope, read_text, walk
+from ._textfile import TextFileError, settled_realpath
 
 if TYPE_CHECKING:
     from pydantic_ai.tools import ToolDefinition
@@ -68,18 +70,18 @@ class Skill:
         """The body of ``SKILL.md``, read now (so an edit shows on the next load)."""
         return read_definition(self.path).body
 
-    def resources(self) -> list[str]:
-        """Files in the skill's folder besides ``SKILL.md``, as relative POSIX paths."""
-        found: list[str] = []
-        for folder, dirs, files in os.walk(self.root):
-            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-            for name in sorted(files):
-                rel = (Path(folder) / name).relative_to(self.root).as_posix()
-                if rel != SKILL_FILE and not name.startswith("."):
-                    found.append(rel)
-                if len(found) >= MAX_RESOURCES:
-                    return found
-        return found
+    def scope(self, protection: Protection) -> Scope:
+        """The skill's folder as the only root: resources are read through the scope guard."""
+        root = Root(Path(os.path.realpath(self.root)), f"skill {self.name!r}", frozenset({"read"}))
+        return Scope((root,), protection=protection)
+
+    def resources(self, scope: Scope) -> list[str]:
+        """Files in the skill's folder besides ``SKILL.md``, as relative POSIX paths.
+
+        Hidden files and folders are left out; the folder is walked by descriptor.
+        """
+        found = sorted(rel for rel, _ in walk(scope, scope.roots[0]) if rel != SKILL_FILE)
+        return found[:MAX_RESOURCES]
 
 
 @dataclass
@@ -162,12 +164,13 @@ async def load_skill(ctx: RunContext[CoDeps], name: str) -> str:
         name: The skill's name, as listed under Skills in the instructions.
     """
     skill = _find(ctx, name)
+    scope = skill.scope(Protection.of(ctx.deps.settings, ctx.deps.workspace))
     try:
         body = skill.instructions()
     except DefinitionError as exc:
         raise ModelRetry(f"The skill {name!r} cannot be read now: {exc}") from None
     parts = [f"# Skill: {skill.name}\n\n{body or '(no instructions)'}"]
-    resources = skill.resources()
+    resources = skill.resources(scope)
     if resources:
         listed = "\n".join(f"- {r}" for r in resources)
         parts.append(
@@ -185,26 +188,32 @@ async def read_skill_resource(ctx: RunContext[CoDeps], name: str, path: str) -> 
         path: The file, as listed by `load_skill`, e.g. `templates/report.md`.
     """
     skill = _find(ctx, name)
-    root = Path(os.path.realpath(skill.root))
-    # realpath resolves `..` and symlinks, so nothing outside the skill's folder is reachable.
-    target = Path(os.path.realpath(root / path)) if path.strip() else root
-    if Path(path).is_absolute() or not target.is_relative_to(root) or target == root:
+    scope = skill.scope(Protection.of(ctx.deps.settings, ctx.deps.workspace))
+    root = scope.roots[0]
+    # realpath resolves `..` and symlinks, so nothing outside the skill's folder is named;
+    # the file is then opened by descriptor, so nothing swapped in meanwhile is reached.
+    try:
+        target = Path(settled_realpath(root.path / path)) if path.strip() else root.path
+    except TextFileError as exc:
+        raise ModelRetry(f"Refused: {exc}.") from None
+    if Path(path).is_absolute() or not target.is_relative_to(root.path) or target == root.path:
         raise ModelRetry(
             f"{path!r} is not a file of the skill {skill.name!r}; use a relative path that "
             "`load_skill` listed."
         )
-    if not target.is_file():
-        listed = ", ".join(skill.resources()[:20]) or "none"
-        raise ModelRetry(f"The skill {skill.name!r} has no file {path!r}. Its files: {listed}.")
-    limit = ctx.deps.settings.file_max_bytes
-    if target.stat().st_size > limit:
-        raise ModelRetry(f"{path!r} is larger than {limit:,} bytes (setting `file_max_bytes`).")
+    rel = target.relative_to(root.path).as_posix()
+    reason = in_scope(scope, root, rel, "read")
+    if reason is not None:
+        raise ModelRetry(f"Refused: {reason}.")
     try:
-        return target.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
+        return read_text(scope, root, rel, ctx.deps.settings.file_max_bytes, shown=path)
+    except (FileNotFoundError, IsADirectoryError):
+        listed = ", ".join(skill.resources(scope)[:20]) or "none"
         raise ModelRetry(
-            f"{path!r} is not UTF-8 text, so it cannot be read as a resource."
+            f"The skill {skill.name!r} has no file {path!r}. Its files: {listed}."
         ) from None
+    except TextFileError as exc:
+        raise ModelRetry(f"Refused: {exc}.") from None
 
 
 async def _only_with_skills(
