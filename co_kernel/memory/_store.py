@@ -2,7 +2,9 @@
 
 Data layer only: ``%forget`` deletes through it, and the memory tools build on it. One
 SQLite database (``memory.db`` under the user data directory); an external-content FTS5
-index kept in step by triggers ranks search results with bm25.
+index kept in step by triggers ranks search results with bm25. Text and tags pass a
+redactor before they are written, so neither the database nor its write-ahead log ever
+holds a known secret (an API key the model was told and saved as a "fact").
 """
 
 from __future__ import annotations
@@ -12,13 +14,14 @@ import json
 import re
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..config import paths
 from ..store._sqlite import connect, write
+from ..telemetry._redact import Redactor
 
 __all__ = ["Memory", "MemoryStore", "memory_store_path"]
 
@@ -82,9 +85,22 @@ def _clean_tags(tags: Iterable[str]) -> list[str]:
 class MemoryStore:
     """Memories in SQLite with a full-text index; safe beside other kernels."""
 
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(
+        self, path: Path | None = None, *, redact: Callable[[str], str] | None = None
+    ) -> None:
         self.path = path or memory_store_path()
         self._conn: sqlite3.Connection | None = None
+        self._redact = redact
+        """The session's redactor; by default one that knows the environment's secrets."""
+
+    def redact(self, text: str) -> str:
+        """What is stored for ``text``: known secrets and secret shapes replaced."""
+        if self._redact is None:
+            self._redact = Redactor.from_settings(None).redact
+        return self._redact(text)
+
+    def _tags(self, tags: Iterable[str]) -> str:
+        return json.dumps(_clean_tags(self.redact(t) for t in tags))
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -106,7 +122,7 @@ class MemoryStore:
         with write(self.conn) as c:
             cur = c.execute(
                 "INSERT INTO memories (text, tags, created, updated) VALUES (?, ?, ?, ?)",
-                (text, json.dumps(_clean_tags(tags)), now, now),
+                (self.redact(text), self._tags(tags), now, now),
             )
             return int(cur.lastrowid or 0)
 
@@ -126,11 +142,11 @@ class MemoryStore:
         new_text = current.text if text is None else text.strip()
         if not new_text:
             raise ValueError("a memory needs some text")
-        new_tags = current.tags if tags is None else _clean_tags(tags)
+        new_tags = current.tags if tags is None else tags
         with write(self.conn) as c:
             cur = c.execute(
                 "UPDATE memories SET text = ?, tags = ?, updated = ? WHERE id = ?",
-                (new_text, json.dumps(new_tags), time.time(), memory_id),
+                (self.redact(new_text), self._tags(new_tags), time.time(), memory_id),
             )
             return cur.rowcount > 0
 

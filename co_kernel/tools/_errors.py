@@ -12,6 +12,10 @@ every tool failure into one of the above, including exceptions nobody planned fo
 broken tool costs the model one readable error instead of the turn. Retries are capped
 by the tool's budget (setting ``tool_retries``): the call that would exceed it gets a
 terminal result instead, so the model can still answer with what it has.
+
+Every result and error message passes the session's redactor on its way to the model:
+a file, page or command output that holds one of Co's own secret values (an API key from
+the settings, a token) reaches the provider as ``[REDACTED]``.
 """
 
 from __future__ import annotations
@@ -22,11 +26,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.exceptions import ModelRetry, UnexpectedModelBehavior
+from pydantic_ai.exceptions import ModelRetry, ToolFailed, UnexpectedModelBehavior
+
+from ..config import paths
+from ..telemetry._redact import Redactor, redact_value
 
 if TYPE_CHECKING:
     from pydantic_ai import RunContext
-    from pydantic_ai.capabilities import ValidatedToolArgs
+    from pydantic_ai.capabilities import ValidatedToolArgs, WrapToolExecuteHandler
     from pydantic_ai.messages import ToolCallPart
     from pydantic_ai.tools import ToolDefinition
 
@@ -37,6 +44,7 @@ __all__ = [
     "ToolErrorKind",
     "classify_http_status",
     "handle_tool_error",
+    "session_redactor",
     "tool_error_result",
 ]
 
@@ -107,6 +115,20 @@ def _retry(kind: ToolErrorKind, message: str, hint: str | None) -> NoReturn:
     )
 
 
+def session_redactor(deps: Any) -> Redactor:
+    """The secrets a session's tools must not hand on (to the model, to a store).
+
+    Those of the settings in force, of both settings files (also keys a later layer
+    overrode), of the environment and of the credential files; made once per session.
+    """
+    extras: dict[str, Any] = deps.extras
+    redactor = extras.get("redactor")
+    if not isinstance(redactor, Redactor):
+        files = [paths().settings_file, deps.workspace / ".co" / "settings.json"]
+        redactor = extras["redactor"] = Redactor.from_settings(deps.settings, files=files)
+    return redactor
+
+
 def _describe(error: Exception) -> str:
     text = str(error).strip()
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
@@ -119,6 +141,32 @@ class ToolErrorGuard(AbstractCapability[Any]):
     @classmethod
     def get_serialization_name(cls) -> str | None:
         return None
+
+    async def wrap_tool_execute(
+        self,
+        ctx: RunContext[Any],
+        *,
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: ValidatedToolArgs,
+        handler: WrapToolExecuteHandler,
+    ) -> Any:
+        """Run the call; its result, retry prompt or failure reaches the model with Co's
+        secret values redacted (only known values: code and data stay as written)."""
+        redact = session_redactor(ctx.deps).redact_literals
+        try:
+            result = await handler(args)
+        except ModelRetry as exc:
+            cleaned = redact(exc.message)
+            if cleaned == exc.message:
+                raise
+            raise ModelRetry(cleaned) from None
+        except ToolFailed as exc:
+            cleaned = redact(exc.message)
+            if cleaned == exc.message:
+                raise
+            raise ToolFailed(cleaned) from None
+        return redact_value(result, redact)
 
     async def on_tool_execute_error(
         self,

@@ -17,6 +17,7 @@ from ..deps import CoDeps  # at run time: pydantic-ai reads the tools' annotatio
 from ..memory import Memory, MemoryStore, memory_store_path
 from ..memory._lifecycle import clean_tags, find_duplicate, prompt_section, save
 from . import ToolsetBuild
+from ._errors import session_redactor
 from ._paging import paginate, result
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ def store_for(deps: CoDeps, *, create: bool = True) -> MemoryStore | None:
     path = memory_store_path()
     if not create and not path.exists():
         return None  # reading the prompt must not create a database
-    store = MemoryStore(path)
+    store = MemoryStore(path, redact=session_redactor(deps).redact)
     deps.extras["memory_store"] = store
     return store
 
