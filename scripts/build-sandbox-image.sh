@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Build the local sandbox test image (default co-sandbox-test:bookworm) without a registry.
+# Build a local sandbox image (default co-sandbox-test:bookworm) without a registry.
+# scripts/test.sh builds the test image; scripts/setup-sandbox.sh builds co-sandbox:bookworm
+# for `!` cells when python:3.12-slim cannot be pulled.
 #
 # debootstrap a minimal Debian bookworm root filesystem with python3 and procps,
 # then `docker import` it. The rootfs tarball is cached under

@@ -4,7 +4,11 @@
 # Idempotent and harmless when Docker already runs. On a fresh Debian bookworm
 # machine (CI, run as root) it installs docker.io, starts dockerd in the
 # background and waits for it. Exits non-zero with a message otherwise.
+# --no-install: start an installed engine, never install one (scripts/start.sh).
 set -euo pipefail
+
+install=1
+[ "${1:-}" = "--no-install" ] && install=0
 
 WAIT_SECONDS="${CO_DOCKER_WAIT:-60}"
 LOG_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/co-kernel"
@@ -31,6 +35,7 @@ if command -v docker >/dev/null 2>&1 && engine_up; then
 fi
 
 if ! command -v dockerd >/dev/null 2>&1; then
+    [ "$install" -eq 1 ] || die "no Docker engine is installed; install Docker Engine: https://docs.docker.com/engine/install/"
     command -v apt-get >/dev/null 2>&1 \
         || die "dockerd is not installed and apt-get is unavailable; install Docker Engine: https://docs.docker.com/engine/install/"
     say "Installing docker.io with apt-get..."
