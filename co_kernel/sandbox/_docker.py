@@ -58,25 +58,47 @@ DEFAULT_IMAGE = "python:3.12-slim"
 NETWORKS = ("none", "bridge")
 WORKDIR = "/workspace"
 
-# $1 is the command; $CO_EXEC names the pid file so the killer can find the group.
+# reap MARKER PGID: kill every process of the group or carrying CO_EXEC=MARKER in its
+# environment, this shell excepted, until a pass finds none. Builtins only (dash reads
+# environ with its NULs dropped), so it works when the pids limit leaves nothing to fork.
+_REAP = """
+reap() {
+  m=$1; g=$2; i=0; n=1
+  while [ $n = 1 ] && [ $i -lt 20 ]; do
+    n=0; i=$((i+1))
+    for d in /proc/[0-9]*; do
+      p=${d#/proc/}
+      [ "$p" = "$$" ] && continue
+      s=; read -r s 2>/dev/null <"$d/stat" || continue
+      set -- ${s##*) }
+      [ "$1" = Z ] && continue
+      e=; read -r e 2>/dev/null <"$d/environ"
+      case "$3:$e" in "$g":*|*"CO_EXEC=$m"*) kill -KILL "$p" 2>/dev/null && n=1;; esac
+    done
+  done
+}
+"""
+# $1 is the command; $CO_EXEC names the pid file so the killer can find the group. When
+# the command ends, whatever it left running (background jobs, nohup, setsid) goes too.
 _WRAPPER = (
-    'echo $$ >"/tmp/.co-exec-$CO_EXEC" 2>/dev/null; /bin/sh -c "$1"; s=$?; '
-    'rm -f "/tmp/.co-exec-$CO_EXEC"; exit $s'
+    _REAP + 'echo $$ >"/tmp/.co-exec-$CO_EXEC" 2>/dev/null; /bin/sh -c "$1"; rc=$?; '
+    'reap "$CO_EXEC" $$; rm -f "/tmp/.co-exec-$CO_EXEC"; exit $rc'
 )
 # $1 is the marker. Group kill first: it is atomic and needs no fork, which
-# matters when the pids limit is exhausted. Then anything that left the group
-# (setsid, daemons) but still carries the marker in its environment.
-_KILLER = """
-f="/tmp/.co-exec-$1"
+# matters when the pids limit is exhausted. Then the wrapper and anything that left
+# the group (setsid, daemons) but still carries the marker in its environment.
+_KILLER = (
+    _REAP
+    + """
+f="/tmp/.co-exec-$1"; p=
 if [ -r "$f" ] && read -r p <"$f" && [ -n "$p" ]; then
   kill -KILL "-$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null
 fi
-for d in /proc/[0-9]*; do
-  grep -qxzF "CO_EXEC=$1" "$d/environ" 2>/dev/null && kill -KILL "${d#/proc/}" 2>/dev/null
-done
+reap "$1" "${p:-none}"
 rm -f "$f"
 exit 0
 """
+)
 
 _NETWORK_ERRORS = (
     "temporary failure in name resolution",
@@ -92,6 +114,14 @@ _NETWORK_ERRORS = (
     "getaddrinfo",
 )
 _FORK_ERRORS = ("resource temporarily unavailable", "cannot fork", "can't fork", "fork: retry")
+_EXEC_FAILED = "oci runtime exec failed"
+
+
+def _looks_exhausted(output: str, exit_code: int | None) -> bool:
+    """Whether a command's output says processes could not be started."""
+    text = output.lower()
+    return any(s in text for s in _FORK_ERRORS) or (exit_code == 126 and _EXEC_FAILED in text)
+
 
 _HOST = socket.gethostname()
 
@@ -318,6 +348,12 @@ class DockerSandbox:
         duration = loop.time() - started
 
         interrupted = generation != self._generation
+        exhausted = (
+            not restarted
+            and not interrupted
+            and _looks_exhausted(buffer.text(), exit_code)
+            and await asyncio.to_thread(self._replace_if_exhausted)
+        )
         notes: list[str] = []
         if timed_out:
             exit_code = None
@@ -329,6 +365,8 @@ class DockerSandbox:
         elif interrupted:
             exit_code = None
             notes.append("[interrupted: the sandbox was closed]")
+        if exhausted:
+            notes.append("[the sandbox could no longer start processes; it was recreated]")
         notes += self._hints(buffer.text(), exit_code, timed_out)
         for line in notes:
             piece = buffer.note(line)
@@ -625,6 +663,24 @@ class DockerSandbox:
         # Probably out of pids: the only sure way to stop the tree is to stop the container.
         log.warning("could not kill a command in %s; removing the container", self.container_name)
         self._forget_container(api, container_id)
+        return True
+
+    def _replace_if_exhausted(self) -> bool:
+        """Remove the container if its pids limit is used up (by processes nothing could
+        tell were a command's); the next command gets a fresh one."""
+        with self._lock:
+            container_id, client = self._container_id, self._client
+        if container_id is None or client is None:
+            return False
+        try:
+            stats = client.api.stats(container_id, stream=False, one_shot=True)
+        except docker.errors.DockerException:
+            return False
+        current = (stats.get("pids_stats") or {}).get("current") or 0
+        if current < self.pids_limit - 2:
+            return False
+        log.warning("%s has no pids left; removing it", self.container_name)
+        self._forget_container(client.api, container_id)
         return True
 
     # -- commands (event loop) ---------------------------------------------------

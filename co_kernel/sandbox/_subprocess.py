@@ -2,13 +2,11 @@
 
 Same contract as the Docker backend: /bin/sh in the workspace, output streamed
 per stream, the command's process group killed on timeout or cancellation, the
-same truncation. Each command gets its own session (`start_new_session`), so
-its process group is the tree to kill.
-
-As in a container, background jobs may outlive their command: once the command
-has exited, output still held open by them is waited for only briefly, then the
-call returns and their output is no longer read. `close()` kills every process
-group this sandbox started that is still alive.
+same truncation. Each command gets its own session (`start_new_session`) and a
+`CO_EXEC=<id>` environment marker. When it ends, normally, by timeout or by
+cancellation, its process group and every process still carrying the marker (a
+`setsid` daemon, a `nohup` job) are killed, so nothing it started outlives it.
+`close()` does the same for commands still running.
 """
 
 from __future__ import annotations
@@ -16,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import secrets
 import signal
 from pathlib import Path
 
@@ -55,6 +54,23 @@ class _Command(asyncio.SubprocessProtocol):
         self.exited.set()
 
 
+def _pids() -> list[int]:
+    """Live processes' pids ([] off Linux, where there is no /proc)."""
+    try:
+        return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return []
+
+
+def _environ(pid: int) -> bytes:
+    """A process's environment as NUL-separated bytes; b"" if it is gone or not ours."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
 class SubprocessSandbox:
     """Runs commands on the host in the workspace, with no isolation at all."""
 
@@ -65,7 +81,7 @@ class SubprocessSandbox:
             raise ValueError("sandbox max_timeout must be positive")
         self.workspace = Path(workspace)
         self.max_timeout = max_timeout
-        self._groups: dict[int, str] = {}  # pgid -> its leader's start time
+        self._groups: dict[int, tuple[str, str]] = {}  # pgid -> (leader's start, marker)
         self._running = 0
         self._generation = 0  # bumped by close(): runs in flight become "interrupted"
 
@@ -83,6 +99,7 @@ class SubprocessSandbox:
         generation = self._generation
         buffer = OutputBuffer(max_output)
         queue: asyncio.Queue[object] = asyncio.Queue()
+        marker = secrets.token_hex(8)
         transport, protocol = await loop.subprocess_shell(
             lambda: _Command(buffer, queue),
             command,
@@ -90,10 +107,11 @@ class SubprocessSandbox:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             cwd=self.workspace,
+            env={**os.environ, "CO_EXEC": marker},
             start_new_session=True,
         )
         pgid = transport.get_pid()
-        self._groups[pgid] = process_start(pgid)
+        self._groups[pgid] = (process_start(pgid), marker)
         self._running += 1
         forward = asyncio.create_task(pump(queue, on_output, readers=2))
         timed_out = False
@@ -101,20 +119,22 @@ class SubprocessSandbox:
             try:
                 async with asyncio.timeout(limit):
                     await self._wait(protocol, forward)
+                    self._kill_tree(pgid)
+                    await self._drain(forward)
             except TimeoutError:
                 timed_out = True
-                self._kill_group(pgid)
+                self._kill_tree(pgid)
                 await self._settle(protocol, forward)
         except BaseException:
             # Cancelled (an interrupt) or on_output raised: kill the tree, then propagate.
-            self._kill_group(pgid)
+            self._kill_tree(pgid)
             await asyncio.shield(self._settle(protocol, forward))
             raise
         finally:
             self._running -= 1
             forward.cancel()
-            transport.close()  # stops reading pipes still held by background jobs
-            self._forget_dead_groups()
+            transport.close()
+            self._groups.pop(pgid, None)
         duration = loop.time() - started
 
         interrupted = generation != self._generation
@@ -138,7 +158,6 @@ class SubprocessSandbox:
         )
 
     def describe(self) -> dict[str, object]:
-        self._forget_dead_groups()
         return {
             "backend": self.backend,
             "mode": "subprocess",
@@ -153,41 +172,44 @@ class SubprocessSandbox:
     async def close(self) -> None:
         self._generation += 1
         for pgid in list(self._groups):
-            self._kill_group(pgid)
+            self._kill_tree(pgid)
         self._groups.clear()
 
-    def _kill_group(self, pgid: int) -> None:
-        started = self._groups.get(pgid, "")
+    def _kill_tree(self, pgid: int) -> None:
+        """Kill the command's process group and whatever carries its marker, until none is left."""
+        started, marker = self._groups.get(pgid, ("", ""))
         now = process_start(pgid)
-        if started and now and now != started:
-            return  # the leader is gone and its pid now leads someone else's group
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, signal.SIGKILL)
-
-    def _forget_dead_groups(self) -> None:
-        for pgid in list(self._groups):
-            try:
-                os.killpg(pgid, 0)
-            except ProcessLookupError:
-                del self._groups[pgid]
-            except PermissionError:
-                pass
+        # Unless the leader is gone and its pid now leads someone else's group.
+        if not (started and now and now != started):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGKILL)
+        needle = f"CO_EXEC={marker}".encode()
+        for _ in range(20):
+            marked = [pid for pid in _pids() if needle in _environ(pid).split(b"\0")]
+            if not marked:
+                return
+            for pid in marked:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
 
     @staticmethod
     async def _wait(protocol: _Command, forward: asyncio.Task[None]) -> None:
-        """Wait for the command to exit and its output to end (briefly, once it has exited)."""
+        """Wait for the command to exit (re-raising what `on_output` raised meanwhile)."""
         exited = asyncio.create_task(protocol.exited.wait())
         try:
             await asyncio.wait({exited, forward}, return_when=asyncio.FIRST_COMPLETED)
             if forward.done():
                 forward.result()  # re-raise what on_output raised
-                await exited  # the output is closed; the process may still be running
-                return
-            await asyncio.wait({forward}, timeout=GRACE_SECONDS)
-            if forward.done():
-                forward.result()
+            await exited
         finally:
             exited.cancel()
+
+    @staticmethod
+    async def _drain(forward: asyncio.Task[None]) -> None:
+        """Forward the output left once the tree is killed, not hanging on stragglers."""
+        await asyncio.wait({forward}, timeout=GRACE_SECONDS)
+        if forward.done():
+            forward.result()
 
     @staticmethod
     async def _settle(protocol: _Command, forward: asyncio.Task[None]) -> None:

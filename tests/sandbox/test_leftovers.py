@@ -1,0 +1,130 @@
+"""Nothing a command started outlives it (issue 22, class 6).
+
+Background jobs, `nohup`, processes that left the group with `setsid`: when the command
+ends (normally, by timeout or by interrupt) they are gone within a second, on the host
+(subprocess backend) and in the container. A container whose pids limit is used up by
+processes that escaped even that is recreated, and the command says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from co_kernel.sandbox import CommandResult, DockerSandbox, SandboxProtocol, SubprocessSandbox
+
+from .test_subprocess_sandbox import host_processes_with
+
+MakeSandbox = Callable[..., DockerSandbox]
+
+
+def run(sandbox: SandboxProtocol, command: str, timeout: float = 30) -> CommandResult:
+    return asyncio.run(sandbox.run(command, timeout=timeout))
+
+
+def leftovers(command: str, tag: str) -> str:
+    """A command that leaves three kinds of processes behind, each sleeping `tag` seconds."""
+    return (
+        f"nohup sleep {tag} >/dev/null 2>&1 & sleep {tag} >/dev/null 2>&1 & "
+        f"(setsid sleep {tag} >/dev/null 2>&1 &); {command}"
+    )
+
+
+def gone_within_a_second(find: Callable[[], list[str]]) -> list[str]:
+    deadline = time.monotonic() + 1.0
+    left = find()
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = find()
+    return left
+
+
+@pytest.fixture
+def tag() -> str:
+    return f"{1000 + uuid.uuid4().int % 9000}.{uuid.uuid4().int % 1000:03d}"
+
+
+@pytest.mark.parametrize("how", ["normal", "timeout", "interrupt"])
+def test_host_commands_leave_nothing_behind(tmp_path: Path, tag: str, how: str) -> None:
+    sandbox = SubprocessSandbox(workspace=tmp_path)
+    if how == "normal":
+        result = run(sandbox, leftovers("echo done", tag))
+        assert result.exit_code == 0 and result.output == "done\n"
+    elif how == "timeout":
+        result = run(sandbox, leftovers(f"sleep {tag}", tag), timeout=1)
+        assert result.timed_out
+    else:
+
+        async def interrupt() -> None:
+            task = asyncio.create_task(sandbox.run(leftovers(f"sleep {tag}", tag), timeout=60))
+            while len(host_processes_with(f"sleep {tag}")) < 4:
+                await asyncio.sleep(0.05)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+        asyncio.run(interrupt())
+    assert gone_within_a_second(lambda: host_processes_with(f"sleep {tag}")) == []
+    assert sandbox.describe()["process_groups"] == 0
+
+
+def _in_container(sandbox: DockerSandbox, tag: str) -> list[str]:
+    shown = run(sandbox, "ps -eo args").output.splitlines()
+    return [line for line in shown if f"sleep {tag}" in line]
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("how", ["normal", "timeout"])
+def test_container_commands_leave_nothing_behind(
+    make_sandbox: MakeSandbox, tag: str, how: str
+) -> None:
+    sandbox = make_sandbox()
+    if how == "normal":
+        result = run(sandbox, leftovers("echo done", tag))
+        assert result.exit_code == 0 and result.output == "done\n"
+    else:
+        assert run(sandbox, leftovers(f"sleep {tag}", tag), timeout=1).timed_out
+    assert gone_within_a_second(lambda: _in_container(sandbox, tag)) == []
+
+
+@pytest.mark.docker
+def test_a_fork_bomb_leaves_the_sandbox_usable(make_sandbox: MakeSandbox) -> None:
+    sandbox = make_sandbox(pids_limit=64)
+    bomb = "b() { b & b & wait; }; b"
+    result = run(sandbox, bomb, timeout=3)
+    assert "Cannot fork" in result.output
+    after = run(sandbox, "echo alive; ps -eo pid= | wc -l")
+    assert after.output.startswith("alive\n"), after.output
+    assert int(after.output.split()[1]) < 10, after.output
+
+
+@pytest.mark.docker
+def test_a_sandbox_that_cannot_fork_is_recreated(
+    make_sandbox: MakeSandbox, docker_client: Any
+) -> None:
+    sandbox = make_sandbox(pids_limit=32)
+    run(sandbox, "true")
+    first = docker_client.containers.get(sandbox.container_name).id
+    # A forker that left the group and dropped the marker: nothing can tell it was ours,
+    # and it takes every pid that comes free.
+    forker = (
+        "import os\nwhile True:\n try:\n  os.fork() or os.execv('/bin/sleep', ['sleep', '999'])"
+        "\n except OSError: pass"
+    )
+    filled = run(
+        sandbox, f"setsid env -i python3 -c {shlex.quote(forker)} >/dev/null 2>&1 & sleep 1"
+    )
+    result = run(sandbox, "echo alive")
+
+    notes = filled.output + result.output
+    assert "[the sandbox could no longer start processes; it was recreated]" in notes, notes
+    assert result.output.startswith("alive\n"), result.output
+    assert docker_client.containers.get(sandbox.container_name).id != first
+    assert "sleep 999" not in run(sandbox, "ps -eo args").output
