@@ -11,8 +11,8 @@ import pytest
 
 from co_kernel.app import kernelspec_dict
 
-from ..labextension.test_build import _build_wheel, _no_node_env, _run
 from ..lab_server import REPO
+from ..labextension.test_build import _build_wheel, _no_node_env, _run
 
 COMMITTED = REPO / "jupyter-data" / "kernels" / "co" / "kernel.json"
 
