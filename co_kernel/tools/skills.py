@@ -75,11 +75,13 @@ class Skill:
         root = Root(Path(os.path.realpath(self.root)), f"skill {self.name!r}", frozenset({"read"}))
         return Scope((root,), protection=protection)
 
-    def resources(self, scope: Scope) -> list[str]:
+    def resources(self, scope: Scope | None = None) -> list[str]:
         """Files in the skill's folder besides ``SKILL.md``, as relative POSIX paths.
 
-        Hidden files and folders are left out; the folder is walked by descriptor.
+        Hidden files and folders are left out; the folder is walked by descriptor (with
+        ``scope``'s protection, by default only the ``.env`` rule).
         """
+        scope = scope or self.scope(Protection())
         found = sorted(rel for rel, _ in walk(scope, scope.roots[0]) if rel != SKILL_FILE)
         return found[:MAX_RESOURCES]
 
