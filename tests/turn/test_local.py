@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -187,3 +188,45 @@ def test_co_kernel_status_shows_the_default_local_model_without_starting_it(
     assert "local:smollm2-135m" in out and "the default" in out
     assert "SmolLM2-135M-Instruct" in out and "94 MB" in out
     assert "not loaded yet" in out and "none (no tool support)" in out
+
+
+def _sentences(text: str) -> list[str]:
+    parts = re.split(r"(?<=[.!?])\s+|\n+", text)
+    return [" ".join(p.lower().split()) for p in parts if len(p.split()) >= 2]
+
+
+@pytest.mark.slow
+@needs_smollm2
+def test_the_bundled_model_answers_without_repeating_a_sentence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its default sampling (model card's temperature and top_p, a repeat penalty) holds."""
+    monkeypatch.setenv("CO_HOME", str(tmp_path / "home"))
+    settings = Settings(local_max_tokens=160, local_context=2048)
+    session = ChatSession(LoadedSettings(settings), workspace=tmp_path, kernel_id="t")
+    questions = (
+        "What is the capital of France?",
+        "What is Python?",
+        "Who wrote Hamlet?",
+        "What is the capital of Italy?",
+    )
+    answers: dict[str, str] = {}
+
+    async def scenario() -> None:
+        agent, _ = session.ensure_agent()
+        async with agent:
+            for n, question in enumerate(questions):
+                frontend = RecordingFrontend()
+                await session.run_prompt(question, cell_id=f"c{n}", frontend=frontend)
+                answers[question] = frontend.text
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        session.close()
+    assert "paris" in answers["What is the capital of France?"].lower()
+    for question, answer in answers.items():
+        sentences = _sentences(answer)
+        assert sentences, f"no answer to {question!r}"
+        repeated = {s for s in sentences if sentences.count(s) > 1}
+        assert not repeated, f"{question!r} got {answer!r}, repeating {repeated}"
