@@ -1,6 +1,7 @@
 """`!cmd` cells: a shell command in the sandbox, no model involved.
 
-Output streams into the cell as it arrives; a non-zero exit status, a timeout or an
+Output streams into the cell as it arrives (the first cell of a session without a sandbox
+says that commands run on the host); a non-zero exit status, a timeout or an
 interrupt is said in one line. An interrupt cancels the run, which kills the process
 inside the container, and the kernel stays usable.
 """
@@ -11,7 +12,7 @@ import asyncio
 import uuid
 from typing import TYPE_CHECKING
 
-from .sandbox import SandboxUnavailable
+from .sandbox import SandboxUnavailable, SubprocessSandbox
 
 if TYPE_CHECKING:
     from .deps import CoDeps
@@ -46,6 +47,9 @@ async def run_shell_cell(deps: CoDeps, pub: Publisher, command: str) -> tuple[st
         pub.stream(stream, text)
         pub.flush()
 
+    if isinstance(sandbox, SubprocessSandbox) and not sandbox.warned:
+        sandbox.warned = True
+        error_line(f"Note: {sandbox.warning()} (sandbox = docker isolates them.)")
     if hasattr(sandbox, "on_status"):
         sandbox.on_status = on_status
     try:

@@ -84,6 +84,8 @@ class SubprocessSandbox:
         self._groups: dict[int, tuple[str, str]] = {}  # pgid -> (leader's start, marker)
         self._running = 0
         self._generation = 0  # bumped by close(): runs in flight become "interrupted"
+        self.warned = False
+        """Whether the session was told, in a `!` cell, that commands run on the host."""
 
     async def run(
         self,
@@ -162,12 +164,17 @@ class SubprocessSandbox:
             "backend": self.backend,
             "mode": "subprocess",
             "sandboxed": False,
-            "warning": f"commands run ON THE HOST, unsandboxed, as uid {os.getuid()}",
+            "warning": self.warning(),
             "workspace": str(self.workspace),
             "running": self._running,
             "process_groups": len(self._groups),
             "limits": {"max_timeout": self.max_timeout},
         }
+
+    @staticmethod
+    def warning() -> str:
+        """What a person must know before a command runs here."""
+        return f"Commands run ON THE HOST, unsandboxed, as uid {os.getuid()}: not in a sandbox."
 
     async def close(self) -> None:
         self._generation += 1

@@ -1,8 +1,9 @@
 """The shell tool: one command line in the session's sandbox, run only once approved.
 
-Registered with ``requires_approval=True``: the turn asks the person (or applies session
-yolo or the safe-prefix rule) before the command runs. Arguments the model can fix are
-checked before anyone is asked, so a person never approves an empty command.
+Every call needs approval: the turn asks the person (or applies session yolo or the
+safe-prefix rule) before the command runs. Arguments the model can fix are checked before
+anyone is asked, so a person never approves an empty command. Without a sandbox, the card
+and the result say the command runs on the host.
 """
 
 from __future__ import annotations
@@ -47,11 +48,16 @@ async def run_shell_command(
         cmd: The command line to run.
         timeout: Seconds after which the command is killed.
     """
-    from ..sandbox import SandboxUnavailable
+    from pydantic_ai import ApprovalRequired
+
+    from ..sandbox import SandboxUnavailable, SubprocessSandbox
 
     settings = ctx.deps.settings
+    sandbox = ctx.deps.ensure_sandbox()  # cheap: nothing touches Docker yet
+    on_host = isinstance(sandbox, SubprocessSandbox)
+    if not ctx.tool_call_approved:
+        raise ApprovalRequired(metadata={"detail": sandbox.warning()} if on_host else None)
     try:
-        sandbox = ctx.deps.ensure_sandbox()
         result = await sandbox.run(cmd, timeout=timeout, max_output=settings.sandbox_max_output)
     except SandboxUnavailable as exc:
         message = f"The sandbox is unavailable, so the command did not run: {exc}"
@@ -62,6 +68,8 @@ async def run_shell_command(
         status = "interrupted"
     else:
         status = f"exit code {result.exit_code}"
+    if on_host:
+        status += " · ran on the host, not in a sandbox"
     shown = result.output
     if len(shown) > _DISPLAY_CAP:
         shown = (
@@ -81,6 +89,6 @@ def build(settings: Settings) -> ToolsetBuild:
     """The shell toolset; always available (the sandbox reports its own problems)."""
     from pydantic_ai.toolsets import FunctionToolset
 
-    toolset: FunctionToolset[CoDeps] = FunctionToolset(requires_approval=True)
+    toolset: FunctionToolset[CoDeps] = FunctionToolset()
     toolset.add_function(run_shell_command, args_validator=_check_args)
     return ToolsetBuild("shell", toolset, approval={"run_shell_command": True})

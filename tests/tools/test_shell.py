@@ -26,7 +26,7 @@ def test_result_carries_output_exit_code_and_display(model_server, workspace):
     assert content["exit_code"] == 3 and content["timed_out"] is False
     assert "out" in content["output"] and "err" in content["output"]
     assert content["display"].startswith("$ echo out; echo err >&2; exit 3\n")
-    assert content["display"].endswith("[exit code 3]")
+    assert content["display"].endswith("[exit code 3 · ran on the host, not in a sandbox]")
     assert result.output == "It failed with 3."
     assert model_server.errors == []
 

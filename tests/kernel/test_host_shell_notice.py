@@ -1,0 +1,51 @@
+"""Without a sandbox, the shell says so (issue 22, class 7).
+
+With ``sandbox = subprocess`` the first ``!`` cell of a session and every shell tool card
+say that the command runs on the host, not in a sandbox; a real kernel in notebook mode.
+"""
+
+from __future__ import annotations
+
+import os
+
+from co_kernel.frontend import MIME_TOOL_CALL
+from tests.kernel_harness import CellResult, WidgetClicker
+
+HOST = "ON THE HOST"
+
+
+def shell(cmd: str) -> dict[str, object]:
+    return {"name": "run_shell_command", "arguments": {"cmd": cmd}}
+
+
+def cards(result: CellResult) -> list[dict[str, object]]:
+    return [d[MIME_TOOL_CALL] for d in result.final_displays().values() if MIME_TOOL_CALL in d]
+
+
+def test_the_first_bang_cell_says_it_runs_on_the_host(kernel) -> None:
+    first = kernel.execute("!echo one")
+    assert first.status == "ok"
+    assert first.stdout == "one\n"
+    assert HOST in first.stderr and f"uid {os.getuid()}" in first.stderr
+    assert "not in a sandbox" in first.stderr
+
+    second = kernel.execute("!echo two")
+    assert second.stdout == "two\n"
+    assert HOST not in second.stderr + second.stdout
+
+
+def test_every_shell_tool_card_says_it_runs_on_the_host(kernel, model_server) -> None:
+    model_server.extend(
+        [
+            {"tool_calls": [shell("ls")]},  # a safe command: approved without asking
+            {"tool_calls": [shell("touch made")]},  # asks
+            {"text": "done"},
+        ]
+    )
+    result = kernel.execute("list and touch", on_message=WidgetClicker(["Approve"]))
+
+    shown = cards(result)
+    assert len(shown) == 2, shown
+    for card in shown:
+        assert HOST in str(card["detail"]), card
+        assert "on the host, not in a sandbox" in str(card["result"]), card
