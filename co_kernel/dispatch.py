@@ -10,6 +10,7 @@ frontend implementation and returns an outcome the kernel turns into a reply.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
     from .turn import ChatSession
 
 __all__ = ["CellDispatcher", "CellRequest", "Outcome", "frontend_kind"]
+
+log = logging.getLogger(__name__)
 
 
 FrontendKind = Literal["notebook", "console", "headless"]
@@ -90,6 +93,16 @@ class CellDispatcher:
         self.warmup: Any = None
         """Future of the background import of the model stack; cells wait for it so two
         threads never import the same modules at once."""
+
+    def prebuild(self) -> None:
+        """Build the session and its agent before the first cell (the warm-up thread).
+
+        A failure is left for the first turn, which builds again and shows the fix.
+        """
+        try:
+            self.session.ensure_agent()
+        except Exception:
+            log.debug("building the session ahead of the first cell failed", exc_info=True)
 
     @property
     def session(self) -> ChatSession:

@@ -10,6 +10,7 @@ import re
 import signal
 import threading
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -76,10 +77,13 @@ class CoKernel(IPythonKernel):
         # Only on the shell thread: the server also nudges over the control channel, and a
         # future made on the control thread's loop cannot be awaited by a cell.
         if not self._warmed and threading.current_thread() is threading.main_thread():
-            # Import the model stack off the critical path: the kernel answers at once
-            # and the first turn does not pay for the imports.
+            # Import the model stack and build the session (settings, stores, toolsets,
+            # agent, model client) off the critical path: the kernel has answered, and the
+            # first turn pays for neither.
             self._warmed = True
-            self._dispatcher.warmup = _warm_in_background(asyncio.get_running_loop())
+            self._dispatcher.warmup = _warm_in_background(
+                asyncio.get_running_loop(), self._dispatcher.prebuild
+            )
 
     @property
     def kernel_info(self) -> dict[str, Any]:
@@ -192,8 +196,12 @@ def _waiting_for_events(frame: Any) -> bool:
     return frame is not None and frame.f_code.co_filename.endswith("selectors.py")
 
 
-def _warm_in_background(loop: asyncio.AbstractEventLoop) -> asyncio.Future[None]:
-    """Run the warm-up imports on a daemon thread; the future resolves when they are done.
+def _warm_in_background(
+    loop: asyncio.AbstractEventLoop, then: Callable[[], None]
+) -> asyncio.Future[None]:
+    """Run the warm-up imports, then ``then``, on a daemon thread; the future resolves after.
+
+    Cells wait for the future, so nothing touches the session while ``then`` builds it.
 
     Not the loop's default executor: its threads are joined when the process exits, so a
     kernel shut down (or restarted) in its first seconds waited for pydantic-ai to finish
@@ -208,6 +216,7 @@ def _warm_in_background(loop: asyncio.AbstractEventLoop) -> asyncio.Future[None]
     def run() -> None:
         try:
             _warm_imports()
+            then()
         finally:
             with contextlib.suppress(RuntimeError):  # the loop closed: the kernel is exiting
                 loop.call_soon_threadsafe(settle)
