@@ -411,6 +411,9 @@ def _read_json(path: Path, problems: list[str]) -> dict[str, Any]:
     except OSError as exc:
         problems.append(f"{path}: cannot read ({exc.strerror})")
         return {}
+    except UnicodeDecodeError as exc:
+        problems.append(f"{path}: byte {exc.start}: not UTF-8 text; file ignored")
+        return {}
     if not text.strip():
         return {}
     try:
