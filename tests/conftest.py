@@ -13,27 +13,6 @@ from co_kernel.testing import ScriptedModelServer
 from .kernel_harness import CoKernel
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Keep together on one xdist worker what must not be split (``--dist loadgroup``).
-
-    A notebook's cells share one kernel and run in order; the tests of a module that share
-    a module- or class-scoped fixture (a JupyterLab server, a set of kernels) would start
-    it again on every worker they landed on. Everything else is spread test by test.
-    """
-    for item in items:
-        if item.get_closest_marker("xdist_group") is not None:
-            continue
-        if item.path.suffix == ".ipynb":
-            item.add_marker(pytest.mark.xdist_group(item.path.name))
-            continue
-        fixtures = getattr(item, "_fixtureinfo", None)
-        if fixtures is None:
-            continue
-        scopes = {d.scope for defs in fixtures.name2fixturedefs.values() for d in defs}
-        if scopes & {"module", "class", "package"}:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
-
-
 def pytest_configure(config: pytest.Config) -> None:
     # Run as a background job of a script (`... &`), this process ignores SIGINT, and so
     # would every program a test starts: a test stopping `co-kernel tail` with Ctrl+C would

@@ -1,0 +1,43 @@
+"""What every test run shares, `tests/` and the regression notebooks alike."""
+
+from __future__ import annotations
+
+import pytest
+from xdist.scheduler import LoadGroupScheduling
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the marks into node ids
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep together on one xdist worker what must not be split (``--dist loadgroup``).
+
+    A notebook's cells share one kernel and run in order (``_Groups``); the tests of a module that share
+    a module- or class-scoped fixture (a JupyterLab server, a set of kernels) would start
+    it again on every worker they landed on. Everything else is spread test by test.
+    """
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        if item.path.suffix == ".ipynb":
+            continue  # grouped by the scheduler below: nbval's cells take no group suffix
+        fixtures = getattr(item, "_fixtureinfo", None)
+        if fixtures is None:
+            continue
+        scopes = {d.scope for defs in fixtures.name2fixturedefs.values() for d in defs}
+        if scopes & {"module", "class", "package"}:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+class _Groups(LoadGroupScheduling):
+    """xdist's ``loadgroup``, with every notebook's cells as one group."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        path = nodeid.split("::", 1)[0]
+        if path.endswith(".ipynb"):
+            return path
+        return super()._split_scope(nodeid)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> LoadGroupScheduling | None:
+    if config.getvalue("dist") == "loadgroup":
+        return _Groups(config, log)  # type: ignore[arg-type]
+    return None
