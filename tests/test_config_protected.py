@@ -63,7 +63,10 @@ def test_settings_credentials_and_secret_paths_are_protected(own_home, tmp_path)
     settings = Settings(
         google_token_path=token,
         mcp_servers={
-            "db": McpServerSpec(command="x", env={"GOOGLE_APPLICATION_CREDENTIALS": str(account)})
+            "db": McpServerSpec(
+                command="x",
+                env={"GOOGLE_APPLICATION_CREDENTIALS": str(account), "HOME": str(workspace)},
+            )
         },
     )
     found = set(protected_paths(settings, workspace))
@@ -77,6 +80,7 @@ def test_settings_credentials_and_secret_paths_are_protected(own_home, tmp_path)
     } <= found
     assert all(p.is_absolute() for p in found)
     assert config / "skills" not in found
+    assert workspace not in found, "a folder in a secret setting is no secret file"
     for path in found:
         assert is_protected(path, settings, workspace)
     assert is_protected(workspace / "sub" / ".ENV.local", settings, workspace)

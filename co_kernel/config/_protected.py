@@ -13,7 +13,7 @@ them and the auto-approval classifier asks before a command that names one. Prot
 - any file in the top of Co's config dir whose name says it holds a token, secret,
   credential or settings (a backup ``settings.json.bak``, a second token);
 - a path that is the value of a secret setting (an MCP server's env value
-  ``/home/me/sa.json``);
+  ``/home/me/sa.json``), unless it is a folder (``HOME=/home/me`` names no secret file);
 - anywhere, a file named ``.env`` or ``.env.<anything>`` (``.env.local``), ignoring case:
   on case-insensitive file systems (macOS, Windows) ``.ENV`` is the same file.
 
@@ -96,7 +96,8 @@ def protected_paths(settings: Settings, workspace: Path) -> list[Path]:
     config_dir = paths().config_dir
     found = [paths().settings_file, workspace / ".co" / "settings.json"]
     found += credential_files(settings, os.environ)
-    found += [Path(v) for v in _secret_values(settings) if v.startswith(("/", "~/"))]
+    named = (Path(v).expanduser() for v in _secret_values(settings) if v.startswith(("/", "~/")))
+    found += [p for p in named if not p.is_dir()]
     try:
         with os.scandir(config_dir) as entries:
             found += [
