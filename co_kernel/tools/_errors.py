@@ -23,6 +23,7 @@ from __future__ import annotations
 import enum
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from pydantic_ai.capabilities import AbstractCapability
@@ -119,14 +120,26 @@ def session_redactor(deps: Any) -> Redactor:
     """The secrets a session's tools must not hand on (to the model, to a store).
 
     Those of the settings in force, of both settings files (also keys a later layer
-    overrode), of the environment and of the credential files; made once per session.
+    overrode), of the environment and of the credential files. Made again when the
+    settings or either file changed (an edited file and `%mcp reload` bring new secrets).
     """
-    extras: dict[str, Any] = deps.extras
-    redactor = extras.get("redactor")
-    if not isinstance(redactor, Redactor):
-        files = [paths().settings_file, deps.workspace / ".co" / "settings.json"]
-        redactor = extras["redactor"] = Redactor.from_settings(deps.settings, files=files)
+    files = [paths().settings_file, deps.workspace / ".co" / "settings.json"]
+    key = (id(deps.settings), *(_stamp(f) for f in files))
+    cached = deps.extras.get("redactor")
+    if isinstance(cached, tuple) and cached[0] == key:
+        redactor: Redactor = cached[1]
+        return redactor
+    redactor = Redactor.from_settings(deps.settings, files=files)
+    deps.extras["redactor"] = (key, redactor)
     return redactor
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
 
 
 def _describe(error: Exception) -> str:
