@@ -37,7 +37,8 @@ def store_for(deps: CoDeps, *, create: bool = True) -> MemoryStore | None:
     path = memory_store_path()
     if not create and not path.exists():
         return None  # reading the prompt must not create a database
-    store = MemoryStore(path, redact=session_redactor(deps).redact)
+    # Asked on every write: the session's secrets may grow (an edited settings file).
+    store = MemoryStore(path, redact=lambda text: session_redactor(deps).redact(text))
     deps.extras["memory_store"] = store
     return store
 
