@@ -315,7 +315,10 @@ def collect_status(
         except Exception as exc:
             report.add("model", "model", f"{model}: {exc}")
         else:
-            default = " (the default: nothing is configured)" if is_default else ""
+            default = ""
+            if is_default:
+                found = " (found at OLLAMA_HOST)" if provider == "ollama" else ""
+                default = f" (the default: nothing is configured){found}"
             report.add("model", "model", f"{provider}:{name} ({PROVIDERS[provider]}){default}")
             if provider == "local":
                 # Nothing to ask over the network: the file, and the server if it runs.

