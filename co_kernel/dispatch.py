@@ -27,6 +27,8 @@ from .frontend import (
     StdinApprover,
     WidgetApprover,
     policy_approver,
+    render_markdown,
+    terminal_width,
 )
 from .magics import MagicContext, MagicError, find_magic, parse_magic
 from .notebook import CellRecord, NotebookContext, expand_references
@@ -91,6 +93,8 @@ class CellDispatcher:
         self.approvers: dict[str, Approver] = {}
         self._warned_settings = False
         self.warmup: Any = None
+        self._console_width: int | None = None
+        """The terminal's columns while a `jupyter console` cell runs in one; else None."""
         """Future of the background import of the model stack; cells wait for it so two
         threads never import the same modules at once."""
 
@@ -156,11 +160,15 @@ class CellDispatcher:
                 if self._kernel is not None
                 else policy
             )
-            return ConsoleFrontend(self.publisher, approver, max_rate=rate)
+            return ConsoleFrontend(
+                self.publisher, approver, max_rate=rate, width=self._console_width
+            )
         return HeadlessFrontend(self.publisher, settings.approval_mode)
 
     def show_markdown(self, text: str) -> None:
-        self.publisher.display({"text/markdown": text, "text/plain": text})
+        # jupyter console prints text/plain: rendered for its terminal when there is one.
+        plain = render_markdown(text, self._console_width) if self._console_width else text
+        self.publisher.display({"text/markdown": text, "text/plain": plain})
 
     def show_error_line(self, text: str) -> None:
         self.publisher.stream("stderr", text.rstrip("\n") + "\n")
@@ -176,6 +184,7 @@ class CellDispatcher:
         return outcome
 
     async def _execute(self, request: CellRequest) -> Outcome:
+        self._console_width = terminal_width() if frontend_kind(request) == "console" else None
         code = request.code
         stripped = code.strip()
         if not stripped:

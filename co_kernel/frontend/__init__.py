@@ -21,6 +21,7 @@ from ._markdown import MarkdownStream, find_block_boundary
 from ._notebook import NotebookFrontend
 from ._publisher import KernelPublisher, Publisher, RedactingPublisher
 from ._stdin import KernelStdin, StdinApprover
+from ._terminal import TerminalMarkdown, render_markdown, terminal_width
 from ._toolcard import MIME_TOOL_CALL, tool_call_bundle
 from ._widgets import ApprovalCard, WidgetApprover
 
@@ -38,11 +39,14 @@ __all__ = [
     "Publisher",
     "RedactingPublisher",
     "StdinApprover",
+    "TerminalMarkdown",
     "WidgetApprover",
     "find_block_boundary",
     "footer_enabled",
     "format_footer",
     "parse_answer",
     "policy_approver",
+    "render_markdown",
+    "terminal_width",
     "tool_call_bundle",
 ]

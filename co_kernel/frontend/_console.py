@@ -1,4 +1,8 @@
-"""jupyter console: it ignores display updates, so the answer streams as stdout."""
+"""jupyter console: it ignores display updates, so the answer streams as stdout.
+
+In a terminal the Markdown is rendered (``_terminal.py``): headings, emphasis, lists, code
+and tables fitted to its width, a finished block at a time.
+"""
 
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from ..turn._frontend import (
 from ._base import DECISION_TEXT, NOTICE_PREFIX, Approver, BaseFrontend, approval_text
 from ._publisher import Publisher
 from ._subagent import ConsoleSubagentFrontend
+from ._terminal import TerminalMarkdown, render_markdown
 from ._todos import todos_text
 from ._toolcard import short_args
 
@@ -28,19 +33,36 @@ __all__ = ["ConsoleFrontend"]
 
 
 class ConsoleFrontend(BaseFrontend):
-    """Plain text on stdout, flushed at most ``max_rate`` times a second."""
+    """Text on stdout, flushed at most ``max_rate`` times a second.
+
+    ``width``: the terminal's columns when the kernel runs in one; the answer and notices
+    are then rendered Markdown, else they stay Markdown source.
+    """
 
     kind = "console"
 
-    def __init__(self, publisher: Publisher, approver: Approver, *, max_rate: float = 20.0) -> None:
+    def __init__(
+        self,
+        publisher: Publisher,
+        approver: Approver,
+        *,
+        max_rate: float = 20.0,
+        width: int | None = None,
+    ) -> None:
         super().__init__(approver)
         self._pub = publisher
+        self._width = width
+        self._markdown = TerminalMarkdown(width) if width else None
         self._interval = 1.0 / max_rate
         self._last_flush = 0.0
         self._wrote_text = False
         self._announced: set[str] = set()
 
     def on_text_delta(self, delta: str) -> None:
+        if self._markdown is not None:
+            delta = self._markdown.feed(delta)
+            if not delta:
+                return
         self._pub.stream("stdout", delta)
         self._wrote_text = True
         now = time.monotonic()
@@ -49,6 +71,12 @@ class ConsoleFrontend(BaseFrontend):
             self._last_flush = now
 
     def on_text_commit(self) -> None:
+        if self._markdown is not None:
+            rest = self._markdown.finish()
+            if rest:
+                self._pub.stream("stdout", rest)
+            # Rendered blocks end their own lines.
+            self._wrote_text = False
         if self._wrote_text:
             self._pub.stream("stdout", "\n")
             self._wrote_text = False
@@ -103,9 +131,10 @@ class ConsoleFrontend(BaseFrontend):
 
     def on_notice(self, markdown: str, level: NoticeLevel = "info") -> None:
         self.on_text_commit()
-        self._pub.stream(
-            "stderr" if level == "error" else "stdout", f"{NOTICE_PREFIX[level]} {markdown}\n"
-        )
+        text = f"{NOTICE_PREFIX[level]} {markdown}\n"
+        if self._width:
+            text = render_markdown(text, self._width)
+        self._pub.stream("stderr" if level == "error" else "stdout", text)
         self._pub.flush()
 
     def on_turn_end(self, summary: TurnSummary) -> None:
