@@ -41,7 +41,9 @@ A step is an object with these keys, all optional:
     `{"kind": "drop", "after_chunks": N}` sends N stream chunks, then closes without `[DONE]`;
     `{"kind": "malformed", "after_chunks": N}` sends N chunks, then `data: {not json`;
     `{"kind": "stall", "seconds": S, "after_chunks": N}` sends the headers and N chunks, then
-    waits S seconds before going on, long enough for a client's read timeout.
+    waits S seconds before going on, long enough for a client's read timeout;
+    `{"kind": "unfinished"}` sends the whole answer, cleanly ended, but without a finish
+    reason, as a proxy that loses the last chunk does.
     A chunk is one SSE `data:` event, counting the first one that only carries the role.
 `repeat`
     How many consecutive requests the step answers (default 1).
@@ -72,6 +74,7 @@ __all__ = (
     "StatusFault",
     "Step",
     "ToolCall",
+    "UnfinishedFault",
     "Usage",
     "check_expect",
     "split_tokens",
@@ -154,6 +157,12 @@ class StallFault(_Strict):
     after_chunks: int = Field(default=0, ge=0)
 
 
+class UnfinishedFault(_Strict):
+    """Send the whole answer with no finish reason (`finish_reason: null` throughout)."""
+
+    kind: Literal["unfinished"]
+
+
 def _fault_kind(value: Any) -> str | None:
     mapping = _as_mapping(value)
     kind: object = getattr(value, "kind", None) if mapping is None else mapping.get("kind")
@@ -167,11 +176,12 @@ Fault = Annotated[
     | Annotated[ResetFault, Tag("reset")]
     | Annotated[DropFault, Tag("drop")]
     | Annotated[MalformedFault, Tag("malformed")]
-    | Annotated[StallFault, Tag("stall")],
+    | Annotated[StallFault, Tag("stall")]
+    | Annotated[UnfinishedFault, Tag("unfinished")],
     Discriminator(
         _fault_kind,
         custom_error_type="invalid_fault",
-        custom_error_message="a fault needs 'status' or a 'kind' of reset, drop, malformed or stall",
+        custom_error_message="a fault needs 'status' or a 'kind' of reset, drop, malformed, stall or unfinished",
     ),
 ]
 

@@ -8,6 +8,7 @@
 | 402, quota, context window, 4xx  | ABORT   | end the turn with the provider's reason            |
 | 429                              | BACKOFF | wait Retry-After (seconds or HTTP date), default 3 s |
 | 408, 5xx, network, timeout, bad stream | BACKOFF | 2 s, doubling, capped at 30 s             |
+| an answer without a finish reason | BACKOFF | a dropped stream (``_finish.RequireFinish``)   |
 
 The waits come from settings (``model_backoff_base``, ``model_backoff_cap``) so a test can
 make them short; the turn retries at most ``model_http_retries`` times (``_run.py``).
@@ -198,19 +199,27 @@ def classify_provider_error(exc: BaseException, *, provider: str, model: str) ->
             f"{who} refused the request (HTTP {status}): {detail}",
             status=status,
         )
+    return ErrorAction(ProviderErrorKind.BACKOFF, _transient(exc, who, provider), status=status)
+
+
+def _transient(exc: BaseException, who: str, provider: str) -> str:
+    """What a failure a retry may cure (timeout, lost connection, bad stream) reads as."""
+    from pydantic_ai import exceptions as x
+
+    from ._finish import UnfinishedResponse
+
+    if isinstance(exc, UnfinishedResponse):
+        return f"{who}'s answer ended without finishing (no finish reason)"
     if isinstance(exc, x.ModelTimeoutError):
-        message = f"{who} did not answer in time (setting `request_timeout`)"
-    elif isinstance(exc, x.ModelConnectionError):
+        return f"{who} did not answer in time (setting `request_timeout`)"
+    if isinstance(exc, x.ModelConnectionError):
         if exc.phase in ("pool", "connect") or (exc.phase is None and _never_connected(exc)):
-            message = f"Could not reach the {provider} provider ({_short(exc)})"
-        else:
-            message = f"Lost the connection to the {provider} provider ({_short(exc)})"
-    elif isinstance(exc, x.ModelServerError | x.ModelUnavailableError):
-        message = f"{who} is unavailable ({_short(exc)})"
-    else:
-        # A malformed stream (invalid SSE chunk) and anything else a retry may cure.
-        message = f"{who} sent a response Co could not read ({_short(exc)})"
-    return ErrorAction(ProviderErrorKind.BACKOFF, message, status=status)
+            return f"Could not reach the {provider} provider ({_short(exc)})"
+        return f"Lost the connection to the {provider} provider ({_short(exc)})"
+    if isinstance(exc, x.ModelServerError | x.ModelUnavailableError):
+        return f"{who} is unavailable ({_short(exc)})"
+    # A malformed stream (invalid SSE chunk) and anything else a retry may cure.
+    return f"{who} sent a response Co could not read ({_short(exc)})"
 
 
 def _never_connected(exc: BaseException) -> bool:

@@ -233,6 +233,8 @@ class _TurnRunner:
     async def _stream_once(self, user_input: Any, deferred: Any) -> Any:
         from pydantic_ai import AgentRunResultEvent
 
+        from ._finish import RequireFinish
+
         result = None
         async with self.agent.run_stream_events(
             user_input,
@@ -241,6 +243,7 @@ class _TurnRunner:
             deps=self.deps,
             usage=self.usage,
             usage_limits=self.limits,
+            capabilities=[RequireFinish()],
         ) as events:
             try:
                 async for event in events:
