@@ -3,7 +3,8 @@
 The scope guard checks a path; between that check and the open, anyone with write access
 to the tree (a background process in the sandbox, which mounts the workspace) could swap a
 folder on the way for a symbolic link to somewhere else. So nothing here opens a path by
-name: the root is opened, then every folder on the way relative to the one before with
+name: the root is opened from ``/`` (it was resolved when the scope was made, so it has
+no links), then every folder on the way relative to the one before with
 ``O_NOFOLLOW | O_DIRECTORY``, and the file itself with ``O_NOFOLLOW``. A link found on the
 way (one that was not there when the guard resolved the path) fails the open with
 :class:`PathChanged` instead of being followed. Listings scan folder descriptors
@@ -31,6 +32,7 @@ __all__ = [
     "decode_text",
     "folder",
     "open_below",
+    "open_root",
     "read_all",
     "replace_below",
     "scan",
@@ -82,6 +84,26 @@ def _open_step(name: str, flags: int, dir_fd: int, rel: str) -> int:
         raise
 
 
+def open_root(root: str | Path) -> int:
+    """A descriptor of the root, opened from ``/`` one folder at a time without following a
+    link: roots are resolved when the scope is made, so a link on the way now (a folder
+    above a skill or a vault inside the workspace, swapped meanwhile) is a change."""
+    path = os.fspath(root)
+    if not os.path.isabs(path):
+        raise ValueError(f"a root must be an absolute path: {path!r}")
+    fd = os.open("/", _FOLDER)
+    try:
+        for part in path.split("/"):
+            if part:
+                step = _open_step(part, _FOLDER, fd, path)
+                os.close(fd)
+                fd = step
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 @contextmanager
 def folder(root: str | Path, parts: Sequence[str], *, make: bool = False) -> Iterator[int]:
     """A descriptor of ``root/parts...``, each step opened without following a link.
@@ -89,12 +111,7 @@ def folder(root: str | Path, parts: Sequence[str], *, make: bool = False) -> Ite
     ``make`` creates missing folders on the way (in the folder just opened).
     """
     rel = "/".join(parts) or "."
-    try:
-        fd = os.open(root, _FOLDER)
-    except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-            raise _changed(str(root)) from None
-        raise
+    fd = open_root(root)
     try:
         for part in parts:
             try:
@@ -165,8 +182,8 @@ def scan(
     """
     stack: list[tuple[int, str]] = []
     try:
-        stack.append((os.open(root, _FOLDER), ""))
-    except OSError:
+        stack.append((open_root(root), ""))
+    except (OSError, PathChanged):
         return
     try:
         while stack:

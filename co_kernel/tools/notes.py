@@ -39,16 +39,24 @@ def _vault_path(settings: Settings) -> Path | None:
 
 
 def _index(deps: CoDeps) -> VaultIndex:
-    root = _vault_path(deps.settings)
+    # The vault's path is resolved once for its setting: were it resolved on every call, a
+    # vault inside the workspace swapped for a link to elsewhere would move the index there.
+    # Resolved once, such a swap makes the descriptor walk from `/` fail instead.
+    configured = deps.settings.obsidian_vault_path
+    cached = deps.extras.get("notes_index")
+    if isinstance(cached, VaultIndex) and deps.extras.get("notes_vault") == configured:
+        root: Path | None = cached.root
+    else:
+        root = _vault_path(deps.settings)
     if root is None or not root.is_dir():
         raise ToolFailed(f"The vault folder {root} is not there any more (obsidian_vault_path).")
-    cached = deps.extras.get("notes_index")
     if not isinstance(cached, VaultIndex) or cached.root != root:
         if isinstance(cached, VaultIndex):
             cached.close()
         protection = Protection.of(deps.settings, deps.workspace)
         cached = VaultIndex(root, deps.settings.file_max_bytes, protection=protection)
         deps.extras["notes_index"] = cached
+        deps.extras["notes_vault"] = configured
     return cached
 
 

@@ -195,12 +195,22 @@ def test_notes_never_index_or_read_outside_notes(tmp_path, outside):
     assert any("INSIDE" in r for r in reads) and any("only-inside" in r for r in listed)
 
 
-def test_skill_resources_never_come_from_outside(workspace, outside):
+@pytest.mark.parametrize("swapped", ["a resource folder", "the skill folder"])
+def test_skill_resources_never_come_from_outside(workspace, outside, tmp_path, swapped):
+    def make_skill(folder: Path, text: str, extra: str) -> None:
+        folder.mkdir(parents=True)
+        (folder / "SKILL.md").write_text(f"---\nname: raced\ndescription: R.\n---\nGo {text}\n")
+        _tree(folder / "res", text, extra)
+
     skill = workspace / ".co" / "skills" / "raced"
-    skill.mkdir(parents=True)
-    (skill / "SKILL.md").write_text("---\nname: raced\ndescription: A raced skill.\n---\nGo.\n")
-    folder = skill / "res"
-    _tree(folder, "INSIDE", "only-inside.md")
+    make_skill(skill, "INSIDE", "only-inside.md")
+    if swapped == "the skill folder":
+        # The link leads to a skill of the same name, so discovery finds it either way.
+        target = tmp_path / "outside-skill"
+        make_skill(target, OUTSIDE, "only-outside.md")
+        folder = skill
+    else:
+        target, folder = outside, skill / "res"
     deps = _deps(workspace)
 
     def read(_: int) -> str:
@@ -209,7 +219,7 @@ def test_skill_resources_never_come_from_outside(workspace, outside):
     def load(_: int) -> str:
         return asyncio.run(skills.load_skill(ctx(deps), "raced"))
 
-    with _race(folder, outside):
+    with _race(folder, target):
         reads = _hammer(read, 200)
         loads = _hammer(load, 200)
     escapes = [r for r in reads + loads if OUTSIDE in r or "only-outside" in r]
