@@ -1,0 +1,198 @@
+"""README command 1, as a new user runs it: `scripts/start.sh`, then the tour and a `!` cell.
+
+`scripts/start.sh` runs as written in a copy of the repository. Its `.venv` reuses this
+checkout's virtual environment: a folder whose `bin/` links to ours, with setup.sh's stamp
+for the copy, so set-up finds Co installed instead of reinstalling every package (and never
+installs the copy into the shared environment).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..kernel_harness import CoKernel
+from ..lab_server import REPO
+
+URL = re.compile(r"http://127\.0\.0\.1:\d+/\S*\?token=\w+")
+SKIPPED = {".git", ".venv", "node_modules", "test-artifacts", "dist", "build", "__pycache__"}
+
+
+def _docker_answers() -> bool:
+    return (
+        shutil.which("docker") is not None
+        and subprocess.run(["docker", "info"], capture_output=True).returncode == 0
+    )
+
+
+@pytest.fixture
+def sandbox_image() -> Iterator[str]:
+    """A unique name for the image set-up builds; removed afterwards."""
+    name = f"co-sandbox-first-run-{uuid.uuid4().hex[:8]}:bookworm"
+    yield name
+    subprocess.run(["docker", "rmi", "-f", name], capture_output=True)
+
+
+def _copy_of_the_repository(target: Path) -> Path:
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        return {n for n in names if n in SKIPPED or n.endswith("_cache")}
+
+    shutil.copytree(REPO, target, ignore=ignore, symlinks=True)
+    venv_bin = target / ".venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    for tool in (REPO / ".venv" / "bin").iterdir():
+        (venv_bin / tool.name).symlink_to(tool)
+    # What scripts/setup.sh records after installing: the copy counts as installed.
+    sources = target / "co_kernel" / "labextension" / "sources.sha256"
+    stamp = (target / "pyproject.toml").read_bytes() + (
+        sources.read_bytes() if sources.exists() else b""
+    )
+    (target / ".venv" / ".co-installed").write_text(hashlib.sha256(stamp).hexdigest()[:16] + "\n")
+    return target
+
+
+def _environment(tmp_path: Path, image: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CO_", "JUPYTER"))}
+    env.update(
+        CO_HOME=str(tmp_path / "co-home"),
+        CO_LOCAL_SANDBOX_IMAGE=image,
+        JUPYTER_CONFIG_DIR=str(tmp_path / "jupyter-config"),
+        JUPYTER_DATA_DIR=str(tmp_path / "jupyter-data"),
+        JUPYTER_RUNTIME_DIR=str(tmp_path / "jupyter-runtime"),
+        JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "lab-workspaces"),
+    )
+    return env
+
+
+def _wait_for_url(process: subprocess.Popen[str], log: list[str], timeout: float = 180) -> str:
+    deadline = time.monotonic() + timeout
+    assert process.stdout is not None
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            raise AssertionError("scripts/start.sh exited before printing a URL:\n" + "".join(log))
+        log.append(line)
+        found = URL.search(line)
+        if found:
+            return found.group(0)
+    raise AssertionError("no URL within the time limit:\n" + "".join(log))
+
+
+def _get(base: str, path: str, token: str) -> Any:
+    """GET a JSON API path; the server prints its URL just before it listens."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(f"{base}{path}?token={token}", timeout=30) as response:
+                return json.load(response)
+        except urllib.error.URLError as exc:
+            if not isinstance(exc.reason, ConnectionRefusedError) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_start_sh_opens_the_tour_and_the_tour_runs_in_chromium(
+    tmp_path: Path, sandbox_image: str
+) -> None:
+    _copy_of_the_repository(tmp_path / "co")
+    env = _environment(tmp_path, sandbox_image)
+    process = subprocess.Popen(
+        ["co/scripts/start.sh", "--no-browser", "--ServerApp.port=0", "--ServerApp.ip=127.0.0.1"],
+        cwd=tmp_path,  # not the copy's root: the script finds its own folder
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    log: list[str] = []
+    try:
+        url = _wait_for_url(process, log)
+        assert process.poll() is None, "".join(log)
+        base, token = url.split("/", 3)[:3], url.rsplit("token=", 1)[1]
+        base_url = "/".join(base)
+        specs = _get(base_url, "/api/kernelspecs", token)
+        assert "co" in specs["kernelspecs"], specs
+        assert specs["kernelspecs"]["co"]["spec"]["display_name"] == "Co"
+        tour = _get(base_url, "/api/contents/00-tour.ipynb", token)
+        assert tour["type"] == "notebook"
+        assert tour["content"]["metadata"]["kernelspec"]["name"] == "co"
+        _run_the_tour(f"{base_url}/lab/tree/00-tour.ipynb?token={token}", tour["content"])
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, 15)
+        process.wait(timeout=30)
+        assert process.stdout is not None
+        log.append(process.stdout.read())
+        process.stdout.close()
+    output = "".join(log)
+    assert "No such file or directory" not in output, output
+    assert "ready: the Co kernel is registered" in output, output
+
+
+def _run_the_tour(url: str, notebook: dict[str, Any]) -> None:
+    from ..browser.jupyterlab import chromium_page
+
+    cells = notebook["cells"]
+    code_cells = [i for i, c in enumerate(cells) if c["cell_type"] == "code"]
+    with chromium_page() as page:
+        page.goto(url)
+        page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=120_000)
+        page.wait_for_selector("text=Co | Idle", timeout=120_000)
+        page.locator(".jp-Notebook .jp-Cell").first.click()
+        for _ in cells:  # Shift+Enter runs a cell (renders Markdown) and moves on
+            page.keyboard.press("Shift+Enter")
+        last = page.locator(".jp-Notebook .jp-Cell").nth(code_cells[-1])
+        expected = f"[{len(code_cells)}]:"
+        deadline = time.monotonic() + 120
+        while last.locator(".jp-InputPrompt").inner_text().strip() != expected:
+            assert time.monotonic() < deadline, "the tour did not finish running"
+            time.sleep(0.2)
+        answers = [
+            page.locator(".jp-Notebook .jp-Cell").nth(i).locator(".jp-OutputArea").inner_text()
+            for i in code_cells
+        ]
+        errors = page.locator(".jp-OutputArea-output[data-mime-type*='stderr']").all_inner_texts()
+    assert not errors, errors
+    assert all(answer.strip() for answer in answers[1:]), answers
+    assert "%model" in answers[-1]  # %help lists the magics
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_after_set_up_a_bang_cell_runs_in_docker(
+    tmp_path: Path, sandbox_image: str, start_kernel: Callable[..., CoKernel]
+) -> None:
+    if not _docker_answers():
+        pytest.skip("no Docker engine answers here")
+    env = _environment(tmp_path, sandbox_image)
+    done = subprocess.run(
+        [str(REPO / "scripts" / "setup-sandbox.sh")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    settings = json.loads((tmp_path / "co-home" / "config" / "settings.json").read_text())
+    assert settings == {"sandbox_image": sandbox_image}
+    kernel = start_kernel({"CO_HOME": env["CO_HOME"], "CO_SANDBOX": "auto"})
+    result = kernel.execute("!echo hello from the sandbox; cat /etc/debian_version", timeout=180)
+    assert result.status == "ok", result.text()
+    assert "hello from the sandbox" in result.text()
+    assert "host" not in result.stderr.lower(), result.stderr
