@@ -43,7 +43,8 @@ def sandbox_image() -> Iterator[str]:
     """A unique name for the image set-up builds; removed afterwards."""
     name = f"co-sandbox-first-run-{uuid.uuid4().hex[:8]}:bookworm"
     yield name
-    subprocess.run(["docker", "rmi", "-f", name], capture_output=True)
+    if shutil.which("docker"):
+        subprocess.run(["docker", "rmi", "-f", name], capture_output=True)
 
 
 def _copy_of_the_repository(target: Path) -> Path:
@@ -196,3 +197,27 @@ def test_after_set_up_a_bang_cell_runs_in_docker(
     assert result.status == "ok", result.text()
     assert "hello from the sandbox" in result.text()
     assert "host" not in result.stderr.lower(), result.stderr
+
+
+def test_without_docker_set_up_says_so_in_one_line(tmp_path: Path, sandbox_image: str) -> None:
+    """No engine installed: one line naming the fix, never an install (start.sh goes on)."""
+    bin_dir = tmp_path / "bin"  # a PATH with the basic tools and no docker, dockerd or apt-get
+    bin_dir.mkdir()
+    for tool in ("bash", "env", "id", "dirname", "cat", "mkdir", "sha256sum", "cut"):
+        found = shutil.which(tool)
+        assert found is not None, tool
+        (bin_dir / tool).symlink_to(found)
+    env = _environment(tmp_path, sandbox_image)
+    env["PATH"] = str(bin_dir)
+    done = subprocess.run(
+        [str(REPO / "scripts" / "setup-sandbox.sh")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "no Docker engine answers" in lines[0] and "`!` cells will not run" in lines[0]
+    assert not (tmp_path / "co-home" / "config" / "settings.json").exists()
