@@ -35,8 +35,9 @@ async def run(ctx: MagicContext, args: str) -> str:
         info = session.resume(word)
     except SessionLookupError as exc:
         raise MagicError(str(exc)) from None
-    except sqlite3.Error as exc:
-        raise MagicError(f"The session store could not be read ({exc}).") from None
+    except (sqlite3.Error, OSError) as exc:
+        store = session.store
+        raise MagicError(store.failure(exc) if store else str(exc)) from None
     where = f" of {info.notebook}" if info.notebook else ""
     lines = [
         f"Resumed conversation `{short_id(info.id)}`{where}: {len(session.turns)} turn(s), "

@@ -38,8 +38,8 @@ async def run(ctx: MagicContext, args: str) -> str:
     try:
         total = store.count()
         infos = store.recent(limit)
-    except sqlite3.Error as exc:
-        raise MagicError(f"The session store {store.path} could not be read ({exc}).") from None
+    except (sqlite3.Error, OSError) as exc:
+        raise MagicError(store.failure(exc)) from None
     if not infos:
         return "No conversation is saved yet: each one is saved after its first turn."
     here = session.deps.notebook_path

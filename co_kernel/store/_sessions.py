@@ -6,6 +6,9 @@ its turns with their usage. A turn's write touches only that turn's rows, so the
 saving does not grow with the length of the conversation. Only messages, prompts, model
 names and token counts are stored: never settings, keys or tool credentials.
 
+A damaged file (not a database, truncated, a page scribbled over) is moved aside as
+``sessions.db.corrupt-<time>`` and a fresh store started; ``take_notice`` says so once.
+
 Two kernels may hold the same session (both resumed it). A write can name the revision it
 continues from (the ``updated`` time and ``kernel_id`` of the last write it saw); when another
 kernel has written since, the write is refused with ``SessionConflict`` so the caller can
@@ -14,14 +17,16 @@ fork instead of interleaving two conversations' rows.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import functools
 import json
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from ._sqlite import connect, write
 
@@ -188,9 +193,17 @@ def _info(row: Sequence[Any]) -> SessionInfo:
         messages=row[6],
         first_prompt=row[7],
         model=row[8],
-        meta=json.loads(row[9] or "{}"),
+        meta=_meta(row[9]),
         kernel_id=row[10],
     )
+
+
+def _meta(text: str | None) -> dict[str, Any]:
+    try:
+        value = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def _dump(messages: Sequence[ModelMessage]) -> list[bytes]:
@@ -208,6 +221,42 @@ def _load(rows: Sequence[bytes]) -> list[ModelMessage]:
     return ModelMessagesTypeAdapter.validate_json(b"[" + b",".join(rows) + b"]")
 
 
+_DAMAGED = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _damaged(exc: BaseException | None) -> bool:
+    """Whether an error (or one it happened while handling) says the file is damaged."""
+    for _ in range(4):  # a failed ROLLBACK hides the error that caused it
+        if exc is None:
+            return False
+        if isinstance(exc, sqlite3.DatabaseError):
+            code = getattr(exc, "sqlite_errorcode", None)
+            if (code is not None and code & 0xFF in _DAMAGED) or "malformed" in str(exc):
+                return True
+        exc = exc.__context__
+    return False
+
+
+def _recovers(
+    method: Callable[Concatenate[SessionStore, P], R],
+) -> Callable[Concatenate[SessionStore, P], R]:
+    """Run ``method``; if the file turns out damaged, set it aside and run it on a fresh one."""
+
+    @functools.wraps(method)
+    def wrapper(self: SessionStore, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.DatabaseError as exc:
+            if not _damaged(exc):
+                raise
+            self._set_aside(exc)
+        return method(self, *args, **kwargs)
+
+    return wrapper
+
+
 class SessionStore:
     """Sessions in SQLite; one instance per kernel, safe beside other kernels."""
 
@@ -216,6 +265,45 @@ class SessionStore:
         self.redact = redact
         """Applied to messages and prompts before they are written (secrets never stored)."""
         self._conn: sqlite3.Connection | None = None
+        self._notice: str | None = None
+
+    def take_notice(self) -> str | None:
+        """What a person should know about the store since the last call (once), or None."""
+        notice, self._notice = self._notice, None
+        return notice
+
+    def failure(self, exc: BaseException) -> str:
+        """One line on why the store could not be used, and the fix when there is one."""
+        folder = self.path.parent
+        if folder.exists() and not folder.is_dir():
+            return (
+                f"Co's data directory {folder} is a file, not a directory: move it away "
+                "(or set CO_HOME to another folder) so conversations can be saved and listed."
+            )
+        return f"The session store {self.path} could not be read ({exc})."
+
+    def _set_aside(self, exc: BaseException) -> None:
+        """Move the damaged file (and its WAL) out of the way; the next use starts afresh."""
+        if self._conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.close()
+            self._conn = None
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
+        n = 1
+        while aside.exists():
+            n += 1
+            aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}-{n}")
+        self.path.replace(aside)
+        for suffix in ("-wal", "-shm"):
+            extra = self.path.with_name(self.path.name + suffix)
+            with contextlib.suppress(FileNotFoundError):
+                extra.replace(aside.with_name(aside.name + suffix))
+        self._notice = (
+            f"The session store {self.path} was damaged ({exc}): it was set aside as {aside} "
+            "and a fresh one started, so `%sessions` and `%resume` no longer list the "
+            "conversations saved before."
+        )
 
     def _clean(self, text: str) -> str:
         return self.redact(text) if self.redact is not None and text else text
@@ -233,6 +321,7 @@ class SessionStore:
 
     # -- writing -------------------------------------------------------------
 
+    @_recovers
     def save(
         self,
         session_id: str,
@@ -325,6 +414,7 @@ class SessionStore:
 
     # -- reading -------------------------------------------------------------
 
+    @_recovers
     def recent(self, limit: int | None = None) -> list[SessionInfo]:
         """Sessions, most recently updated first."""
         sql = f"SELECT {_INFO_COLUMNS} FROM sessions ORDER BY updated DESC"
@@ -332,9 +422,11 @@ class SessionStore:
             sql += f" LIMIT {int(limit)}"
         return [_info(r) for r in self.conn.execute(sql)]
 
+    @_recovers
     def count(self) -> int:
         return int(self.conn.execute("SELECT count(*) FROM sessions").fetchone()[0])
 
+    @_recovers
     def latest(
         self, *, notebook: str | None = None, workspace: str | None = None, exclude: str = ""
     ) -> SessionInfo | None:
@@ -347,6 +439,7 @@ class SessionStore:
         ).fetchone()
         return _info(row) if row else None
 
+    @_recovers
     def resolve(self, prefix: str) -> SessionInfo:
         """The one session whose id starts with ``prefix``; SessionLookupError otherwise."""
         prefix = prefix.strip().lower()
@@ -370,6 +463,7 @@ class SessionStore:
         hint = f" Did you mean {close[0]}?" if close else ""
         raise SessionLookupError(f"No saved session has the id '{prefix}'.{hint} See %sessions.")
 
+    @_recovers
     def load(self, session_id: str) -> StoredSession:
         """Read a session back whole."""
         row = self.conn.execute(
@@ -400,8 +494,14 @@ class SessionStore:
                 (session_id,),
             )
         ]
-        return StoredSession(_info(row), _load(blobs), turns)
+        try:
+            return StoredSession(_info(row), _load(blobs), turns)
+        except ValueError as exc:  # bytes changed on disk under SQLite's nose
+            raise SessionLookupError(
+                f"Session '{session_id}' is damaged in {self.path} and cannot be resumed ({exc})."
+            ) from None
 
+    @_recovers
     def ids(self, limit: int = 50) -> list[str]:
         """Recent session ids, newest first (for Tab completion)."""
         return [

@@ -360,15 +360,12 @@ class ChatSession:
                 self._meta_extra["forked_from"] = original
                 meta["forked_from"] = original
                 write(0, 0)
-                notice = (
+                self._notify(
+                    frontend,
                     f"Another kernel also continued conversation `{original[:8]}` and saved it "
                     f"first, so this kernel's conversation goes on as a fork, "
-                    f"`{self.session_id[:8]}`. Both are saved (see `%sessions`)."
+                    f"`{self.session_id[:8]}`. Both are saved (see `%sessions`).",
                 )
-                if frontend is not None:
-                    frontend.on_notice(notice, "warning")
-                else:
-                    self._pending_notices.append(notice)
         except (sqlite3.Error, OSError) as exc:
             log.warning("saving session %s failed", self.session_id, exc_info=True)
             if frontend is not None and not self._store_failed:
@@ -380,7 +377,17 @@ class ChatSession:
             self._store_failed = True
             return False
         self._store_failed = False
+        notice = store.take_notice()  # a damaged store set aside for a fresh one
+        if notice is not None:
+            self._notify(frontend, notice)
         return True
+
+    def _notify(self, frontend: FrontendProtocol | None, notice: str) -> None:
+        """Show a warning in the cell, or at the start of the next turn without one."""
+        if frontend is not None:
+            frontend.on_notice(notice, "warning")
+        else:
+            self._pending_notices.append(notice)
 
     # -- compaction --------------------------------------------------------
 

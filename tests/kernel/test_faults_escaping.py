@@ -33,7 +33,8 @@ def test_a_settings_file_with_a_bad_byte_is_reported_and_the_rest_applies(
     assert status.status == "ok", status.text()
     assert str(user_file) in status.text()
     # The project file still applies.
-    assert "Killed after 1 s" in kernel.execute("!sleep 5").stderr
+    slept = kernel.execute("!sleep 5")
+    assert "timed out after 1 s" in slept.stderr + str(slept.reply["content"])
 
     model_server.extend([{"text": "Fine."}])
     turn = kernel.execute("hi")
@@ -61,3 +62,39 @@ def test_any_bad_byte_is_one_problem_naming_the_file(good: str, bad: bytes, at: 
 
         mine = [p for p in loaded.problems if str(path) in p]
         assert len(mine) == 1 and "UTF-8" in mine[0], loaded.problems
+
+
+def test_a_corrupt_session_store_is_set_aside_and_said_once(
+    start_kernel, model_server, co_home: Path
+) -> None:
+    store = co_home / "data" / "sessions.db"
+    store.parent.mkdir(parents=True)
+    store.write_bytes(b"SQLite format 3\x00" + b"\xde\xad" * 2000)  # a header, then garbage
+    kernel = start_kernel()
+    model_server.extend([{"text": "First."}, {"text": "Second."}])
+
+    first = kernel.execute("hello")
+    second = kernel.execute("again")
+
+    assert first.status == "ok" and "First." in first.markdown(), first.text()
+    [aside] = list(store.parent.glob("sessions.db.corrupt-*"))
+    assert str(aside) in first.text() and "fresh" in first.text()
+    assert second.status == "ok" and "Second." in second.markdown()
+    assert str(aside) not in second.text()
+    for cell in (first, second):
+        assert "Traceback" not in cell.text() + cell.stderr + cell.stdout
+    listed = kernel.execute("%sessions")
+    assert listed.status == "ok" and "hello" in listed.text()
+
+
+def test_a_data_directory_that_is_a_file_gives_one_clear_line(start_kernel, co_home: Path) -> None:
+    (co_home / "data").write_text("not a directory\n")
+    kernel = start_kernel()
+
+    result = kernel.execute("%sessions")
+
+    assert result.status == "error"
+    text = (result.text() + result.stderr).strip() or result.reply["content"]["evalue"]
+    assert "internal error" not in text.lower() and "Traceback" not in text
+    assert str(co_home / "data") in text and "not a directory" in text.lower()
+    assert len(text.splitlines()) == 1, text
