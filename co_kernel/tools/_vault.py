@@ -7,6 +7,7 @@ costs a directory walk plus string scans, not 10,000 file reads.
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from dataclasses import dataclass, field
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ._scope import SKIP_DIRS, Protection, Root, Scope, admit, read_bytes, walk
-from ._textfile import PathChanged, TextFileError
+from ._textfile import PathChanged, TextFileError, open_root
 from ._watch import DirWatcher, watch
 
 __all__ = [
@@ -295,10 +296,17 @@ class VaultIndex:
                     self._watcher.close()
                     self._watcher = None
             if changed is None:
+                if not self._in_place():
+                    # Moved, or swapped for a link: keep what was indexed, look again next
+                    # time (a watch set now could follow the link elsewhere).
+                    return self._ordered or sorted(self.notes.values(), key=lambda n: n.rel)
                 if self.use_watcher and self._watcher is None:
                     # Before the walk, so a change made during it is reported next time.
                     self._watcher = watch(str(self.root), SKIP_DIRS)
                     self.use_watcher = self._watcher is not None  # do not retry what failed
+                    if self._watcher is not None and not self._in_place():
+                        self._watcher.close()  # set up through a link swapped in meanwhile
+                        self._watcher = None
                 self._walk_all()
             else:
                 for rel in changed:
@@ -306,6 +314,20 @@ class VaultIndex:
             if self._ordered is None:
                 self._ordered = sorted(self.notes.values(), key=lambda n: n.rel)
             return self._ordered
+
+    def _in_place(self) -> bool:
+        """Whether the vault folder is where it was resolved, reached without links, and
+        is what its path names now."""
+        try:
+            fd = open_root(self.root)
+        except (OSError, TextFileError):
+            return False
+        try:
+            return os.path.samestat(os.fstat(fd), os.stat(self.root))
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
 
     def close(self) -> None:
         """Stop watching the vault."""

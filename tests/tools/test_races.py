@@ -179,12 +179,19 @@ def test_write_and_edit_never_touch_outside(workspace, inside, outside):
     ]  # fmt: skip
 
 
-def test_notes_never_index_or_read_outside_notes(tmp_path, outside):
+@pytest.mark.parametrize("swapped", ["a folder of the vault", "the vault"])
+def test_notes_never_index_or_read_outside_notes(tmp_path, outside, swapped):
     vault = tmp_path / "vault"
-    folder = vault / "inside"
-    _tree(folder, "INSIDE", "only-inside.md")
+    _tree(vault / "inside", "INSIDE", "only-inside.md")
+    if swapped == "the vault":
+        # A vault inside the workspace swapped after the session first used it.
+        target, folder = tmp_path / "outside-vault", vault
+        _tree(target / "inside", OUTSIDE, "only-outside.md")
+    else:
+        target, folder = outside, vault / "inside"
     deps = _deps(tmp_path, obsidian_vault_path=vault)
-    with _race(folder, outside):
+    assert notes.list_notes(ctx(deps))["count"] == 2
+    with _race(folder, target):
         reads = _hammer(lambda _: notes.read_note(ctx(deps), "inside/note.md")["display"], 300)
         found = _hammer(lambda _: notes.search_notes(ctx(deps), "outside")["display"], 300)
         searches = _hammer(lambda _: notes.search_notes(ctx(deps), "token")["display"], 300)
