@@ -199,7 +199,11 @@ def test_notes_never_index_or_read_outside_notes(tmp_path, outside, swapped):
     texts = reads + found + searches + listed
     escapes = [r for r in texts if OUTSIDE in r or OUTSIDE.lower() in r or "only-outside" in r]
     assert not escapes, f"{len(escapes)} escapes in 1200 notes calls"
-    assert any("INSIDE" in r for r in reads) and any("only-inside" in r for r in listed)
+    assert any("INSIDE" in r for r in reads), "notes stay readable during the race"
+    if swapped != "the vault":
+        # With the vault itself swapped, a watch may be set up through the link (inotify
+        # follows it): the index can stay empty until the vault changes. Empty, not outside.
+        assert any("only-inside" in r for r in listed)
 
 
 @pytest.mark.parametrize("swapped", ["a resource folder", "the skill folder"])
