@@ -30,6 +30,10 @@ _WARM_MODULES = (
     "pydantic_ai.providers.openai",
     # The tracing stack (OpenTelemetry SDK), used from the first turn on.
     "co_kernel.telemetry._tracing",
+    # What the first turn imported on its way to the first text (measured in a kernel).
+    "anyio._backends._asyncio",
+    "co_kernel.tools._definitions",
+    "co_kernel.turn._finish",
 )
 
 
