@@ -59,19 +59,24 @@ async with agent.run_stream_events({prompt!r}) as events:
 """
 
 
-def time_start(name: str, env: dict[str, str], cwd: Path) -> float:
-    """Seconds from start_kernel to the first kernel_info_reply."""
+def start_and_ask(name: str, env: dict[str, str], cwd: Path) -> tuple[Any, Any, float, Any]:
+    """Start a kernel and send kernel_info at once: (manager, client, start time, reply)."""
     km = KernelManager(kernel_name=name)
     start = time.monotonic()
     km.start_kernel(env=env, cwd=str(cwd))
     kc = km.client()
     kc.start_channels()
+    msg_id = kc.kernel_info()
+    while True:
+        reply = kc.get_shell_msg(timeout=60)
+        if reply["parent_header"].get("msg_id") == msg_id:
+            return km, kc, start, reply
+
+
+def time_start(name: str, env: dict[str, str], cwd: Path) -> float:
+    """Seconds from start_kernel to the first kernel_info_reply."""
+    km, kc, start, reply = start_and_ask(name, env, cwd)
     try:
-        msg_id = kc.kernel_info()
-        while True:
-            reply = kc.get_shell_msg(timeout=60)
-            if reply["parent_header"].get("msg_id") == msg_id:
-                break
         elapsed = time.monotonic() - start
         if reply["msg_type"] != "kernel_info_reply":
             raise RuntimeError(f"{name}: expected kernel_info_reply, got {reply['msg_type']}")
@@ -102,15 +107,8 @@ def _first_text(msg: dict[str, Any]) -> bool:
 
 def cold_turn(name: str, code: str, env: dict[str, str], cwd: Path) -> float:
     """Section 5: start_kernel -> first text of a cell sent when kernel_info is answered."""
-    km = KernelManager(kernel_name=name)
-    start = time.monotonic()
-    km.start_kernel(env=env, cwd=str(cwd))
-    kc = km.client()
-    kc.start_channels()
+    km, kc, start, _ = start_and_ask(name, env, cwd)
     try:
-        info_id = kc.kernel_info()
-        while kc.get_shell_msg(timeout=60)["parent_header"].get("msg_id") != info_id:
-            pass
         request = kc.session.msg("execute_request", {
             "code": code, "silent": False, "store_history": True, "user_expressions": {},
             "allow_stdin": False, "stop_on_error": False,

@@ -78,6 +78,12 @@ def _environment(tmp_path: Path, image: str) -> dict[str, str]:
     return env
 
 
+def _setup_sandbox(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """What scripts/start.sh runs for `!` cells."""
+    script = str(REPO / "scripts" / "setup-sandbox.sh")
+    return subprocess.run([script], env=env, capture_output=True, text=True, timeout=600)
+
+
 def _wait_for_url(process: subprocess.Popen[str], log: list[str], timeout: float = 180) -> str:
     deadline = time.monotonic() + timeout
     assert process.stdout is not None
@@ -182,13 +188,7 @@ def test_after_set_up_a_bang_cell_runs_in_docker(
     if not _docker_answers():
         pytest.skip("no Docker engine answers here")
     env = _environment(tmp_path, sandbox_image)
-    done = subprocess.run(
-        [str(REPO / "scripts" / "setup-sandbox.sh")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    done = _setup_sandbox(env)
     assert done.returncode == 0, done.stderr
     settings = json.loads((tmp_path / "co-home" / "config" / "settings.json").read_text())
     assert settings == {"sandbox_image": sandbox_image}
@@ -209,13 +209,7 @@ def test_without_docker_set_up_says_so_in_one_line(tmp_path: Path, sandbox_image
         (bin_dir / tool).symlink_to(found)
     env = _environment(tmp_path, sandbox_image)
     env["PATH"] = str(bin_dir)
-    done = subprocess.run(
-        [str(REPO / "scripts" / "setup-sandbox.sh")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = _setup_sandbox(env)
     assert done.returncode == 1
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
