@@ -23,8 +23,9 @@ PY
 )
 [ "$mode" = subprocess ] && { say "sandbox = subprocess: \`!\` cells run on this machine, no Docker needed"; exit 0; }
 
-if ! scripts/start-docker.sh --no-install 2>/dev/null; then
-    say "no Docker engine answers: \`!\` cells will not run until one does (install Docker Engine, then run scripts/start.sh again)"
+if ! started=$(scripts/start-docker.sh --no-install 2>&1); then
+    why=${started##*$'\n'}
+    say "no Docker engine answers, so \`!\` cells will not run: ${why#start-docker: error: }"
     exit 1
 fi
 

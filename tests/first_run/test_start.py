@@ -213,5 +213,6 @@ def test_without_docker_set_up_says_so_in_one_line(tmp_path: Path, sandbox_image
     assert done.returncode == 1
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
-    assert "no Docker engine answers" in lines[0] and "`!` cells will not run" in lines[0]
+    assert "no Docker engine answers, so `!` cells will not run" in lines[0]
+    assert "install Docker Engine: https://docs.docker.com/engine/install/" in lines[0]
     assert not (tmp_path / "co-home" / "config" / "settings.json").exists()
