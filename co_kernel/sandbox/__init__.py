@@ -4,6 +4,7 @@
 """
 
 from ._docker import DEFAULT_IMAGE, DockerSandbox
+from ._docker import WORKDIR as WORKSPACE_MOUNT
 from ._factory import MODES, create_sandbox
 from ._protocol import (
     CommandResult,
@@ -17,6 +18,7 @@ from ._subprocess import SubprocessSandbox
 __all__ = [
     "DEFAULT_IMAGE",
     "MODES",
+    "WORKSPACE_MOUNT",
     "CommandResult",
     "DockerSandbox",
     "OutputCallback",

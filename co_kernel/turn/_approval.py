@@ -1,17 +1,23 @@
 """Deciding side-effectful tool calls (seed 001 "Deferred Approval Pattern").
 
 A call runs without asking only under session yolo or, for the shell tool, when the
-command starts with a configured safe prefix and neither chains nor redirects.
+command starts with a configured safe prefix, neither chains nor redirects, uses only
+read-only options (``_shell_options``), names none of Co's protected files (nor, for a
+recursive grep, a tree holding one) and, when commands run on the host, reads nothing
+outside the workspace.
 Every decision has a label (``approved``, ``denied``, ``yolo``, ...) that the turn keeps
 in ``TurnResult.decisions`` and the frontends write into the call's persistent card.
 """
 
 from __future__ import annotations
 
+import glob
 import json
+import os
 import re
 import shlex
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._shell_options import COMMANDS, Parsed, parse_arguments, parse_find
@@ -102,6 +108,72 @@ def is_safe_command(
     return False
 
 
+_WALK_LIMIT = 20_000
+"""Entries a recursive command's tree is searched for protected files before asking anyway."""
+
+
+def _expansions(workspace: Path, word: str) -> list[Path]:
+    """The paths the shell may make of ``word`` in the workspace: its glob matches, and
+    the word itself (what the shell passes on when nothing matches)."""
+    found = [workspace / word]
+    if any(c in word for c in "*?["):
+        found += [workspace / m for m in glob.glob(word, root_dir=workspace)]
+    return found
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _holds_protected(folder: Path, is_secret: Callable[[Path], bool]) -> bool:
+    """Whether a tree holds a protected file; True, to be safe, when it is too big to tell."""
+    seen = 0
+    for top, dirs, files in os.walk(folder):
+        seen += len(dirs) + len(files)
+        if seen > _WALK_LIMIT or any(is_secret(Path(top, f)) for f in files):
+            return True
+    return False
+
+
+def _container_workspace() -> str:
+    from ..sandbox import WORKSPACE_MOUNT
+
+    return WORKSPACE_MOUNT
+
+
+def _path_check(deps: CoDeps) -> PathCheck:
+    """Which path arguments a command may read without asking, for this session."""
+    from ..config import is_protected
+
+    settings, workspace = deps.settings, Path(os.path.realpath(deps.workspace))
+    on_host = settings.sandbox.strip().lower() == "subprocess"
+    # In the container, only the workspace is the host's: outside it, paths are the image's.
+    mount = "" if on_host else _container_workspace()
+
+    def is_secret(path: Path) -> bool:
+        return is_protected(path, settings, workspace)
+
+    def allowed(paths: list[str], recursive: bool) -> bool:
+        for word in paths:
+            if "$" in word or word.startswith("~"):
+                return False  # the shell expands it to somewhere we cannot see from here
+            if mount and (word == mount or word.startswith(mount + "/")):
+                word = str(workspace) + word[len(mount) :]  # where the container sees it
+            for path in _expansions(workspace, word):
+                real = Path(os.path.realpath(path))
+                if not _inside(real, workspace):
+                    if on_host:
+                        return False
+                    continue  # the container's own files, not the host's
+                if is_secret(path) or (
+                    recursive and real.is_dir() and _holds_protected(real, is_secret)
+                ):
+                    return False
+        return True
+
+    return allowed
+
+
 def normalise_args(args: dict[str, Any] | str | None) -> dict[str, Any]:
     """Tool-call args arrive as a JSON string, a dict or nothing; always return a dict."""
     if args is None:
@@ -121,7 +193,8 @@ def auto_decision(tool_name: str, args: dict[str, Any], deps: CoDeps) -> str | N
         return YOLO
     if tool_name == SHELL_TOOL:
         command = args.get("cmd", args.get("command"))
-        if isinstance(command, str) and is_safe_command(command, deps.settings.shell_safe_commands):
+        safe = deps.settings.shell_safe_commands
+        if isinstance(command, str) and is_safe_command(command, safe, _path_check(deps)):
             return SAFE_PREFIX
     return None
 
