@@ -152,6 +152,31 @@ def _owner_alive(labels: dict[str, str], boot: str) -> bool:
     return not (started and now and started != now)
 
 
+_MASK_WALK_LIMIT = 50_000
+"""Workspace entries searched for files to mask when the container is created."""
+
+
+def _masks(workspace: Path) -> list[Mount]:
+    """An empty read-only file over each of Co's secret files in the workspace (``.env*``
+    anywhere, the project settings), so no command in the container can read them."""
+    from ..config import is_protected_name
+
+    found = [workspace / ".co" / "settings.json"]
+    seen = 0
+    for top, dirs, files in os.walk(workspace):
+        seen += len(dirs) + len(files)
+        found += [Path(top, f) for f in files if is_protected_name(f)]
+        if seen > _MASK_WALK_LIMIT:
+            log.warning("masking secrets: %s is too big to search whole", workspace)
+            break
+    return [
+        Mount(f"{WORKDIR}/{p.relative_to(workspace).as_posix()}", "/dev/null", type="bind",
+              read_only=True)
+        for p in found
+        if p.is_file() and not p.is_symlink()
+    ]  # fmt: skip
+
+
 def _default_user() -> str:
     uid, gid = os.getuid(), os.getgid()
     return "1000:1000" if uid == 0 else f"{uid}:{gid}"
@@ -482,7 +507,10 @@ class DockerSandbox:
                 hostname="co-sandbox",
                 working_dir=WORKDIR,
                 environment={"HOME": "/tmp"},
-                mounts=[Mount(WORKDIR, str(workspace), type="bind", read_only=False)],
+                mounts=[
+                    Mount(WORKDIR, str(workspace), type="bind", read_only=False),
+                    *_masks(workspace),
+                ],
                 network_mode=self.network,
                 cap_drop=["ALL"],
                 security_opt=["no-new-privileges"],
