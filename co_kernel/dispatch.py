@@ -174,6 +174,11 @@ class CellDispatcher:
         plain = render_markdown(text, self._console_width) if self._console_width else text
         self.publisher.display({"text/markdown": text, "text/plain": plain})
 
+    def fail(self, ename: str, message: str) -> Outcome:
+        """End the cell with an ``error`` output (the readable message, no Python stack)."""
+        self.publisher.error(ename, message, message.rstrip("\n").splitlines() or [ename])
+        return Outcome("error", ename, message)
+
     def show_error_line(self, text: str) -> None:
         self.publisher.stream("stderr", text.rstrip("\n") + "\n")
         self.publisher.flush()
@@ -218,8 +223,7 @@ class CellDispatcher:
             message = (
                 "Usage: %%python on the first line, then Python code (or %python <expression>)."
             )
-            self.show_error_line(message)
-            return Outcome("error", "UsageError", message)
+            return self.fail("UsageError", message)
         run = await self.notebook.run_cell(code)
         if run.ename:
             return Outcome("error", run.ename, run.evalue or "")
@@ -274,8 +278,7 @@ class CellDispatcher:
             with contextlib.suppress(MagicError):
                 usage = f" Usage: {find_magic(name).USAGE}"
             message = f"{exc}{usage if usage and usage.strip() not in str(exc) else ''}"
-            self.show_error_line(message)
-            return Outcome("error", "MagicError", message)
+            return self.fail("MagicError", message)
         if output:
             self.show_markdown(output)
         return Outcome()
@@ -285,7 +288,7 @@ class CellDispatcher:
         from .sandbox_cell import run_shell_cell
 
         failed = await run_shell_cell(self.session.deps, self.publisher, command)
-        return Outcome("error", *failed) if failed else Outcome()
+        return self.fail(*failed) if failed else Outcome()
 
     def workspace(self) -> Path:
         return Path(os.getcwd())

@@ -24,14 +24,17 @@ USAGE = "Usage: !<command>  (runs in the sandbox; e.g. !ls -la)"
 
 
 async def run_shell_cell(deps: CoDeps, pub: Publisher, command: str) -> tuple[str, str] | None:
-    """Run ``command`` in the session's sandbox; ``(ename, message)`` when the cell failed."""
+    """Run ``command`` in the session's sandbox; ``(ename, message)`` when the cell failed.
+
+    The caller shows that failure as the cell's error output; lines printed here are notes
+    of a cell that goes on (a non-zero exit status is the command's answer, not a failure).
+    """
 
     def error_line(text: str) -> None:
         pub.stream("stderr", text + "\n")
         pub.flush()
 
     if not command:
-        error_line(USAGE)
         return "UsageError", USAGE
     settings = deps.settings
     sandbox = deps.ensure_sandbox()
@@ -60,7 +63,6 @@ async def run_shell_cell(deps: CoDeps, pub: Publisher, command: str) -> tuple[st
             max_output=settings.sandbox_max_output,
         )
     except SandboxUnavailable as exc:
-        error_line(str(exc))
         return "SandboxUnavailable", str(exc)
     except asyncio.CancelledError:
         error_line("Interrupted: the command was killed.")
@@ -73,7 +75,6 @@ async def run_shell_cell(deps: CoDeps, pub: Publisher, command: str) -> tuple[st
         message = (
             f"Killed after {limit:g} s (setting sandbox_timeout; ceiling sandbox_max_timeout)."
         )
-        error_line(message)
         return "Timeout", message
     if result.exit_code not in (0, None):
         error_line(f"exit status {result.exit_code}")

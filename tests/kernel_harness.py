@@ -57,9 +57,16 @@ class CellResult:
 
     @property
     def stderr(self) -> str:
-        return "".join(
+        """What the cell shows in red: stderr text, then its error output's lines."""
+        streamed = "".join(
             m["content"]["text"] for m in self.of_type("stream") if m["content"]["name"] == "stderr"
         )
+        return streamed + "".join(line + "\n" for line in self.error_lines)
+
+    @property
+    def error_lines(self) -> list[str]:
+        """The traceback lines of the cell's ``error`` outputs."""
+        return [line for m in self.of_type("error") for line in m["content"]["traceback"]]
 
     def final_displays(self) -> dict[str, dict[str, Any]]:
         """display_id (or a position key) -> the last data shown under it, in first-seen order."""

@@ -26,6 +26,9 @@ class Publisher(Protocol):
     def stream(self, name: str, text: str) -> None:
         """Append text to stdout or stderr of the cell."""
 
+    def error(self, ename: str, evalue: str, traceback: list[str]) -> None:
+        """Send an ``error`` output: what clients show and save as the cell's failure."""
+
     def flush(self) -> None:
         """Push buffered stream text now."""
 
@@ -49,6 +52,13 @@ class KernelPublisher:
 
     def stream(self, name: str, text: str) -> None:
         (sys.stderr if name == "stderr" else sys.stdout).write(text)
+
+    def error(self, ename: str, evalue: str, traceback: list[str]) -> None:
+        self.flush()  # after what the cell printed, as IPython orders a traceback
+        pub = self._pub
+        content = {"ename": ename, "evalue": evalue, "traceback": traceback}
+        topic = pub.topic.replace(b"display_data", b"error") if pub.topic else None
+        pub.session.send(pub.pub_socket, "error", content, pub.parent_header, ident=topic)
 
     def flush(self) -> None:
         sys.stdout.flush()
@@ -114,6 +124,10 @@ class RedactingPublisher:
             self._held[name] = held
         if ready:
             self.inner.stream(name, ready)
+
+    def error(self, ename: str, evalue: str, traceback: list[str]) -> None:
+        self.drain()
+        self.inner.error(ename, self._scrub(evalue), [self._scrub(line) for line in traceback])
 
     def flush(self) -> None:
         self.inner.flush()

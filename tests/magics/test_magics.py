@@ -16,13 +16,16 @@ from ..kernel_harness import CellResult, CoKernel
 
 
 def assert_one_line_error(result: CellResult, *needles: str) -> str:
-    """An error reply whose only output is one stderr line, with no traceback anywhere."""
+    """An error reply whose only output is one error output of one readable line, no stack."""
     assert result.status == "error"
     assert result.reply["content"]["traceback"] == []
-    assert not result.of_type("error"), "no traceback message is published"
-    line = result.stderr.strip()
-    assert line and "\n" not in line, result.stderr
-    assert "Traceback" not in line
+    errors = result.of_type("error")
+    assert len(errors) == 1, "one error output, as clients and saved notebooks expect"
+    assert errors[0]["content"]["ename"] == result.reply["content"]["ename"]
+    streamed = [m for m in result.of_type("stream") if m["content"]["name"] == "stderr"]
+    assert not streamed, "the message is shown once, in the error output"
+    (line,) = result.error_lines
+    assert line.strip() and "Traceback" not in line
     for needle in needles:
         assert needle in line
     return line

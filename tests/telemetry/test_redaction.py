@@ -116,6 +116,7 @@ class _Collect:
     def __init__(self) -> None:
         self.streams: list[tuple[str, str]] = []
         self.displays: list[dict[str, Any]] = []
+        self.errors: list[tuple[str, str, list[str]]] = []
 
     def display(self, data, metadata=None, *, display_id=None, update=False) -> None:
         self.displays.append(data)
@@ -123,8 +124,23 @@ class _Collect:
     def stream(self, name: str, text: str) -> None:
         self.streams.append((name, text))
 
+    def error(self, ename: str, evalue: str, traceback: list[str]) -> None:
+        self.errors.append((ename, evalue, traceback))
+
     def flush(self) -> None:
         pass
+
+
+def test_an_error_output_is_redacted_after_the_held_stream_text() -> None:
+    secret = "sk-error-secret-0123456789"
+    sink = _Collect()
+    pub = RedactingPublisher(sink, Redactor([secret]).redact)
+    pub.stream("stdout", "partial words held")
+    pub.error("MagicError", f"bad key {secret}", [f"bad key {secret}", "second line"])
+    assert "".join(t for _, t in sink.streams) == "partial words held"
+    assert sink.errors == [
+        ("MagicError", "bad key [REDACTED]", ["bad key [REDACTED]", "second line"])
+    ]
 
 
 @given(cuts=st.lists(st.integers(min_value=1, max_value=6), min_size=1, max_size=40))

@@ -1,0 +1,63 @@
+"""Jupyter's kernel conformance suite (`jupyter_kernel_test`) against the `co` kernel."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import unittest
+from pathlib import Path
+
+import jupyter_kernel_test
+
+from ..kernel_harness import ensure_kernelspec
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class CoKernelTests(jupyter_kernel_test.KernelTests):
+    kernel_name = "co"
+    language_name = "co"
+    file_extension = ".md"
+
+    # No model is needed: `%%python` cells, `!` cells and magics answer by themselves.
+    code_hello_world = '%%python\nprint("hello, world")'
+    code_stderr = "%%python\nimport sys; print('oops', file=sys.stderr)"
+    code_generate_error = "%nosuchmagic"
+    code_execute_result = [{"code": "%%python\n6*7", "result": "42"}]
+    code_display_data = [
+        {"code": "%%python\nfrom IPython.display import HTML, display\ndisplay(HTML('<b>x</b>'))", "mime": "text/html"},
+    ]  # fmt: skip
+    completion_samples = [{"text": "%hel", "matches": {"%help"}}]
+    complete_code_samples = ["What is 6*7?", "%help", "!ls"]
+    incomplete_code_samples: list[str] = []
+    invalid_code_samples: list[str] = []
+    code_inspect_sample = "%model"
+    supported_history_operations = ("tail", "range", "search")
+    code_history_pattern = "6*7"
+    code_clear_output = "%%python\nfrom IPython.display import clear_output; clear_output()"
+
+    def test_history(self) -> None:
+        # Skipped, not passed: history_request still answers from IPython's database, which
+        # stores `%%python 6*7` as `6*7` and never records prompts (issue 21, "History as
+        # typed"). The other conformance tests run.
+        raise unittest.SkipTest("history as typed is not built yet (issue 21, point 2)")
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        ensure_kernelspec()
+        cls._home = tempfile.mkdtemp(prefix="co-home-conformance-")
+        saved = dict(os.environ)
+        os.environ.update(
+            CO_HOME=cls._home,
+            CO_SANDBOX="subprocess",
+            PYTHONPATH=os.pathsep.join(p for p in (str(REPO), saved.get("PYTHONPATH")) if p),
+        )
+        try:
+            super().setUpClass()
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+
+
+if __name__ == "__main__":
+    unittest.main()
