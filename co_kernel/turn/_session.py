@@ -188,6 +188,10 @@ class ChatSession:
             self._handle.close()
         self._handle = None
         self._agent = None
+        # What the dropped agent was built with: %tools and %status must not show a model's
+        # toolsets after a switch (the session is now built before the first cell).
+        self.toolsets = []
+        self.tools_unavailable = None
 
     def ensure_agent(self) -> tuple[Agent[CoDeps, Any], ModelHandle]:
         """Build the model and agent on first use; raises ConfigError with the fix."""
