@@ -11,7 +11,7 @@ server) the text stays the Markdown source.
 from __future__ import annotations
 
 import io
-import shutil
+import os
 import sys
 
 from ._markdown import find_block_boundary
@@ -25,9 +25,11 @@ def terminal_width() -> int | None:
     try:
         if stdout is None or not stdout.isatty():
             return None
-    except ValueError:  # closed
+        # The terminal's own size, not COLUMNS: a variable inherited from whatever started
+        # the console says nothing about the window it now runs in.
+        return os.get_terminal_size(stdout.fileno()).columns or 100
+    except (ValueError, OSError):  # closed, or no size to tell
         return None
-    return shutil.get_terminal_size(fallback=(100, 24)).columns
 
 
 def render_markdown(text: str, width: int) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from pathlib import Path
@@ -13,8 +12,8 @@ import pytest
 from co_kernel.testing import ScriptedModelServer
 
 from ..kernel_harness import ensure_kernelspec
+from . import client_env
 
-REPO = Path(__file__).resolve().parents[2]
 ANSWER = (
     "# Capitals\n\nThe capital of **France** is *Paris*.\n\n"
     "| country | capital |\n|---|---|\n| France | Paris |\n| Spain | Madrid |\n\n"
@@ -24,15 +23,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def _console(co_home: Path, server: ScriptedModelServer, cwd: Path) -> pexpect.spawn:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CO_")}
-    env.update(
-        CO_HOME=str(co_home),
-        CO_SANDBOX="subprocess",
-        CO_MODEL="compat:scripted",
-        CO_BASE_URL=server.base_url,
-        TERM="xterm",
-        PYTHONPATH=os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p),
-    )
+    env = {**client_env(co_home, server), "TERM": "xterm"}
     console = Path(sys.executable).with_name("jupyter-console")
     child = pexpect.spawn(
         str(console), ["--kernel", "co", "--simple-prompt"], env=env, cwd=str(cwd),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,8 +12,7 @@ import nbformat
 from co_kernel.testing import ScriptedModelServer
 
 from ..kernel_harness import ensure_kernelspec
-
-REPO = Path(__file__).resolve().parents[2]
+from . import client_env
 
 
 def _notebook(path: Path) -> None:
@@ -33,18 +31,6 @@ def _papermill(*args: str, env: dict[str, str], cwd: Path) -> subprocess.Complet
     )
 
 
-def _env(co_home: Path, server: ScriptedModelServer) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CO_")}
-    env.update(
-        CO_HOME=str(co_home),
-        CO_SANDBOX="subprocess",
-        CO_MODEL="compat:scripted",
-        CO_BASE_URL=server.base_url,
-        PYTHONPATH=os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p),
-    )
-    return env
-
-
 def test_parameters_reach_the_prompt(tmp_path: Path, co_home: Path) -> None:
     ensure_kernelspec()
     source, out = tmp_path / "report.ipynb", tmp_path / "report-france.ipynb"
@@ -52,7 +38,7 @@ def test_parameters_reach_the_prompt(tmp_path: Path, co_home: Path) -> None:
     with ScriptedModelServer([{"text": "Paris is the capital."}]) as server:
         run = _papermill(
             "-k", "co", str(source), str(out), "-p", "topic", "France", "-p", "year", "2024",
-            env=_env(co_home, server), cwd=tmp_path,
+            env=client_env(co_home, server), cwd=tmp_path,
         )  # fmt: skip
         assert run.returncode == 0, run.stderr[-3000:]
         sent = json.dumps(server.requests[-1]["messages"])
@@ -72,6 +58,8 @@ def test_help_notebook_lists_the_parameters_of_a_python_parameters_cell(
     source = tmp_path / "report.ipynb"
     _notebook(source)
     with ScriptedModelServer([]) as server:
-        run = _papermill("--help-notebook", str(source), env=_env(co_home, server), cwd=tmp_path)
+        run = _papermill(
+            "--help-notebook", str(source), env=client_env(co_home, server), cwd=tmp_path
+        )
     assert run.returncode == 0, run.stderr[-3000:]
     assert "topic" in run.stdout and "year" in run.stdout, run.stdout
