@@ -181,6 +181,10 @@ class ChatSession:
         provider, name = parse_model_string(value)
         self.model_override = f"{provider}:{name}"
         self._drop_agent()
+        # What the dropped agent was built with: %tools and %status must not show the old
+        # model's toolsets after a switch (the session is built before the first cell).
+        self.toolsets = []
+        self.tools_unavailable = None
         return self.model_override
 
     def _drop_agent(self) -> None:
@@ -188,10 +192,6 @@ class ChatSession:
             self._handle.close()
         self._handle = None
         self._agent = None
-        # What the dropped agent was built with: %tools and %status must not show a model's
-        # toolsets after a switch (the session is now built before the first cell).
-        self.toolsets = []
-        self.tools_unavailable = None
 
     def ensure_agent(self) -> tuple[Agent[CoDeps, Any], ModelHandle]:
         """Build the model and agent on first use; raises ConfigError with the fix."""
