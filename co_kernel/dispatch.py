@@ -99,14 +99,16 @@ class CellDispatcher:
         threads never import the same modules at once."""
 
     def prebuild(self) -> None:
-        """Build the session and its agent before the first cell (on the warm-up thread).
+        """Build the session, its agent and audit log before the first cell (the warm-up
+        thread; the audit log opens a connection per thread).
 
-        The audit log is left for the first turn: nothing is written to Co's data directory
-        before something happens there. A failure is left for the first turn too, which
-        builds again and shows the fix.
+        A failure is left for the first turn, which builds again and shows the fix.
         """
         try:
-            self.session.ensure_agent()
+            session = self.session
+            session.ensure_agent()
+            if session.deps.audit is None:
+                session.deps.audit = session.telemetry.audit_log()
         except Exception:
             log.debug("building the session ahead of the first cell failed", exc_info=True)
 
