@@ -57,7 +57,10 @@ workers="${CO_TEST_WORKERS:-$(( $(nproc) * 2 ))}"
 status_of_checkout() { git status --porcelain --untracked-files=all 2>/dev/null || true; }
 before="$(status_of_checkout)"
 set +e
-.venv/bin/python -m pytest --nbval tests notebooks -n "$workers" --dist loadgroup "$@"
+# A test that fails is run again once: on 2 cores some kernel tests still miss their
+# deadlines under the load of four workers. Reruns show as R in the log and are counted
+# in the last line ("N rerun"): they are flakes to fix, not passes to trust.
+.venv/bin/python -m pytest --nbval tests notebooks -n "$workers" --dist loadgroup --reruns 1 "$@"
 code=$?
 set -e
 after="$(status_of_checkout)"
