@@ -23,6 +23,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from pydantic_settings.exceptions import SettingsError
 from pydantic_settings.sources import EnvSettingsSource
 
+from ._credentials import plain_secrets, resolve_secrets
 from ._mcp import McpServerSpec, expand_vars, merge_server_layers
 from ._models import PROVIDERS, parse_model_string
 from ._protected import is_protected, is_protected_name, protected_paths
@@ -325,6 +326,11 @@ class Settings(BaseSettings):
         "Google's (tests)",
     )
     slack_bot_token: SecretStr | None = _env(None, "slack_bot_token", "SLACK_BOT_TOKEN")
+    credential_store: Literal["auto", "keyring", "file"] = Field(
+        "auto",
+        description="Where `co-kernel secrets set` keeps secrets: the OS keyring, the "
+        "encrypted file in the data dir, or auto (the keyring when one is usable)",
+    )
     slack_api_base_url: str | None = Field(
         None, description="Slack Web API base URL replacing https://slack.com/api/ (tests)"
     )
@@ -401,6 +407,9 @@ class LoadedSettings:
     """Settings files that exist and were read, lowest precedence first."""
     problems: list[str] = field(default_factory=list)
     """One readable line per ignored value: source, key, problem."""
+    secret_sources: dict[str, str] = field(default_factory=dict)
+    """Secret setting (or ``mcp_servers.<server>.<key>``) -> where its value comes from:
+    keyring, file, environment or settings file."""
 
 
 def _read_json(path: Path, problems: list[str]) -> dict[str, Any]:
@@ -435,6 +444,12 @@ def _field_name(key: str) -> str | None:
         if isinstance(alias, AliasChoices) and key in alias.choices:
             return name
     return None
+
+
+def _secret_field(key: str) -> str | None:
+    """The secret setting a settings-file key is, or None."""
+    name = _field_name(key)
+    return name if name in SECRET_FIELDS else None
 
 
 def _suggest(key: str) -> str:
@@ -499,6 +514,11 @@ def load_settings(project_dir: Path | None = None) -> LoadedSettings:
             else:
                 layer[name] = value
         layers.append((str(path), layer))
+        problems.extend(
+            f"{path}: {'.'.join(where)} holds a secret in plain text; move it into the "
+            "credential store with `co-kernel secrets import`"
+            for where, _name, _value in plain_secrets(raw, _secret_field)
+        )
     layers.append(("environment", _env_layer(problems)))
 
     merged: dict[str, Any] = {}
@@ -508,6 +528,7 @@ def load_settings(project_dir: Path | None = None) -> LoadedSettings:
             merged[name] = value
             origin[name] = label
     _merge_mcp_servers(layers, merged, problems)
+    secret_sources = resolve_secrets(merged, origin, SECRET_FIELDS, problems)
     # Drop each offending key and try again; a bounded loop since every pass removes one.
     for _ in range(len(merged) + 1):
         try:
@@ -527,5 +548,5 @@ def load_settings(project_dir: Path | None = None) -> LoadedSettings:
             if not bad:
                 raise
         else:
-            return LoadedSettings(settings, files, problems)
+            return LoadedSettings(settings, files, problems, secret_sources)
     raise RuntimeError("settings could not be validated")  # pragma: no cover
