@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .config import SECRET_FIELDS, Settings, load_settings, paths
+from .config import SECRET_FIELDS, LoadedSettings, Settings, load_settings, paths
 
 __all__ = [
     "ProviderProbe",
@@ -238,6 +238,24 @@ def _probe_listing(
     return ProviderProbe(True, detail, models, base)
 
 
+def _secret_rows(report: StatusReport, loaded: LoadedSettings) -> None:
+    """Where each secret setting comes from, never its value."""
+    from .config._credentials import CredentialStore
+
+    settings = loaded.settings
+    store = CredentialStore(settings.credential_store)
+    stored = list(store.names().values())
+    counts = ", ".join(f"{b} {stored.count(b)}" for b in ("keyring", "file") if b in stored)
+    held = f"{len(stored)} stored ({counts})" if stored else "none stored"
+    report.add("secrets", "credential store", f"{settings.credential_store}; {held}")
+    sources = loaded.secret_sources
+    for name in sorted(SECRET_FIELDS):
+        set_from = sources.get(name) if getattr(settings, name) is not None else None
+        report.add("secrets", name, f"set ({set_from})" if set_from else "not set")
+    for name in sorted(n for n in sources if n not in SECRET_FIELDS):
+        report.add("secrets", name, f"set ({sources[name]})")
+
+
 def _session_rows(report: StatusReport, session: Any) -> None:
     deps = session.deps
     report.add("session", "id", deps.session_id)
@@ -332,8 +350,7 @@ def collect_status(
                 )
                 mark = "✅" if probe.ok else "❌"
                 report.add("model", "reachable", f"{mark} {probe.detail}")
-    keys = [n for n in sorted(SECRET_FIELDS) if getattr(settings, n) is not None]
-    report.add("model", "keys set", ", ".join(keys) or "none")
+    _secret_rows(report, loaded)
     if session is not None:
         _session_rows(report, session)
     _sandbox_rows(report, settings, project_dir, session)
