@@ -1,4 +1,5 @@
-"""The ``co-kernel`` command line: install the kernelspec, report status, view telemetry."""
+"""The ``co-kernel`` command line: install the kernelspec, report status, keep secrets, view
+telemetry."""
 
 from __future__ import annotations
 
@@ -78,7 +79,7 @@ def _cmd_google_auth(args: argparse.Namespace) -> int:
     except Exception as exc:  # the flow's own failures: refused consent, token exchange
         print(f"co-kernel google auth: sign-in failed: {exc}", file=sys.stderr)
         return 1
-    print(f"Signed in. Token saved to {saved} (readable by you only).")
+    print(f"Signed in. Token saved in {saved}.")
     print("Restart running Co kernels to register the Google tools.")
     return 0
 
@@ -112,7 +113,10 @@ def main(argv: list[str] | None = None) -> int:
         "--project", default=".", help="the notebook folder (for .co/settings.json)"
     )
     p_auth.set_defaults(func=_cmd_google_auth)
+    from .config._secrets_cli import add_secrets_commands
     from .telemetry._cli import add_telemetry_commands
+
+    add_secrets_commands(sub)
 
     add_telemetry_commands(sub)
     args = parser.parse_args(argv)

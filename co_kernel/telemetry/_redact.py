@@ -3,7 +3,7 @@
 A ``Redactor`` knows two kinds of secret:
 
 - literal values: every ``SecretStr`` in the settings (also one a later layer
-  overrides), the values of the provider variables and of any environment variable
+  overrides), every value in Co's credential store (``co-kernel secrets``), the values of the provider variables and of any environment variable
   whose name says it holds a credential (``*_API_KEY``, ``*_TOKEN``, ``*_SECRET``,
   ``*PASSWORD*``, ...), and the tokens and client secrets in OAuth files (Google's token
   and client files, Application Default Credentials);
@@ -20,6 +20,7 @@ match, so clean text (almost all of it) costs one ``lower()`` and a few ``in`` t
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -44,9 +45,6 @@ _PROVIDER_ENV = (
     "CO_GEMINI_API_KEY",
     "CO_OPENAI_API_KEY",
     "CO_ANTHROPIC_API_KEY",
-)
-_SECRET_ENV_NAME = re.compile(
-    r"(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE_KEY|ACCESS_KEY)", re.IGNORECASE
 )
 
 
@@ -141,9 +139,11 @@ _ANY_TRIGGER = re.compile(_trie_pattern(t for shape in _SHAPES for t in shape.tr
 
 def secret_env_names(environ: Mapping[str, str] | None = None) -> list[str]:
     """Environment variables whose values are credentials."""
+    from ..config._credentials import CREDENTIAL_NAME
+
     env = os.environ if environ is None else environ
     return [
-        name for name in env if name in _PROVIDER_ENV or _SECRET_ENV_NAME.search(name) is not None
+        name for name in env if name in _PROVIDER_ENV or CREDENTIAL_NAME.search(name) is not None
     ]
 
 
@@ -152,6 +152,7 @@ def _file_secrets(path: Path) -> list[str]:
     import json
 
     from ..config import SECRET_FIELDS, _field_name
+    from ..config._credentials import SECRET_REF
 
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -164,6 +165,8 @@ def _file_secrets(path: Path) -> list[str]:
         for key, value in data.items()
         if isinstance(value, str) and _field_name(key) in SECRET_FIELDS
     ]
+    # `secret:NAME` names a stored entry (whose value the store adds); it is no secret itself.
+    found = [v for v in found if not v.startswith(SECRET_REF)]
     servers = data.get("mcp_servers")
     if isinstance(servers, dict):
         # Env and header values of MCP servers, also of those a later layer replaced.
@@ -193,6 +196,27 @@ def _json_secrets(path: Path) -> list[str]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return []
+    return _credential_values(data)
+
+
+def _stored_secrets(environ: Mapping[str, str]) -> list[str]:
+    """Every value in Co's credential store, and the credentials inside stored JSON (the
+    Google token); an unreadable store adds nothing (settings resolution reports it)."""
+    import json
+
+    from ..config._credentials import CredentialStore
+
+    found: list[str] = []
+    for value in CredentialStore(environ=environ).values().values():
+        found.append(value)
+        if value.startswith("{"):
+            with contextlib.suppress(ValueError):
+                found += _credential_values(json.loads(value))
+    return found
+
+
+def _credential_values(data: Any) -> list[str]:
+    """Values of credential keys anywhere in parsed JSON."""
     found: list[str] = []
 
     def walk(value: Any) -> None:
@@ -259,6 +283,8 @@ class Redactor:
                 values.extend(_secret_values(getattr(settings, name, None)))
         for path in files:
             values.extend(_file_secrets(path))
+        if settings is not None:
+            values.extend(_stored_secrets(env))
         from ..config._protected import credential_files
 
         for path in credential_files(settings, env):

@@ -1,11 +1,14 @@
 """Google sign-in: the installed-app OAuth flow, the token file, lazy credential resolution.
 
 Resolution order (seed 002 §5.8): the authorized-user token that ``co-kernel google auth``
-saved -> Application Default Credentials -> none. Registration at kernel start only looks
+saved -> Application Default Credentials -> none. The token is kept in Co's credential store
+(entry ``google_token``: the OS keyring or the encrypted file); a token file is used instead
+when the setting ``google_token_path`` names one, and the default file an older Co wrote
+(``<config dir>/google_token.json``) is still read when the store has no token. Registration at kernel start only looks
 at files and environment variables (`find_credentials`): no network, no import of the
 client libraries. Credentials are loaded on the first tool call and cached in
 ``CoDeps.extras`` for the session. When google-auth refreshes the access token of the saved
-token during a call, the new token is written back to its file (`save_refreshed_token`), so
+token during a call, the new token is written back where it came from (`save_refreshed_token`), so
 the next kernel starts with it instead of refreshing again.
 
 ADC here means a credentials file ADC would use (``GOOGLE_APPLICATION_CREDENTIALS`` or
@@ -26,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ...config import paths
+from ...config._credentials import CredentialError, CredentialStore
 from ...exceptions import ConfigError
 
 if TYPE_CHECKING:
@@ -61,6 +65,8 @@ SCOPES: tuple[str, ...] = (
 _EXTRAS_KEY = "google_creds"
 _LOCK_KEY = "google_creds_lock"
 _WRITE_BACK_KEY = "google_token_write_back"
+TOKEN_ENTRY = "google_token"
+"""The credential store entry holding the token (authorized-user JSON)."""
 _ADC_LOGIN = "gcloud auth application-default login --scopes=" + ",".join(
     ["openid", "https://www.googleapis.com/auth/cloud-platform", *SCOPES]
 )
@@ -77,19 +83,22 @@ class GoogleAuthUnavailable(ConfigError):
 class CredentialSource:
     """Where the session's Google credentials come from."""
 
-    kind: Literal["token", "adc"]
-    """The token `co-kernel google auth` saved, or Application Default Credentials."""
-    path: Path
-    """The file the credentials are read from."""
+    kind: Literal["stored", "token", "adc"]
+    """The token `co-kernel google auth` saved in the credential store or in a file, or
+    Application Default Credentials."""
+    path: Path | None
+    """The file the credentials are read from; None for the credential store."""
 
     @property
     def fix(self) -> str:
         """What the person runs to sign in again with this source."""
-        if self.kind == "token":
+        if self.kind != "adc":
             return "run `co-kernel google auth` in a terminal to sign in again"
         return f"run `{_ADC_LOGIN}` (or `co-kernel google auth`) to sign in again"
 
     def describe(self) -> str:
+        if self.kind == "stored":
+            return f"token from `co-kernel google auth` (credential store, `{TOKEN_ENTRY}`)"
         label = "token from `co-kernel google auth`" if self.kind == "token" else "ADC file"
         return f"{label} ({self.path})"
 
@@ -98,8 +107,8 @@ class CredentialSource:
 class _TokenFile:
     """The saved token a session's credentials were read from, to write a refresh back."""
 
-    path: Path
-    """The token file."""
+    path: Path | None
+    """The token file; None for the credential store."""
     token: str | None
     """The access token the file holds."""
     refresh_token: str | None
@@ -139,7 +148,10 @@ def _adc_file(environ: Mapping[str, str]) -> Path | None:
 def find_credentials(
     settings: Settings, environ: Mapping[str, str] = os.environ
 ) -> CredentialSource | None:
-    """The credentials file a session would use, from file checks alone (cheap)."""
+    """The credentials a session would use, from file checks alone (cheap: the store's index
+    says whether it holds a token; no value is read)."""
+    if settings.google_token_path is None and TOKEN_ENTRY in _store(settings).names():
+        return CredentialSource("stored", None)
     token = token_path(settings)
     if token.is_file():
         return CredentialSource("token", token)
@@ -165,15 +177,17 @@ def resolve_credentials(
     source = find_credentials(settings, environ)
     if source is None:
         raise GoogleAuthUnavailable(f"Google is not signed in: {not_configured_reason(settings)}.")
-    if source.kind == "token":
+    if source.kind != "adc":
         from google.oauth2.credentials import Credentials
 
         try:
-            # No scopes argument: the file records the scopes it was granted.
-            creds = Credentials.from_authorized_user_file(str(source.path))  # type: ignore[no-untyped-call]
-        except (OSError, ValueError) as exc:
+            # No scopes argument: the token records the scopes it was granted.
+            info = json.loads(_read_token(settings, source.path))
+            creds = Credentials.from_authorized_user_info(info)  # type: ignore[no-untyped-call]
+        except (OSError, ValueError, CredentialError) as exc:
             raise GoogleAuthUnavailable(
-                f"The Google token file {source.path} cannot be used ({exc}); {source.fix}."
+                f"The saved Google token ({source.describe()}) cannot be used ({exc}); "
+                f"{source.fix}."
             ) from exc
         if settings.google_token_uri:
             # google-auth always reads Google's endpoint from the file, whatever it says.
@@ -202,8 +216,8 @@ def session_credentials(deps: CoDeps) -> tuple[Any, CredentialSource]:
             cached = resolve_credentials(deps.settings)
             deps.extras[_EXTRAS_KEY] = cached
             creds, source = cached
-            if source.kind == "token":
-                # Only Co's own token file is written back; an ADC file belongs to gcloud.
+            if source.kind != "adc":
+                # Only Co's own token is written back; an ADC file belongs to gcloud.
                 deps.extras[_WRITE_BACK_KEY] = _TokenFile(
                     source.path, creds.token, creds.refresh_token
                 )
@@ -211,9 +225,10 @@ def session_credentials(deps: CoDeps) -> tuple[Any, CredentialSource]:
 
 
 def save_refreshed_token(deps: CoDeps) -> bool:
-    """Write the session's token back to its file if google-auth refreshed it; never raises.
+    """Write the session's token back where it was read if google-auth refreshed it; never
+    raises.
 
-    Returns whether it wrote. A file that now holds another refresh token (the person
+    Returns whether it wrote. A token that now holds another refresh token (the person
     signed in again meanwhile) or is gone (signed out) is left as it is.
     """
     lock = deps.extras.setdefault(_LOCK_KEY, threading.Lock())
@@ -226,16 +241,20 @@ def save_refreshed_token(deps: CoDeps) -> bool:
         if not creds.token or creds.token == saved.token:
             return False
         try:
-            on_disk = json.loads(saved.path.read_text(encoding="utf-8")).get("refresh_token")
-        except (OSError, ValueError, AttributeError):
+            on_disk = json.loads(_read_token(deps.settings, saved.path)).get("refresh_token")
+        except (OSError, ValueError, AttributeError, CredentialError):
             return False
         if on_disk != saved.refresh_token:
             return False
         try:
-            save_token(creds, saved.path)
-        except OSError:
+            if saved.path is None:
+                _store(deps.settings).set(TOKEN_ENTRY, creds.to_json())
+            else:
+                save_token(creds, saved.path)
+        except (OSError, CredentialError):
             # The call itself succeeded; the next kernel merely refreshes once more.
-            log.warning("could not write the refreshed Google token to %s", saved.path)
+            where = saved.path or "the credential store"
+            log.warning("could not write the refreshed Google token to %s", where)
             return False
         saved.token, saved.refresh_token = creds.token, creds.refresh_token
         return True
@@ -251,6 +270,20 @@ def forget_credentials(deps: CoDeps) -> None:
     """Drop the cached credentials so the next call reads the files again."""
     deps.extras.pop(_EXTRAS_KEY, None)
     deps.extras.pop(_WRITE_BACK_KEY, None)
+
+
+def _store(settings: Settings) -> CredentialStore:
+    return CredentialStore(settings.credential_store)
+
+
+def _read_token(settings: Settings, path: Path | None) -> str:
+    """The saved token's JSON, from its file or the credential store (ValueError: none)."""
+    if path is not None:
+        return path.read_text(encoding="utf-8")
+    entry = _store(settings).get(TOKEN_ENTRY)
+    if entry is None:
+        raise ValueError(f"the credential store holds no `{TOKEN_ENTRY}`")
+    return entry[0]
 
 
 def save_token(creds: Any, path: Path) -> Path:
@@ -273,8 +306,9 @@ def save_token(creds: Any, path: Path) -> Path:
 
 def run_auth_flow(
     settings: Settings, *, open_browser: bool = True, host: str = "localhost", port: int = 0
-) -> Path:
-    """Sign in through the browser (installed-app flow) and save the token; returns its path."""
+) -> str:
+    """Sign in through the browser (installed-app flow) and save the token; returns where:
+    the credential store, or the file ``google_token_path`` names."""
     secrets = client_secrets_path(settings)
     if not secrets.is_file():
         raise GoogleAuthUnavailable(
@@ -304,4 +338,11 @@ def run_auth_flow(
         # Ask again even for a returning person, so Google issues a refresh token.
         prompt="consent",
     )
-    return save_token(creds, token_path(settings))
+    if settings.google_token_path is not None:
+        return f"{save_token(creds, token_path(settings))} (readable by you only)"
+    store = _store(settings)
+    try:
+        store.set(TOKEN_ENTRY, creds.to_json())
+    except CredentialError as exc:
+        raise GoogleAuthUnavailable(f"The token could not be stored: {exc}.") from exc
+    return f"the credential store as `{TOKEN_ENTRY}`: {store.describe()}"
