@@ -21,6 +21,9 @@ missing=()
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
 command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
+# The credential store's tests run the freedesktop Secret Service in a private D-Bus session.
+command -v gnome-keyring-daemon >/dev/null 2>&1 || missing+=(gnome-keyring)
+command -v dbus-daemon >/dev/null 2>&1 || missing+=(dbus-daemon)
 if [ ${#missing[@]} -gt 0 ]; then
     say "installing ${missing[*]} with apt-get"
     export DEBIAN_FRONTEND=noninteractive
