@@ -139,6 +139,20 @@ class Settings(BaseSettings):
     replay_tokens_per_second: float | None = Field(
         None, description="Pace of a `replay:` script (None = as fast as possible)"
     )
+    record_path: str | None = Field(
+        None, description="Record the model's answers into this replay script from the first cell"
+    )
+    replay_mode: Literal["strict", "record-missing"] = Field(
+        "strict",
+        description="A request a `replay:` script has no step for: fail the cell (strict), or "
+        "ask `replay_fallback_model` and add its answer to the script (record-missing)",
+    )
+    replay_fallback_model: str | None = Field(
+        None, description="The model that answers what a record-missing replay lacks"
+    )
+    replay_approvals: bool = Field(
+        True, description="A replay gives a call the decision recorded with it instead of asking"
+    )
 
     # --- local model ---
     local_default: bool = Field(
