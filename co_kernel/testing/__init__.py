@@ -3,21 +3,25 @@
 `ScriptedModelServer` answers `POST /v1/chat/completions` on 127.0.0.1 from a `Script` of
 `Step`s, streamed or not, with tool calls, pacing and injected faults. Tests point the kernel
 at its `base_url`; the model string `replay:path/to/script.jsonl` makes the kernel start one
-itself. The script format is documented in `co_kernel.testing._script`. `generate_vault`
+itself. The script format is documented in `co_kernel.testing._script`. A `Recorder` writes a
+session's model exchanges as such a script (`%record`, setting `record_path`). `generate_vault`
 writes a deterministic Obsidian vault for the notes tools' tests and benchmarks.
 """
 
 from ._histories import synthetic_history, synthetic_turn
+from ._recorder import Recorder, step_from_exchange
 from ._script import Script, ScriptSource, Step
 from ._server import ScriptedModelServer
 from ._vaultgen import generate_vault
 
 __all__ = (
+    "Recorder",
     "Script",
     "ScriptSource",
     "ScriptedModelServer",
     "Step",
     "generate_vault",
+    "step_from_exchange",
     "synthetic_history",
     "synthetic_turn",
 )

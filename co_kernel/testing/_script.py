@@ -14,14 +14,17 @@ A step is an object with these keys, all optional:
 `tool_calls`
     A list of `{"name": str, "arguments": dict | str, "id": str}`. A dict is JSON-encoded; a
     string is sent verbatim, so a script can send invalid JSON. `id` defaults to
-    `call_<request>_<index>`. Streamed the OpenAI way: a delta with the index, id, type and
+    `call_<request>_<index>`. `decision` (approved, denied, approved all) is the person's answer
+    when the call was recorded; a replay gives the same call that answer instead of asking
+    (setting `replay_approvals`). Streamed the OpenAI way: a delta with the index, id, type and
     name and empty arguments, then argument fragments. The finish reason is `tool_calls` when
     there are any, else `stop`.
 `reasoning`
     Thinking text, streamed before everything else as `reasoning_content` deltas (the field
     DeepSeek uses, which pydantic-ai's `OpenAIChatModel` reads into a `ThinkingPart`).
 `expect`
-    Case-sensitive substring checks on the request the step answers: `last_user_contains`,
+    Case-sensitive checks on the request the step answers: `last_user_is` (the whole
+    message, as a recording writes it), substrings `last_user_contains`,
     `system_contains` (system and developer messages), `tool_result_contains` (the last
     `tool` message), `messages_contain` (a list; each must occur in the messages serialised
     as JSON), `tools_include` and `tools_exclude` (lists of tool names offered in `tools`).
@@ -94,6 +97,8 @@ class ToolCall(_Strict):
     """A dict is JSON-encoded; a string is sent verbatim."""
     id: str | None = None
     """Defaults to `call_<request>_<index>`, unique within a server's lifetime."""
+    decision: Literal["approved", "denied", "approved all"] | None = None
+    """The person's answer when the call was recorded; a replay applies it to the same call."""
 
     def arguments_json(self) -> str:
         if isinstance(self.arguments, str):
@@ -102,8 +107,10 @@ class ToolCall(_Strict):
 
 
 class Expect(_Strict):
-    """Case-sensitive substring checks on the request a step answers."""
+    """Case-sensitive checks on the request a step answers (all but one are substrings)."""
 
+    last_user_is: str | None = None
+    """The last user message is exactly this."""
     last_user_contains: str | None = None
     system_contains: str | None = None
     messages_contain: list[str] = Field(default_factory=list[str])
@@ -357,6 +364,10 @@ def _shorten(text: str, limit: int = 200) -> str:
 def check_expect(expect: Expect, body: Mapping[str, Any]) -> str | None:
     """The first way `body` fails `expect`, phrased for a test failure, or `None` if it passes."""
     messages = _messages(body)
+    if expect.last_user_is is not None:
+        got = _last_with_role(messages, "user")
+        if got != expect.last_user_is:
+            return f"expected last user message to be {_shorten(expect.last_user_is)!r}, got {_shorten(got)!r}"
     if expect.last_user_contains is not None:
         got = _last_with_role(messages, "user")
         if expect.last_user_contains not in got:

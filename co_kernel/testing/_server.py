@@ -65,8 +65,15 @@ class _Refusal:
 class _ScriptState:
     """The script's cursor and the server's records, shared by the connection threads."""
 
-    def __init__(self, steps: Sequence[Step], tokens_per_second: float | None) -> None:
+    def __init__(
+        self, steps: Sequence[Step], tokens_per_second: float | None, *, keep_unmatched: bool
+    ) -> None:
         self.tokens_per_second = tokens_per_second
+        self.keep_unmatched = keep_unmatched
+        """Record-missing replays: a mismatch skips ahead to a later matching step, or is
+        refused without using the step up, so the recorder can put a new step in its place."""
+        self.revision = 0
+        """Counts changes to the steps (skipped ones dropped, new ones inserted)."""
         self.stopping = threading.Event()
         """Set when the server stops, to cut short stalls and paced streams."""
         self._lock = threading.Lock()
@@ -88,6 +95,8 @@ class _ScriptState:
                 message = f"script exhausted after {self._answered} requests"
                 self._errors.append(message)
                 return _Refusal(HTTPStatus.INTERNAL_SERVER_ERROR, "script_exhausted", message)
+            if self.keep_unmatched and (refusal := self._skip_to_match(body)) is not None:
+                return refusal
             step_number = self._position + 1
             step = self._steps[self._position]
             self._answered += 1
@@ -102,6 +111,35 @@ class _ScriptState:
                 self._errors.append(message)
                 return _Refusal(HTTPStatus.CONFLICT, "script_mismatch", message)
             return _Turn(self._served, step)
+
+    def _skip_to_match(self, body: dict[str, Any]) -> _Refusal | None:
+        """Move to the first step from the cursor on whose checks pass, dropping the ones
+        before it; a refusal (nothing used up) when none does. Caller holds the lock."""
+        first = self._steps[self._position]
+        if first.expect is None or (problem := check_expect(first.expect, body)) is None:
+            return None
+        for later in range(self._position + 1, len(self._steps)):
+            expect = self._steps[later].expect
+            if expect is not None and check_expect(expect, body) is None:
+                del self._steps[self._position : later]
+                self._uses = 0
+                self.revision += 1
+                return None
+        message = f"step {self._position + 1}: {problem}"
+        self._errors.append(message)
+        return _Refusal(HTTPStatus.CONFLICT, "script_mismatch", message)
+
+    def insert(self, step: Step) -> None:
+        """Put a step in at the cursor, as used: the answer to a request the script missed."""
+        with self._lock:
+            self._steps.insert(self._position, step)
+            self._position += 1
+            self._uses = 0
+            self.revision += 1
+
+    def steps(self) -> list[Step]:
+        with self._lock:
+            return list(self._steps)
 
     def extend(self, steps: Sequence[Step]) -> None:
         with self._lock:
@@ -153,6 +191,9 @@ class ScriptedModelServer:
 
     Use it as a context manager, or call `start()` and `stop()`. Point an OpenAI client at
     `base_url`; `requests` and `errors` tell a test what the model received and what didn't match.
+    With `keep_unmatched` (a record-missing replay), a request that doesn't match the next step
+    is answered by the first later step it matches, the ones between dropped; when none does, it
+    is refused without using a step up, and `insert` puts the step recorded for it in place.
     """
 
     def __init__(
@@ -161,12 +202,16 @@ class ScriptedModelServer:
         host: str = "127.0.0.1",
         port: int = 0,
         tokens_per_second: float | None = None,
+        *,
+        keep_unmatched: bool = False,
     ) -> None:
         if tokens_per_second is not None and tokens_per_second <= 0:
             raise ValueError(f"tokens_per_second must be positive, got {tokens_per_second}")
         self.host = host
         self._requested_port = port
-        self._state = _ScriptState(Script.coerce(script).steps, tokens_per_second)
+        self._state = _ScriptState(
+            Script.coerce(script).steps, tokens_per_second, keep_unmatched=keep_unmatched
+        )
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -244,6 +289,21 @@ class ScriptedModelServer:
     def errors(self) -> list[str]:
         """Script mismatches, exhaustion and server faults, in order (a copy)."""
         return self._state.errors()
+
+    @property
+    def steps(self) -> list[Step]:
+        """The script as it stands (a record-missing replay changes it)."""
+        return self._state.steps()
+
+    @property
+    def revision(self) -> int:
+        """How many times the steps changed since the server started."""
+        return self._state.revision
+
+    def insert(self, step: Step) -> None:
+        """Answer-in-place for a request the script missed (only with `keep_unmatched`):
+        the step goes in at the cursor, counted as used."""
+        self._state.insert(step)
 
     def extend(self, steps: Sequence[Mapping[str, Any] | Step]) -> None:
         """Append steps to the script, also after it ran out."""
