@@ -236,7 +236,8 @@ class CellDispatcher:
         problems = self.session.loaded.problems
         if problems:
             lines = "\n".join(f"- {p}" for p in problems)
-            self.show_markdown(f"⚠️ Some settings were ignored:\n{lines}")
+            # Ignored values, and secrets still written in a settings file.
+            self.show_markdown(f"⚠️ Settings need attention:\n{lines}")
 
     async def _run_turn(self, prompt: str, request: CellRequest) -> Outcome:
         frontend = self.make_frontend(request)
