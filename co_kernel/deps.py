@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from .notebook import NotebookContext
     from .sandbox import SandboxProtocol, StatusCallback
     from .telemetry import AuditLog
+    from .testing import Recorder
 
 __all__ = ["CoDeps"]
 
@@ -52,6 +53,8 @@ class CoDeps:
     """Subagent nesting: 0 for Co itself, 1 for a subagent it delegated to, ..."""
     extras: dict[str, Any] = field(default_factory=dict)
     """Per-integration cached clients and credentials (never module globals)."""
+    recorder: Recorder | None = None
+    """The session's recording of its model exchanges (`%record`), and a replay's decisions."""
 
     def ensure_sandbox(self, on_status: StatusCallback | None = None) -> SandboxProtocol:
         """The session's sandbox; built from settings the first time (cheap: no Docker call yet).

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from ..config import Settings
     from ..deps import CoDeps
+    from ..testing import Recorder
     from ..tools import ToolsetBuild
     from ._providers import ModelHandle
 
@@ -62,15 +63,17 @@ def build_session_agent(
     capabilities: Sequence[AbstractCapability[Any]] = (),
     wrap_toolset: Callable[[AbstractToolset[Any]], AbstractToolset[Any]] | None = None,
     extra_toolsets: Sequence[AbstractToolset[Any]] = (),
+    recorder: Recorder | None = None,
 ) -> SessionAgent:
     """Build the model and its agent as a kernel session does; raises ConfigError with the fix.
 
     ``wrap_toolset`` wraps each registered toolset (the eval runner defers every call);
-    ``extra_toolsets`` (the session's MCP servers) join them when the model takes tools.
+    ``extra_toolsets`` (the session's MCP servers) join them when the model takes tools;
+    ``recorder`` is the session's (``%record`` and replays, see ``_record``).
     """
     from ._providers import build_model
 
-    handle = build_model(settings, model_string, base_dir=base_dir)
+    handle = build_model(settings, model_string, base_dir=base_dir, recorder=recorder)
     try:
         builds = session_toolsets(settings)
         unavailable = None

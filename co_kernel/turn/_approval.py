@@ -41,6 +41,8 @@ __all__ = [
     "is_refusal",
     "is_safe_command",
     "normalise_args",
+    "record_decision",
+    "replayed_decision",
 ]
 
 SHELL_TOOL = "run_shell_command"
@@ -53,6 +55,8 @@ TIMED_OUT = "timed out"
 INTERRUPTED = "interrupted"
 YOLO = "yolo"
 SAFE_PREFIX = "safe-prefix"
+RECORDED = " (recorded)"
+"""Appended to a decision a replay took from its script (``approved (recorded)``)."""
 
 _LABELS: dict[str, str] = {
     "approve": APPROVED,
@@ -206,7 +210,28 @@ def decision_label(choice: ApprovalDecision) -> str:
 
 def is_refusal(label: str | None) -> bool:
     """Whether a decision label means the call did not run."""
-    return label in (DENIED, TIMED_OUT, INTERRUPTED)
+    return label in (DENIED, TIMED_OUT, INTERRUPTED, DENIED + RECORDED)
+
+
+def replayed_decision(call_id: str, tool_name: str, args: Any, deps: CoDeps) -> str | None:
+    """The decision recorded with this very call in the script a replay serves, or None.
+
+    Recorded approvals (issue 24): Run All of a recorded notebook does what the person
+    approved while recording, nothing more. ``approved all`` turns session yolo on again.
+    """
+    recorder = deps.recorder
+    found = recorder.replayed_decision(call_id, tool_name, args) if recorder else None
+    if found is None:
+        return None
+    if found == APPROVED_ALL:
+        deps.auto_confirm = True
+    return found + RECORDED
+
+
+def record_decision(call_id: str, label: str, deps: CoDeps) -> None:
+    """Keep the person's decision with the recorded call, when the session records."""
+    if deps.recorder is not None:
+        deps.recorder.record_decision(call_id, label)
 
 
 def denial_message(label: str, timeout: float | None = None) -> str:

@@ -137,6 +137,10 @@ def classify_provider_error(exc: BaseException, *, provider: str, model: str) ->
 
     if not isinstance(exc, x.ModelAPIError):
         return None
+    from ._record import ReplayMismatch
+
+    if isinstance(exc, ReplayMismatch):  # the script and the notebook differ: say where
+        return ErrorAction(ProviderErrorKind.ABORT, exc.message)
     status = exc.status_code if isinstance(exc, x.ModelHTTPError) else None
     detail = _body_text(exc.body) or _short(exc)
     who = f"The {provider} provider"

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from pydantic_ai.models import Model
 
     from ..config import Settings
+    from ..testing import Recorder
     from ._local import LocalRuntime
 
 __all__ = [
@@ -113,9 +114,28 @@ def _openai_chat(
 
 
 def build_model(
-    settings: Settings, model_string: str | None = None, *, base_dir: Path
+    settings: Settings,
+    model_string: str | None = None,
+    *,
+    base_dir: Path,
+    recorder: Recorder | None = None,
 ) -> ModelHandle:
-    """Build the model a turn talks to; raise ProviderNotConfigured with the fix."""
+    """Build the model a turn talks to; raise ProviderNotConfigured with the fix.
+
+    With a ``recorder`` (the session's), every exchange with the model is recorded while
+    the recorder records (``%record``), and a replay applies the decisions of its script.
+    """
+    handle = _build(settings, model_string, base_dir=base_dir, recorder=recorder)
+    if recorder is not None:
+        from ._record import RecordingModel
+
+        handle.model = RecordingModel(handle.model, recorder)
+    return handle
+
+
+def _build(
+    settings: Settings, model_string: str | None, *, base_dir: Path, recorder: Recorder | None
+) -> ModelHandle:
     value = model_string or settings.model
     default = False
     if not value:
@@ -163,7 +183,7 @@ def build_model(
         )
     if provider == "local":
         return _local(name, settings, base_dir, label, default)
-    return _replay(name, settings, base_dir, label)
+    return _replay(name, settings, base_dir, label, recorder)
 
 
 def default_model_string(settings: Settings) -> str | None:
@@ -250,19 +270,50 @@ def _local(name: str, settings: Settings, base_dir: Path, label: str, default: b
     )
 
 
-def _replay(name: str, settings: Settings, base_dir: Path, label: str) -> ModelHandle:
-    from ..testing import ScriptedModelServer
+def _replay(
+    name: str, settings: Settings, base_dir: Path, label: str, recorder: Recorder | None
+) -> ModelHandle:
+    """The scripted server answering from the script, wrapped to explain a mismatch (or, in
+    a record-missing replay, to ask ``replay_fallback_model`` and add its answer)."""
+    from ..testing import Script, ScriptedModelServer
+    from ._record import ReplayModel
 
     path = Path(name).expanduser()
     if not path.is_absolute():
         path = base_dir / path
-    if not path.is_file():
+    record_missing = settings.replay_mode == "record-missing"
+    if not path.is_file() and not record_missing:
         raise ProviderNotConfigured(f"Replay script not found: {path}")
     try:
+        script = Script.from_file(path) if path.is_file() else Script(())
         server = ScriptedModelServer(
-            path, tokens_per_second=settings.replay_tokens_per_second
+            script,
+            tokens_per_second=settings.replay_tokens_per_second,
+            keep_unmatched=record_missing,
         ).start()
     except ValueError as exc:
         raise ProviderNotConfigured(f"Replay script {path} is invalid: {exc}") from exc
-    model = _openai_chat("replay", server.base_url, "replay")
-    return ModelHandle(model, label, "replay", server.base_url, [server.stop])
+    if recorder is not None and settings.replay_approvals:
+        recorder.replay_decisions(script.steps)
+    fallback = None
+    if record_missing:
+        fallback_string = settings.replay_fallback_model
+
+        def fallback() -> tuple[Model, Callable[[], None]]:
+            if not fallback_string or parse_model_string(fallback_string)[0] in ("replay", "local"):
+                raise ProviderNotConfigured(
+                    "`replay_mode` is `record-missing`: set `replay_fallback_model` to the "
+                    "model that answers what the script lacks (a provider such as "
+                    "`openai:gpt-4o-mini`; not `replay` or `local`)"
+                )
+            handle = _build(settings, fallback_string, base_dir=base_dir, recorder=None)
+            return handle.model, handle.close
+
+    model = ReplayModel(
+        _openai_chat("replay", server.base_url, "replay"),
+        server,
+        path,
+        recorder=recorder,
+        fallback=fallback,
+    )
+    return ModelHandle(model, label, "replay", server.base_url, [model.close])

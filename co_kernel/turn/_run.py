@@ -30,6 +30,8 @@ from ._approval import (
     denial_message,
     is_refusal,
     normalise_args,
+    record_decision,
+    replayed_decision,
 )
 from ._frontend import (
     ApprovalRequest,
@@ -401,12 +403,15 @@ class _TurnRunner:
             view = ToolCallView(call_id, call.tool_name, call.args, needs_approval=True)
             view.detail = meta.get("detail") if isinstance(meta, dict) else None
             self.shown_calls.add(call_id)
-            label = auto_decision(call.tool_name, normalise_args(call.args), self.deps)
+            label = auto_decision(
+                call.tool_name, normalise_args(call.args), self.deps
+            ) or replayed_decision(call_id, call.tool_name, call.args, self.deps)
             if label is not None:
                 view.decision = label
                 self.frontend.on_tool_call(view)
             else:
                 label = await self._ask(view, timeout)
+                record_decision(call_id, label, self.deps)
             self.decisions[call_id] = label
             if is_refusal(label):
                 results.approvals[call_id] = ToolDenied(denial_message(label, timeout))

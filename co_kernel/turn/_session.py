@@ -94,6 +94,9 @@ class ChatSession:
             kernel_id=kernel_id,
             settings_files=loaded.files,
         )
+        from ..testing import Recorder
+
+        recorder = self.deps.recorder = Recorder(redact=self.telemetry.redact)
         self.history: list[ModelMessage] = []
         self.turns: list[TurnRecord] = []
         self.model_override: str | None = None
@@ -112,6 +115,14 @@ class ChatSession:
         """The store write this session continues from (None: a new session)."""
         self._pending_notices: list[str] = []
         """Notices from saves made without a frontend (compaction), shown on the next turn."""
+        if loaded.settings.record_path:
+            record_to = workspace / Path(loaded.settings.record_path).expanduser()
+            try:
+                recorder.start(record_to)
+            except OSError as exc:
+                self._pending_notices.append(
+                    f"Co could not record into `{record_to}` (setting `record_path`): {exc}"
+                )
         self._meta_extra: dict[str, str] = {}
         """Kept in the stored session's meta (``forked_from``)."""
         from ..mcp import McpManager, mcp_log_dir
@@ -208,6 +219,7 @@ class ChatSession:
                 capabilities=self.telemetry.capabilities(),
                 # Always there, so `%mcp reload` can add servers to a built agent.
                 extra_toolsets=[self._mcp_toolset],
+                recorder=self.deps.recorder,
             )
             self.mcp.reserve(built.toolsets)
             self.toolsets = built.toolsets
@@ -448,7 +460,9 @@ class ChatSession:
         if not wanted or (current and parse_model_string(wanted) == parse_model_string(current)):
             _, handle = self.ensure_agent()
             return handle.model, handle.provider, handle.label, lambda: None
-        handle = build_model(self.settings, wanted, base_dir=self.deps.workspace)
+        handle = build_model(
+            self.settings, wanted, base_dir=self.deps.workspace, recorder=self.deps.recorder
+        )
         return handle.model, handle.provider, handle.label, handle.close
 
     async def _auto_compact(self, prompt: str, frontend: FrontendProtocol) -> None:

@@ -250,7 +250,9 @@ async def delegate_task(ctx: RunContext[CoDeps], description: str, subagent: str
     handle = None
     if spec.model:
         try:
-            handle = build_model(deps.settings, spec.model, base_dir=deps.workspace)
+            handle = build_model(
+                deps.settings, spec.model, base_dir=deps.workspace, recorder=deps.recorder
+            )
         except ConfigError as exc:
             return f"The subagent `{spec.name}` could not start: {exc}"
         model: Any = handle.model

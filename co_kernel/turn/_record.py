@@ -1,0 +1,200 @@
+"""Record and replay at the model boundary, whatever the provider.
+
+``RecordingModel`` wraps the model a session (or a subagent, or a compaction) talks to and
+hands each completed request with its answer to the session's ``Recorder``: streamed or
+not, a failed request or one whose answer was cut off (retried by the turn) is no step.
+
+``ReplayModel`` wraps the model that talks to the scripted server of ``replay:PATH``. A
+request the script no longer matches fails the turn with ``ReplayMismatch``, which names
+the step, the recorded and the actual text; with ``replay_mode = record-missing`` the
+request goes to ``replay_fallback_model`` instead, and its answer becomes a step of the
+script in the missed one's place, written back to the file at once.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import AsyncGenerator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic_ai.exceptions import ModelAPIError, ModelHTTPError
+from pydantic_ai.models.wrapper import WrapperModel
+
+from ..exceptions import ConfigError
+from ._finish import _KEEP_RAW_REASON
+
+if TYPE_CHECKING:
+    from pydantic_ai import RunContext
+    from pydantic_ai.messages import ModelMessage, ModelResponse
+    from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
+    from pydantic_ai.settings import ModelSettings
+
+    from ..testing import Recorder, ScriptedModelServer
+
+__all__ = ["RecordingModel", "ReplayMismatch", "ReplayModel"]
+
+_SCRIPT_REFUSALS = ("script_mismatch", "script_exhausted")
+"""Error types the scripted server answers with when it has no step for a request."""
+
+
+def _finished(response: ModelResponse) -> bool:
+    """Whether the answer is complete (``_finish.RequireFinish`` retries one that is not)."""
+    sent = response.provider_details or {}
+    return response.provider_name not in _KEEP_RAW_REASON or bool(sent.get("finish_reason"))
+
+
+class RecordingModel(WrapperModel):
+    """A model whose completed exchanges go to a ``Recorder`` (which may not be recording)."""
+
+    def __init__(self, wrapped: Model, recorder: Recorder) -> None:
+        super().__init__(wrapped)
+        self.recorder = recorder
+
+    def _record(self, messages: list[ModelMessage], response: ModelResponse) -> None:
+        if self.recorder.path is not None and _finished(response):
+            self.recorder.record(messages, response)
+
+    async def request(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        response = await self.wrapped.request(messages, model_settings, model_request_parameters)
+        self._record(messages, response)
+        return response
+
+    @asynccontextmanager
+    async def request_stream(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+        run_context: RunContext[Any] | None = None,
+    ) -> AsyncGenerator[StreamedResponse]:
+        async with self.wrapped.request_stream(
+            messages, model_settings, model_request_parameters, run_context
+        ) as stream:
+            yield stream
+        # Only reached when the stream was read to its end without an error.
+        self._record(messages, stream.get())
+
+
+class ReplayMismatch(ModelAPIError):
+    """A request the replay script has no step for (edited prompt, other tool result)."""
+
+
+class ReplayModel(WrapperModel):
+    """The model of ``replay:PATH``: the scripted server's answers, or the fallback's."""
+
+    def __init__(
+        self,
+        wrapped: Model,
+        server: ScriptedModelServer,
+        path: Path,
+        *,
+        recorder: Recorder | None,
+        fallback: Callable[[], tuple[Model, Callable[[], None]]] | None,
+    ) -> None:
+        super().__init__(wrapped)
+        self.server = server
+        self.path = path
+        self.recorder = recorder
+        self._fallback = fallback
+        """Builds the model a record-missing replay asks, with what stops it; None in a
+        strict replay."""
+        self._fallback_model: Model | None = None
+        self._close_fallback: Callable[[], None] = lambda: None
+        self._saved = server.revision
+
+    def _missed(self, exc: ModelHTTPError) -> Model:
+        """The model to ask instead of the script, or ``ReplayMismatch`` with what differs."""
+        body: Any = exc.body
+        error = body.get("error", body) if isinstance(body, dict) else None
+        kind = error.get("type") if isinstance(error, dict) else None
+        if kind not in _SCRIPT_REFUSALS:
+            raise exc
+        detail = str(error.get("message", "")) if isinstance(error, dict) else ""
+        what = (
+            f"The replay script {self.path} does not match this request at {detail}"
+            if kind == "script_mismatch"
+            else f"The replay script {self.path} has no step for this request ({detail})"
+        )
+        if self._fallback is None:
+            raise ReplayMismatch(
+                self.model_name,
+                f"{what}. The notebook changed since it was recorded: record it again, or set "
+                "`replay_mode` to `record-missing` (with `replay_fallback_model`) to record "
+                "only what changed",
+            ) from None
+        if self._fallback_model is None:
+            try:
+                self._fallback_model, self._close_fallback = self._fallback()
+            except ConfigError as problem:
+                raise ReplayMismatch(self.model_name, f"{what}. {problem}") from None
+        return self._fallback_model
+
+    def _answered_by_fallback(self, messages: list[ModelMessage], response: ModelResponse) -> None:
+        from ..testing import Step, step_from_exchange
+
+        redact = self.recorder.redact if self.recorder is not None else str
+        self.server.insert(Step.model_validate(step_from_exchange(messages, response, redact)))
+
+    def _save(self) -> None:
+        """Write the script back when a record-missing replay changed it (atomically)."""
+        revision = self.server.revision
+        if revision == self._saved:
+            return
+        lines = [step.model_dump_json(exclude_defaults=True) + "\n" for step in self.server.steps]
+        handle, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.")
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.writelines(lines)
+        os.replace(temporary, self.path)
+        self._saved = revision
+
+    async def request(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        try:
+            response = await self.wrapped.request(
+                messages, model_settings, model_request_parameters
+            )
+        except ModelHTTPError as exc:
+            model = self._missed(exc)
+            response = await model.request(messages, model_settings, model_request_parameters)
+            self._answered_by_fallback(messages, response)
+        self._save()
+        return response
+
+    @asynccontextmanager
+    async def request_stream(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+        run_context: RunContext[Any] | None = None,
+    ) -> AsyncGenerator[StreamedResponse]:
+        args = (messages, model_settings, model_request_parameters, run_context)
+        async with AsyncExitStack() as stack:
+            fallback = False
+            try:
+                stream = await stack.enter_async_context(self.wrapped.request_stream(*args))
+            except ModelHTTPError as exc:
+                model = self._missed(exc)
+                stream = await stack.enter_async_context(model.request_stream(*args))
+                fallback = True
+            yield stream
+        if fallback and _finished(stream.get()):
+            self._answered_by_fallback(messages, stream.get())
+        self._save()
+
+    def close(self) -> None:
+        """Stop the scripted server and the fallback model."""
+        self.server.stop()
+        self._close_fallback()
