@@ -35,6 +35,7 @@ MAGICS: dict[str, str] = {
     "resume": "resume",
     "mcp": "mcp",
     "skills": "skills",
+    "record": "record",
 }
 
 

@@ -1,0 +1,91 @@
+"""Record the model's answers into a replay script, so the notebook runs again without the model.
+
+`%record start` records into `<notebook name>.replay.jsonl` beside the notebook
+(`co-session.replay.jsonl` when the notebook is unknown), `%record PATH` into PATH; either
+starts a new script. `%record stop` ends it, `%record` alone says what is being recorded.
+Each model request becomes a step: the answer, its tool calls, and the prompt or tool
+result it answered; your approval decisions are kept with their calls, and secrets are
+redacted before anything is written. Run the notebook again with `CO_MODEL=replay:PATH`
+(or `%model replay:PATH`), e.g. under `pytest --nbval`; `replay_mode = record-missing`
+records only what changed. The setting `record_path` records from the first cell.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import MagicContext, MagicError
+
+USAGE = "%record [start | PATH | stop]"
+
+
+def _default_path(ctx: MagicContext) -> Path:
+    deps = ctx.session.deps
+    name = Path(deps.notebook_path).stem if deps.notebook_path else "co-session"
+    return deps.workspace / f"{name}.replay.jsonl"
+
+
+def _shown(ctx: MagicContext, path: Path) -> str:
+    """The path as the person would type it: relative to the notebook's folder when inside."""
+    try:
+        return str(path.relative_to(ctx.session.deps.workspace))
+    except ValueError:
+        return str(path)
+
+
+def _replayed(ctx: MagicContext) -> Path | None:
+    """The script the session's model replays, if it is a replay."""
+    model = ctx.session.model_string or ""
+    provider, _, name = model.partition(":")
+    if provider.lower() != "replay" or not name:
+        return None
+    return (ctx.session.deps.workspace / Path(name).expanduser()).resolve()
+
+
+async def run(ctx: MagicContext, args: str) -> str:
+    recorder = ctx.session.deps.recorder
+    if recorder is None:  # pragma: no cover - every kernel session has one
+        raise MagicError("This session cannot record.")
+    word = args.strip()
+    if not word:
+        if recorder.path is None:
+            return (
+                "Not recording. `%record start` records the model's answers into "
+                f"`{_shown(ctx, _default_path(ctx))}`, `%record PATH` into another file."
+            )
+        return (
+            f"Recording into `{_shown(ctx, recorder.path)}`: {recorder.steps} step(s) so far. "
+            "`%record stop` ends it."
+        )
+    if word.lower() == "stop":
+        path = recorder.stop()
+        if path is None:
+            return "Not recording; nothing to stop."
+        shown = _shown(ctx, path)
+        return (
+            f"Stopped recording: {recorder.steps} step(s) in `{shown}`. Run the notebook "
+            f"again without the model with `CO_MODEL=replay:{shown}` or `%model replay:{shown}`."
+        )
+    path = (
+        _default_path(ctx)
+        if word.lower() == "start"
+        else ctx.session.deps.workspace / Path(word).expanduser()
+    )
+    if _replayed(ctx) == path.resolve():
+        raise MagicError(
+            f"`{word}` is the script this session replays; record into another file "
+            "(or set `replay_mode` to `record-missing` to add what it lacks)."
+        )
+    try:
+        recorder.start(path)
+    except OSError as exc:
+        raise MagicError(f"Cannot record into `{path}`: {exc.strerror or exc}.") from None
+    shown = _shown(ctx, path)
+    return (
+        f"Recording the model's answers into `{shown}` (a new script). `%record stop` ends "
+        f"it; `CO_MODEL=replay:{shown}` runs the notebook again from it."
+    )
+
+
+def complete(ctx: MagicContext, arg_text: str) -> list[str]:
+    return [v for v in ("start", "stop") if v.startswith(arg_text.strip().lower())]
