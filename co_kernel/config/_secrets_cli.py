@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,12 +17,23 @@ __all__ = ["add_secrets_commands"]
 
 
 def _store(args: argparse.Namespace) -> Any:
-    """The store under the settings in force for ``--project`` (``credential_store``)."""
-    from . import load_settings
+    """The store under the ``credential_store`` in force for ``--project``.
+
+    Read from the settings files and the environment directly: `load_settings` would also
+    read every stored value (and may ask to unlock the keyring) only to list names.
+    """
+    from . import _read_json, paths
     from ._credentials import CredentialStore
 
-    loaded = load_settings(Path(args.project).resolve())
-    return CredentialStore(loaded.settings.credential_store)
+    modes = ("auto", "keyring", "file")
+    mode = "auto"
+    project = Path(args.project).resolve()
+    for path in (paths().settings_file, project / ".co" / "settings.json"):
+        value = _read_json(path, []).get("credential_store")
+        mode = value if value in modes else mode
+    value = os.environ.get("CO_CREDENTIAL_STORE")
+    mode = value if value in modes else mode
+    return CredentialStore(mode)
 
 
 def _entry_name(name: str) -> str:
