@@ -466,6 +466,15 @@ def _secret_field(key: str) -> str | None:
     return name if name in SECRET_FIELDS else None
 
 
+def _plain_text_warnings(path: Path, raw: dict[str, Any]) -> list[str]:
+    """One line per secret value written in a settings file (the key, never the value)."""
+    return [
+        f"{path}: {'.'.join(where)} holds a secret in plain text; move it into the "
+        "credential store with `co-kernel secrets import`"
+        for where, _name, _value in plain_secrets(raw, _secret_field)
+    ]
+
+
 def _suggest(key: str) -> str:
     close = difflib.get_close_matches(key, list(Settings.model_fields), n=1)
     return f" (did you mean '{close[0]}'?)" if close else ""
@@ -528,11 +537,7 @@ def load_settings(project_dir: Path | None = None) -> LoadedSettings:
             else:
                 layer[name] = value
         layers.append((str(path), layer))
-        problems.extend(
-            f"{path}: {'.'.join(where)} holds a secret in plain text; move it into the "
-            "credential store with `co-kernel secrets import`"
-            for where, _name, _value in plain_secrets(raw, _secret_field)
-        )
+        problems.extend(_plain_text_warnings(path, raw))
     layers.append(("environment", _env_layer(problems)))
 
     merged: dict[str, Any] = {}
