@@ -126,9 +126,32 @@ def _cmd_import(args: argparse.Namespace) -> int:
         for key, name, backend in report.moved:
             print(f"  {key} -> {name} ({backend})")
         moved += len(report.moved)
+    try:
+        moved += _import_google_token(store, where.config_dir / "google_token.json")
+    except CredentialError as exc:
+        print(f"co-kernel secrets import: the Google token: {exc}; left as it was", file=sys.stderr)
+        return 2
     if not moved:
         print("No secret values in the settings files: nothing to import.")
     return 0
+
+
+def _import_google_token(store: Any, path: Path) -> int:
+    """Move the token an older `co-kernel google auth` wrote (the default file) into the store."""
+    import json
+
+    if not path.is_file() or "google_token" in store.names():
+        return 0
+    text = path.read_text(encoding="utf-8")
+    try:
+        if "refresh_token" not in json.loads(text):
+            return 0
+    except ValueError:
+        return 0
+    backend = store.set("google_token", text)
+    path.unlink()
+    print(f"{path}: the Google token -> google_token ({backend}); the file is removed")
+    return 1
 
 
 def add_secrets_commands(sub: Any) -> None:
