@@ -228,7 +228,9 @@ def replace_below(root: str | Path, rel: str, text: str) -> None:
             mode = None
         tmp = f".{name[:200]}.{secrets.token_hex(4)}.co-tmp"
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        fd = os.open(tmp, flags, 0o600, dir_fd=parent)
+        # A new file gets the mode the umask gives (0o666 masked by the kernel, as open()
+        # does); a replaced one starts private and takes its old mode before the rename.
+        fd = os.open(tmp, flags, 0o600 if mode is not None else 0o666, dir_fd=parent)
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(text.encode("utf-8"))
