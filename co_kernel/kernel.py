@@ -62,6 +62,8 @@ class CoKernel(IPythonKernel):
         super().__init__(**kwargs)
         self._dispatcher = CellDispatcher(self.shell, self._new_session, kernel=self)
         self._warmed = False
+        self._busy_lock = threading.Lock()
+        self._running_cell: dict[str, Any] | None = None
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -166,6 +168,41 @@ class CoKernel(IPythonKernel):
         finally:
             if previous is not None:
                 signal.signal(signal.SIGINT, previous)
+
+    # -- the busy indicator --------------------------------------------------
+    # While a cell runs, other requests come and go: JupyterLab opens a subshell for widget
+    # messages over the control channel, a subshell answers comm messages. Each ends with its
+    # own `idle`, and JupyterLab shows the last status it saw, whatever its parent: "Idle"
+    # while the cell waits for an approval click. After each of them the running cell says
+    # `busy` again (parented to its execute_request, so clients waiting for that request's
+    # `idle` are unaffected). The lock orders it before the cell's own final `idle`.
+
+    async def execute_request(self, stream: Any, ident: Any, parent: Any) -> None:
+        if threading.current_thread() is not threading.main_thread():  # a subshell's cell
+            return await super().execute_request(stream, ident, parent)
+        with self._busy_lock:
+            self._running_cell = parent
+        try:
+            await super().execute_request(stream, ident, parent)
+        finally:
+            with self._busy_lock:
+                self._running_cell = None
+
+    async def process_control(self, msg: Any) -> None:
+        await super().process_control(msg)
+        self._still_busy()
+
+    async def dispatch_shell(
+        self, msg: Any, /, subshell_id: str | None = None, *, concurrent: bool = False
+    ) -> None:
+        await super().dispatch_shell(msg, subshell_id=subshell_id, concurrent=concurrent)
+        if not concurrent:  # a concurrent comm message publishes no status of its own
+            self._still_busy()
+
+    def _still_busy(self) -> None:
+        with self._busy_lock:
+            if self._running_cell is not None:
+                self._publish_status("busy", "shell", self._running_cell)
 
     # -- completion and inspection (the logic lives in magics/_complete.py) --
 
