@@ -15,6 +15,8 @@ from typing import Any, Literal
 
 from jupyter_client.manager import KernelManager
 
+from .kernel_forkserver import ForkingProvisioner
+
 Mode = Literal["notebook", "console", "headless"]
 
 
@@ -91,8 +93,15 @@ class CellResult:
 class CoKernel:
     """A running Co kernel and a client connected to it."""
 
-    def __init__(self, env: dict[str, str], cwd: Path, *, wait_ready: bool = True) -> None:
-        """Start the kernel; ``wait_ready=False`` leaves the first request to the test."""
+    def __init__(
+        self, env: dict[str, str], cwd: Path, *, wait_ready: bool = True, fork: bool = True
+    ) -> None:
+        """Start the kernel; ``wait_ready=False`` leaves the first request to the test.
+
+        ``fork``: the kernel is forked from this test process's fork server, which has
+        imported Co already (tests/kernel_forkserver.py); tests of start-up itself pass
+        False to launch a fresh interpreter, and ``CO_TEST_FORK=0`` makes every kernel so.
+        """
         ensure_kernelspec()
         # IPC sockets: with TCP, the ports jupyter_client picks can be taken by another
         # process before the kernel binds them ("Address already in use") on a busy machine.
@@ -105,6 +114,11 @@ class CoKernel:
         # Kernels import this checkout, whatever the environment has installed.
         repo = str(Path(__file__).resolve().parents[1])
         full_env["PYTHONPATH"] = os.pathsep.join(p for p in (repo, full_env.get("PYTHONPATH")) if p)
+        if fork and os.environ.get("CO_TEST_FORK", "1") != "0":
+            self.km.kernel_id = str(uuid.uuid4())
+            self.km.provisioner = ForkingProvisioner(
+                kernel_id=self.km.kernel_id, kernel_spec=self.km.kernel_spec, parent=self.km
+            )
         self.km.start_kernel(env=full_env, cwd=str(cwd))
         self.kc = self.km.client()
         self.kc.start_channels()

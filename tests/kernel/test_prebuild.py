@@ -1,4 +1,8 @@
-"""The session is built in the background once the kernel has answered kernel_info."""
+"""The session is built in the background once the kernel has answered kernel_info.
+
+Kernels here start from a fresh interpreter (``fork=False``): the build runs beside the
+warm-up import, which a forked test kernel would not do.
+"""
 
 from __future__ import annotations
 
@@ -31,7 +35,7 @@ def _built_session_id(kernel: CoKernel, *, timeout: float = 120) -> str:
 def test_the_session_is_built_before_any_cell_and_the_first_turn_uses_it(
     start_kernel: Callable[..., CoKernel], model_server: Any
 ) -> None:
-    kernel = start_kernel()
+    kernel = start_kernel(fork=False)
     first = _kernel_info(kernel)
     assert first["model"] == "compat:scripted"
     session_id = _built_session_id(kernel)
@@ -45,7 +49,7 @@ def test_the_session_is_built_before_any_cell_and_the_first_turn_uses_it(
 def test_a_cell_sent_with_the_first_kernel_info_waits_for_the_build_instead_of_building_again(
     start_kernel: Callable[..., CoKernel], model_server: Any
 ) -> None:
-    kernel = start_kernel(wait_ready=False)
+    kernel = start_kernel(wait_ready=False, fork=False)
     model_server.extend([{"text": "First answer."}])
     kernel.kc.kernel_info()
     result = kernel.execute("Say something", timeout=120)
