@@ -25,6 +25,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         scopes = {d.scope for defs in fixtures.name2fixturedefs.values() for d in defs}
         if scopes & {"module", "class", "package"}:
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    # The longest work first: a browser module or a notebook that starts last is the whole
+    # run's tail while the other workers idle. Whole files move, in their own order (a
+    # module-scoped fixture is set up once); stable, so every worker sees one order.
+    long_files = {item.path for item in items if _is_long(item)}
+    items.sort(key=lambda item: item.path not in long_files)
+
+
+def _is_long(item: pytest.Item) -> bool:
+    return item.path.suffix == ".ipynb" or any(
+        item.get_closest_marker(name) is not None for name in ("slow", "browser")
+    )
 
 
 class _Groups(LoadGroupScheduling):
