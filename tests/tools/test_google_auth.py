@@ -13,6 +13,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
+from cryptography.fernet import Fernet
 from google.oauth2.credentials import Credentials
 
 from co_kernel.config import Settings
@@ -238,7 +239,9 @@ def test_auth_without_client_file_says_where_to_get_it(tmp_path: Path) -> None:
     assert str(tmp_path / "home" / "config" / "google_client_secrets.json") in out.stderr
 
 
-def test_auth_flow_saves_the_token_with_mode_0600(tmp_path: Path, google: FakeGoogle) -> None:
+def test_auth_flow_saves_the_token_in_the_credential_store(
+    tmp_path: Path, google: FakeGoogle
+) -> None:
     secrets = tmp_path / "client.json"
     secrets.write_text(
         json.dumps(
@@ -254,7 +257,12 @@ def test_auth_flow_saves_the_token_with_mode_0600(tmp_path: Path, google: FakeGo
         )
     )
     # The token endpoint here is plain http on 127.0.0.1; oauthlib allows that only when told.
-    env = _env(tmp_path, CO_GOOGLE_CLIENT_SECRETS=str(secrets), OAUTHLIB_INSECURE_TRANSPORT="1")
+    env = _env(
+        tmp_path,
+        CO_GOOGLE_CLIENT_SECRETS=str(secrets),
+        OAUTHLIB_INSECURE_TRANSPORT="1",
+        CO_CREDENTIAL_STORE="file",
+    )
     proc = subprocess.Popen(
         [sys.executable, "-m", "co_kernel.app", "google", "auth", "--no-browser"],
         env=env,
@@ -292,9 +300,13 @@ def test_auth_flow_saves_the_token_with_mode_0600(tmp_path: Path, google: FakeGo
     exchange = google.requests_to("POST", "/token")[0]
     assert exchange.param("grant_type") == "authorization_code"
     assert exchange.param("code") == "code-1" and exchange.param("code_verifier")
-    token = tmp_path / "home" / "config" / "google_token.json"
-    assert stat.S_IMODE(token.stat().st_mode) == 0o600
-    saved = json.loads(token.read_text())
+    # The token is kept in the credential store (here its encrypted file), not in a file.
+    home = tmp_path / "home"
+    assert not (home / "config" / "google_token.json").exists()
+    stored = home / "data" / "credentials.fernet"
+    assert stat.S_IMODE(stored.stat().st_mode) == 0o600 and b"refresh-1" not in stored.read_bytes()
+    key = (home / "config" / "credentials.key").read_bytes().strip()
+    saved = json.loads(json.loads(Fernet(key).decrypt(stored.read_bytes()))["google_token"])
     assert (saved["token"], saved["refresh_token"]) == ("access-1", "refresh-1")
     assert set(saved["scopes"]) == set(SCOPES)
 
