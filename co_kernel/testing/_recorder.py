@@ -37,15 +37,16 @@ varying tail (timings, listings) does not make a replay fail."""
 def _needle(text: str, redact: Callable[[str], str]) -> str:
     """A substring check's text: the start of ``text``, and where redaction took something
     out, its longest clean piece (the replayed request carries the real text)."""
-    cleaned = redact(text[:_NEEDLE_CHARS])
-    if REDACTED not in cleaned:
-        return cleaned
+    start = text[:_NEEDLE_CHARS]
+    cleaned = redact(start)
+    if cleaned == start:
+        return start
     return max(cleaned.split(REDACTED), key=len)
 
 
 def _prompt_check(prompt: str, redact: Callable[[str], str]) -> dict[str, str]:
     """The whole prompt must be the same; a prompt holding a secret, a clean piece of it."""
-    if REDACTED not in redact(prompt):
+    if redact(prompt) == prompt:
         return {"last_user_is": prompt}
     needle = _needle(prompt, redact)
     return {"last_user_contains": needle} if needle.strip() else {}
@@ -116,6 +117,9 @@ class Recorder:
         """Where each step's line starts in the file."""
         self._replayed: dict[str, tuple[str, str, str]] = {}
         """Call id -> (tool name, arguments as JSON, decision) from a replayed script."""
+        self.replaying: Any = None
+        """The model of the session's replay, while it replays: it answers every model
+        request of the session, a subagent's or a summary's with a model of its own too."""
 
     @property
     def path(self) -> Path | None:

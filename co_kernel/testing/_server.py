@@ -74,6 +74,8 @@ class _ScriptState:
         refused without using the step up, so the recorder can put a new step in its place."""
         self.revision = 0
         """Counts changes to the steps (skipped ones dropped, new ones inserted)."""
+        self._superseded: set[int] = set()
+        """Ids of steps a request did not match and that no request used since."""
         self.stopping = threading.Event()
         """Set when the server stops, to cut short stalls and paced streams."""
         self._lock = threading.Lock()
@@ -99,6 +101,7 @@ class _ScriptState:
                 return refusal
             step_number = self._position + 1
             step = self._steps[self._position]
+            self._superseded.discard(id(step))
             self._answered += 1
             self._uses += 1
             if self._uses >= step.repeat:
@@ -121,13 +124,27 @@ class _ScriptState:
         for later in range(self._position + 1, len(self._steps)):
             expect = self._steps[later].expect
             if expect is not None and check_expect(expect, body) is None:
+                for skipped in self._steps[self._position : later]:
+                    self._superseded.discard(id(skipped))
                 del self._steps[self._position : later]
                 self._uses = 0
                 self.revision += 1
                 return None
+        self._superseded.add(id(first))
         message = f"step {self._position + 1}: {problem}"
         self._errors.append(message)
         return _Refusal(HTTPStatus.CONFLICT, "script_mismatch", message)
+
+    def drop_superseded(self) -> None:
+        """Drop the steps a request did not match and none used afterwards: what an edited
+        last prompt used to get. Steps no request reached stay (a run of part of a notebook)."""
+        with self._lock:
+            kept = [s for s in self._steps if id(s) not in self._superseded]
+            if len(kept) != len(self._steps):
+                self._steps = kept
+                self._position = min(self._position, len(kept))
+                self.revision += 1
+            self._superseded.clear()
 
     def insert(self, step: Step) -> None:
         """Put a step in at the cursor, as used: the answer to a request the script missed."""
@@ -299,6 +316,11 @@ class ScriptedModelServer:
     def revision(self) -> int:
         """How many times the steps changed since the server started."""
         return self._state.revision
+
+    def drop_superseded(self) -> None:
+        """End of a record-missing replay: drop the steps that requests no longer match
+        (the old answer to an edited prompt) and none used afterwards."""
+        self._state.drop_superseded()
 
     def insert(self, step: Step) -> None:
         """Answer-in-place for a request the script missed (only with `keep_unmatched`):

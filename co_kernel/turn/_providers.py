@@ -123,9 +123,15 @@ def build_model(
     """Build the model a turn talks to; raise ProviderNotConfigured with the fix.
 
     With a ``recorder`` (the session's), every exchange with the model is recorded while
-    the recorder records (``%record``), and a replay applies the decisions of its script.
+    the recorder records (``%record``), a replay applies the decisions of its script, and
+    while the session replays, any other model (a subagent's, the summary's) is that replay.
     """
-    handle = _build(settings, model_string, base_dir=base_dir, recorder=recorder)
+    replaying = recorder.replaying if recorder is not None else None
+    if replaying is not None:
+        # The session replays a script: every request it makes is in that script.
+        handle = ModelHandle(replaying, "replay:" + replaying.path.name, "replay")
+    else:
+        handle = _build(settings, model_string, base_dir=base_dir, recorder=recorder)
     if recorder is not None:
         from ._record import RecordingModel
 
@@ -316,4 +322,6 @@ def _replay(
         recorder=recorder,
         fallback=fallback,
     )
+    if recorder is not None:
+        recorder.replaying = model
     return ModelHandle(model, label, "replay", server.base_url, [model.close])

@@ -167,7 +167,8 @@ class ReplayModel(WrapperModel):
             )
         except ModelHTTPError as exc:
             model = self._missed(exc)
-            response = await model.request(messages, model_settings, model_request_parameters)
+            async with model:  # its HTTP client is closed again after each request
+                response = await model.request(messages, model_settings, model_request_parameters)
             self._answered_by_fallback(messages, response)
         self._save()
         return response
@@ -187,6 +188,8 @@ class ReplayModel(WrapperModel):
                 stream = await stack.enter_async_context(self.wrapped.request_stream(*args))
             except ModelHTTPError as exc:
                 model = self._missed(exc)
+                # Entered per request: its HTTP client is closed with the stream.
+                await stack.enter_async_context(model)
                 stream = await stack.enter_async_context(model.request_stream(*args))
                 fallback = True
             yield stream
@@ -195,6 +198,12 @@ class ReplayModel(WrapperModel):
         self._save()
 
     def close(self) -> None:
-        """Stop the scripted server and the fallback model."""
+        """Stop the scripted server and the fallback model; a record-missing replay first
+        drops the old answers of edited prompts from the script."""
+        if self._fallback is not None:
+            self.server.drop_superseded()
+            self._save()
         self.server.stop()
         self._close_fallback()
+        if self.recorder is not None and self.recorder.replaying is self:
+            self.recorder.replaying = None

@@ -1,0 +1,220 @@
+"""Record a session's model exchanges, replay them in another session (issue 24).
+
+Real sessions, the real shell tool in a subprocess sandbox, the scripted server standing in
+for a provider over HTTP; the recording is the file the session writes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
+
+from co_kernel.config import LoadedSettings, Settings
+from co_kernel.testing import ScriptedModelServer, Step, step_from_exchange
+from co_kernel.testing._script import check_expect
+from co_kernel.turn import ChatSession, RecordingFrontend
+
+from ..turn_support import make_session, run, shell
+
+SECRET = "sk-recordtest-0123456789abcdefXYZ"
+
+
+def _steps(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _record(
+    workspace: Path, script: list[dict[str, Any]], *turns: tuple[str, Any], **settings: Any
+) -> Path:
+    """Run the turns against a scripted provider with `record_path` set; the recording."""
+    with ScriptedModelServer(script) as server:
+        session = make_session(server, workspace, record_path="rec.jsonl", **settings)
+        run(session, *turns)
+    return workspace / "rec.jsonl"
+
+
+def _replayer(workspace: Path, script: Path, **settings: Any) -> ChatSession:
+    """A session whose model is `replay:` the script (no provider at all)."""
+    values = {"model": f"replay:{script}", "sandbox": "subprocess", **settings}
+    return ChatSession(LoadedSettings(Settings(**values)), workspace=workspace, kernel_id="t")
+
+
+_SCRIPT = [
+    {"text": "Hello! Ask me anything."},
+    {"tool_calls": [{**shell("touch made.txt"), "id": "call_touch"}]},
+    {"text": "Created made.txt."},
+]
+
+
+def test_a_recording_replays_answers_and_approvals_in_another_session(tmp_path: Path) -> None:
+    recorded = _record(
+        tmp_path,
+        _SCRIPT,
+        ("Say hello.", RecordingFrontend()),
+        ("Create made.txt.", RecordingFrontend(["approve"])),
+    )
+    steps = _steps(recorded)
+    assert [s.get("expect") for s in steps] == [
+        {"last_user_is": "Say hello."},
+        {"last_user_is": "Create made.txt."},
+        {"tool_result_contains": steps[2]["expect"]["tool_result_contains"]},
+    ]
+    assert steps[1]["tool_calls"] == [
+        {
+            "name": "run_shell_command",
+            "arguments": {"cmd": "touch made.txt"},
+            "id": "call_touch",
+            "decision": "approved",
+        }
+    ]
+    assert [s.get("text") for s in steps] == ["Hello! Ask me anything.", None, "Created made.txt."]
+    (tmp_path / "made.txt").unlink()
+
+    # The replay asks nobody (a frontend that would deny): the recorded decision runs the call.
+    replayer = _replayer(tmp_path, recorded)
+    first, second = RecordingFrontend(), RecordingFrontend()
+    results = run(replayer, ("Say hello.", first), ("Create made.txt.", second))
+    assert first.text == "Hello! Ask me anything."
+    assert second.text == "Created made.txt."
+    assert results[1].decisions == {"call_touch": "approved (recorded)"}
+    assert not [e for e in second.events if e[0] == "approval"], "nobody was asked"
+    assert (tmp_path / "made.txt").exists()
+
+
+def test_recorded_approvals_can_be_turned_off(tmp_path: Path) -> None:
+    recorded = _record(tmp_path, _SCRIPT[1:], ("Create made.txt.", RecordingFrontend(["approve"])))
+    (tmp_path / "made.txt").unlink()
+    replayer = _replayer(tmp_path, recorded, replay_approvals=False)
+    (result,) = run(replayer, ("Create made.txt.", RecordingFrontend(["deny"])))
+    assert result.decisions == {"call_touch": "denied"}
+    assert not (tmp_path / "made.txt").exists()
+
+
+def test_an_edited_prompt_fails_the_turn_naming_step_expected_and_actual(tmp_path: Path) -> None:
+    recorded = _record(tmp_path, _SCRIPT[:1], ("Say hello.", RecordingFrontend()))
+    (result,) = run(_replayer(tmp_path, recorded), ("Say goodbye.", RecordingFrontend()))
+    assert result.error is not None
+    assert f"The replay script {recorded} does not match this request at step 1" in result.error
+    assert "expected last user message to be 'Say hello.', got 'Say goodbye.'" in result.error
+    assert "replay_mode" in result.error and "409" not in result.error
+    (past_the_end,) = run(
+        _replayer(tmp_path, recorded),
+        ("Say hello.", RecordingFrontend()),
+        ("One more?", RecordingFrontend()),
+    )[1:]
+    assert past_the_end.error is not None
+    assert "has no step for this request (script exhausted after 1 requests)" in past_the_end.error
+
+
+def test_record_missing_asks_the_fallback_only_for_what_changed(tmp_path: Path) -> None:
+    recorded = _record(
+        tmp_path,
+        [{"text": "One."}, {"text": "Two."}, {"text": "Three."}],
+        ("First?", RecordingFrontend()),
+        ("Second?", RecordingFrontend()),
+        ("Third?", RecordingFrontend()),
+    )
+    before = _steps(recorded)
+    with ScriptedModelServer([{"text": "Deux."}]) as fallback:
+        replayer = make_session(
+            fallback,
+            tmp_path,
+            model=f"replay:{recorded}",
+            replay_mode="record-missing",
+            replay_fallback_model="compat:scripted",
+        )
+        frontends = [RecordingFrontend() for _ in range(3)]
+        run(replayer, *zip(["First?", "Second, edited?", "Third?"], frontends, strict=True))
+        assert len(fallback.requests) == 1
+    assert [f.text for f in frontends] == ["One.", "Deux.", "Three."]
+    after = _steps(recorded)
+    assert [after[0], after[2]] == [before[0], before[2]], "only the changed step is new"
+    assert after[1]["text"] == "Deux."
+    assert after[1]["expect"] == {"last_user_is": "Second, edited?"}
+
+    # The script now matches the edited notebook in a strict replay.
+    strict = _replayer(tmp_path, recorded)
+    results = run(
+        strict,
+        *[(p, RecordingFrontend()) for p in ["First?", "Second, edited?", "Third?"]],
+    )
+    assert [r.error for r in results] == [None, None, None]
+
+
+def test_record_missing_without_a_fallback_says_which_setting_to_set(tmp_path: Path) -> None:
+    recorded = _record(tmp_path, _SCRIPT[:1], ("Say hello.", RecordingFrontend()))
+    replayer = _replayer(tmp_path, recorded, replay_mode="record-missing")
+    (result,) = run(replayer, ("Say goodbye.", RecordingFrontend()))
+    assert result.error is not None
+    assert "does not match this request at step 1" in result.error
+    assert "set `replay_fallback_model`" in result.error
+
+
+def test_secrets_never_reach_the_recording(tmp_path: Path) -> None:
+    script = [
+        {"text": f"Your key is {SECRET}.", "tool_calls": [shell(f"echo {SECRET}")]},
+        {"text": "Done."},
+    ]
+    with ScriptedModelServer(script) as server:
+        session = make_session(server, tmp_path, record_path="rec.jsonl", openai_api_key=SECRET)
+        run(session, (f"Remember my key {SECRET} please.", RecordingFrontend(["deny"])))
+    text = (tmp_path / "rec.jsonl").read_text()
+    assert SECRET not in text
+    assert "[REDACTED]" in text
+    steps = _steps(tmp_path / "rec.jsonl")
+    # The prompt's check keeps a clean piece, so the replayed (unredacted) prompt matches.
+    assert steps[0]["expect"] == {"last_user_contains": "Remember my key "}
+
+
+def test_failed_requests_and_retries_are_not_steps(tmp_path: Path) -> None:
+    recorded = _record(
+        tmp_path,
+        [
+            {"fault": {"status": 500}},
+            {"text": "A partial answer", "fault": {"kind": "drop", "after_chunks": 2}},
+            {"text": "Ok."},
+        ],
+        ("Hello?", RecordingFrontend()),
+        model_backoff_base=0.01,
+    )
+    (step,) = _steps(recorded)
+    assert step["text"] == "Ok." and step["expect"] == {"last_user_is": "Hello?"}
+
+
+def test_the_script_is_written_as_the_session_goes(tmp_path: Path) -> None:
+    with ScriptedModelServer([{"text": "One."}, {"text": "Two."}]) as server:
+        session = make_session(server, tmp_path, record_path="rec.jsonl")
+        lines: list[int] = []
+
+        class Watching(RecordingFrontend):
+            def on_turn_end(self, summary: Any) -> None:
+                lines.append(len(_steps(tmp_path / "rec.jsonl")))
+                super().on_turn_end(summary)
+
+        run(session, ("First?", Watching()), ("Second?", Watching()))
+    assert lines == [1, 2]
+
+
+_PROMPTS = st.text(min_size=1, max_size=200).filter(lambda s: s.strip())
+
+
+@settings(max_examples=60, deadline=None)
+@given(prompt=_PROMPTS, other=_PROMPTS)
+def test_a_recorded_step_matches_its_own_prompt_and_no_other(prompt: str, other: str) -> None:
+    step = Step.model_validate(
+        step_from_exchange(
+            [ModelRequest(parts=[UserPromptPart(prompt)])], ModelResponse(parts=[TextPart("x")])
+        )
+    )
+    assert step.expect is not None
+
+    def body(text: str) -> dict[str, Any]:
+        return {"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": text}]}
+
+    assert check_expect(step.expect, body(prompt)) is None
+    assert (check_expect(step.expect, body(other)) is None) == (other == prompt)
