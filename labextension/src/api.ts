@@ -141,6 +141,40 @@ export function statusFromMessage(
   return null;
 }
 
+/** Whether a tool call waits for a person's decision, as its card last said. */
+export interface IApprovalState {
+  /** The model's id for the call. */
+  callId: string;
+  /** Tool name. */
+  tool: string;
+  /** True while the call waits for Approve / Deny. */
+  waiting: boolean;
+}
+
+/**
+ * The approval state a tool-call card carries: the kernel shows each call as
+ * one output (`display_data`, then `update_display_data`), with `waiting`
+ * while it asks and another status once decided.
+ */
+export function approvalFromMessage(
+  msg: KernelMessage.IMessage
+): IApprovalState | null {
+  const type = msg.header.msg_type;
+  if (type !== 'display_data' && type !== 'update_display_data') {
+    return null;
+  }
+  const data = (msg.content as Record<string, unknown>).data;
+  if (!isObject(data) || !isObject(data[TOOL_CALL_MIME])) {
+    return null;
+  }
+  const call = parseToolCall(data[TOOL_CALL_MIME]);
+  return {
+    callId: call.callId,
+    tool: call.tool,
+    waiting: call.status === 'waiting'
+  };
+}
+
 /** The status in a kernel's `kernel_info_reply` content. */
 export function statusFromInfo(info: unknown): ICoStatus | null {
   return isObject(info) ? parseCoStatus(info[STATUS_KEY]) : null;

@@ -117,6 +117,11 @@ export function statusText(status: ICoStatus | null): string {
   return parts.join(' · ');
 }
 
+/** What waits for a decision: `waiting for approval: write_file, run_shell_command`. */
+export function waitingText(tools: readonly string[]): string {
+  return `waiting for approval: ${[...new Set(tools)].join(', ')}`;
+}
+
 /** The status bar's tooltip: the numbers in full. */
 export function statusTitle(status: ICoStatus | null): string {
   if (status === null) {

@@ -1,11 +1,16 @@
 /**
  * The Co JupyterLab extension: status bar, approval commands and the activity
  * panel. The tool-call card is the MIME renderer extension in `mime.ts`.
+ *
+ * It runs in Notebook 7 too, whose shell has no status bar and holds one
+ * widget in its main area: there the status goes into each Co notebook's
+ * toolbar and the activity panel into the right side panel.
  */
 import type {
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
+import { ILabShell } from '@jupyterlab/application';
 import { ICommandPalette } from '@jupyterlab/apputils';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { IStatusBar } from '@jupyterlab/statusbar';
@@ -24,15 +29,18 @@ const plugin: JupyterFrontEndPlugin<void> = {
     'Co kernel: status bar, approval shortcuts and the agent activity panel.',
   autoStart: true,
   requires: [INotebookTracker],
-  optional: [ICommandPalette, IStatusBar],
+  optional: [ICommandPalette, IStatusBar, ILabShell],
   activate: (
     app: JupyterFrontEnd,
     tracker: INotebookTracker,
     palette: ICommandPalette | null,
-    statusBar: IStatusBar | null
+    statusBar: IStatusBar | null,
+    labShell: ILabShell | null
   ) => {
     const model = new CoStatusModel(tracker);
     let panel: ActivityPanel | null = null;
+    // JupyterLab's main area takes any number of tabs; Notebook 7's only its page.
+    const activityArea = labShell ? 'main' : 'right';
 
     const openActivity = async (): Promise<void> => {
       if (!panel || panel.isDisposed) {
@@ -41,7 +49,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
         panel = new ActivityPanel(query =>
           fetchActivity(query, app.serviceManager.serverSettings)
         );
-        app.shell.add(panel, 'main');
+        app.shell.add(panel, activityArea, { rank: 1000 });
       }
       app.shell.activateById(panel.id);
       void panel.refresh();
@@ -56,15 +64,26 @@ const plugin: JupyterFrontEndPlugin<void> = {
 
     addCommands(app, tracker, palette, openActivity);
 
+    const showActivity = (): void => {
+      void app.commands.execute(CommandIDs.openActivity);
+    };
     if (statusBar) {
       statusBar.registerStatusItem('co-kernel-lab:status', {
-        item: new CoStatusWidget(model, () =>
-          app.commands.execute(CommandIDs.openActivity)
-        ),
+        item: new CoStatusWidget(model, showActivity),
         align: 'left',
         rank: 4,
         isActive: () => model.isCo,
         activeStateChanged: model.changed
+      });
+    } else {
+      // No status bar (Notebook 7): the item goes into each notebook's toolbar.
+      void import('./toolbar').then(({ addToolbarItem }) => {
+        tracker.forEach(notebook => {
+          addToolbarItem(notebook, model, showActivity);
+        });
+        tracker.widgetAdded.connect((_, notebook) => {
+          addToolbarItem(notebook, model, showActivity);
+        });
       });
     }
   }

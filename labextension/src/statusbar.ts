@@ -1,6 +1,7 @@
 /**
- * The status bar item of Co notebooks: provider:model, session tokens and a
- * YOLO badge, refreshed from every `execute_reply` the notebook receives.
+ * The status bar item of Co notebooks: provider:model, session tokens, a YOLO
+ * badge, refreshed from every `execute_reply` the notebook receives, and the
+ * tools waiting for an approval click, from the cards the kernel shows.
  */
 import type { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import type { Kernel, KernelMessage } from '@jupyterlab/services';
@@ -9,8 +10,8 @@ import { Signal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
 
 import type { ICoStatus } from './api';
-import { statusFromInfo, statusFromMessage } from './api';
-import { statusText, statusTitle } from './format';
+import { approvalFromMessage, statusFromInfo, statusFromMessage } from './api';
+import { statusText, statusTitle, waitingText } from './format';
 
 /** Follows the Co kernels of all open notebooks; shows the current one's. */
 export class CoStatusModel {
@@ -34,19 +35,37 @@ export class CoStatusModel {
   /** Whether the current notebook runs a Co kernel. */
   get isCo(): boolean {
     const panel = this._tracker.currentWidget;
-    if (!panel) {
-      return false;
-    }
+    return panel ? this.isCoPanel(panel) : false;
+  }
+
+  /** The current notebook's last known status. */
+  get status(): ICoStatus | null {
+    const panel = this._tracker.currentWidget;
+    return panel ? this.statusOf(panel) : null;
+  }
+
+  /** Tools of the current notebook's calls that wait for a decision. */
+  get waiting(): string[] {
+    const panel = this._tracker.currentWidget;
+    return panel ? this.waitingIn(panel) : [];
+  }
+
+  /** Whether a notebook runs a Co kernel. */
+  isCoPanel(panel: NotebookPanel): boolean {
     return (
       this._status.has(panel) ||
       panel.sessionContext.session?.kernel?.name === 'co'
     );
   }
 
-  /** The current notebook's last known status. */
-  get status(): ICoStatus | null {
-    const panel = this._tracker.currentWidget;
-    return panel ? (this._status.get(panel) ?? null) : null;
+  /** A notebook's last known status. */
+  statusOf(panel: NotebookPanel): ICoStatus | null {
+    return this._status.get(panel) ?? null;
+  }
+
+  /** Tools of a notebook's calls that wait for a decision, in asking order. */
+  waitingIn(panel: NotebookPanel): string[] {
+    return [...(this._waiting.get(panel)?.values() ?? [])];
   }
 
   private _watch(panel: NotebookPanel): void {
@@ -60,15 +79,24 @@ export class CoStatusModel {
         this._onMessage(panel, args.msg);
       }
     };
+    // A kernel that dies or restarts answers no question it asked.
+    const onStatus = (connection: Kernel.IKernelConnection): void => {
+      if (GONE.has(connection.status) && this._waiting.delete(panel)) {
+        this._changed.emit();
+      }
+    };
     const attach = (): void => {
       kernel?.anyMessage.disconnect(onMessage);
+      kernel?.statusChanged.disconnect(onStatus);
       kernel = context.session?.kernel ?? null;
       this._status.delete(panel);
+      this._waiting.delete(panel);
       this._changed.emit();
       if (!kernel) {
         return;
       }
       kernel.anyMessage.connect(onMessage);
+      kernel.statusChanged.connect(onStatus);
       const current = kernel;
       void current.info
         .then(info => {
@@ -84,21 +112,54 @@ export class CoStatusModel {
     context.sessionChanged.connect(attach);
     panel.disposed.connect(() => {
       kernel?.anyMessage.disconnect(onMessage);
+      kernel?.statusChanged.disconnect(onStatus);
       this._status.delete(panel);
+      this._waiting.delete(panel);
       this._changed.emit();
     });
     attach();
   }
 
   private _onMessage(panel: NotebookPanel, msg: KernelMessage.IMessage): void {
-    const status = statusFromMessage(msg);
-    if (!status) {
+    const approval = approvalFromMessage(msg);
+    if (approval) {
+      this._setWaiting(
+        panel,
+        approval.callId,
+        approval.waiting && approval.tool
+      );
       return;
     }
-    this._set(panel, status);
-    if (msg.header.msg_type === 'execute_reply') {
-      this._cellDone.emit(status);
+    const replied = msg.header.msg_type === 'execute_reply';
+    // The cell is over: nothing of it waits any more, whatever its cards said.
+    const cleared = replied && this._waiting.delete(panel);
+    const status = statusFromMessage(msg);
+    if (status) {
+      this._set(panel, status);
+      if (replied) {
+        this._cellDone.emit(status);
+      }
+    } else if (cleared) {
+      this._changed.emit();
     }
+  }
+
+  private _setWaiting(
+    panel: NotebookPanel,
+    callId: string,
+    tool: string | false
+  ): void {
+    let calls = this._waiting.get(panel);
+    if (tool) {
+      if (!calls) {
+        calls = new Map();
+        this._waiting.set(panel, calls);
+      }
+      calls.set(callId, tool);
+    } else if (!calls?.delete(callId)) {
+      return;
+    }
+    this._changed.emit();
   }
 
   private _set(panel: NotebookPanel, status: ICoStatus): void {
@@ -108,14 +169,28 @@ export class CoStatusModel {
 
   private _tracker: INotebookTracker;
   private _status = new Map<NotebookPanel, ICoStatus>();
+  private _waiting = new Map<NotebookPanel, Map<string, string>>();
   private _changed = new Signal<this, void>(this);
   private _cellDone = new Signal<this, ICoStatus>(this);
 }
 
-/** Draw a status into the item's node (kept apart for unit tests). */
+/** Kernel states in which no cell is running any more. */
+const GONE = new Set<string>([
+  'dead',
+  'restarting',
+  'autorestarting',
+  'terminating',
+  'unknown'
+]);
+
+/**
+ * Draw a status into an item's node (kept apart for unit tests): the status
+ * bar's item in JupyterLab, the notebook toolbar's in Notebook 7.
+ */
 export function renderStatus(
   node: HTMLElement,
-  status: ICoStatus | null
+  status: ICoStatus | null,
+  waiting: readonly string[] = []
 ): void {
   const doc = node.ownerDocument;
   const text = doc.createElement('span');
@@ -128,9 +203,16 @@ export function renderStatus(
     yolo.textContent = 'YOLO';
     children.push(yolo);
   }
+  if (waiting.length) {
+    const wait = doc.createElement('span');
+    wait.className = 'co-StatusBar-waiting';
+    wait.textContent = waitingText(waiting);
+    children.push(wait);
+  }
   node.replaceChildren(...children);
   node.title = statusTitle(status);
   node.dataset.yolo = String(status?.yolo ?? false);
+  node.dataset.waiting = String(waiting.length > 0);
 }
 
 /** The status bar widget; a click opens the activity panel. */
@@ -146,7 +228,7 @@ export class CoStatusWidget extends Widget {
   }
 
   private _update(): void {
-    renderStatus(this.node, this._model.status);
+    renderStatus(this.node, this._model.status, this._model.waiting);
   }
 
   private _model: CoStatusModel;

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 
 import {
   activityPath,
+  approvalFromMessage,
   parseCoStatus,
   parseToolCall,
   statusFromInfo,
@@ -117,6 +118,44 @@ describe('tool-call bundle', () => {
       detail: null,
       needsApproval: true
     });
+  });
+});
+
+describe('approval state', () => {
+  const card = (status: string): Record<string, unknown> => ({
+    data: {
+      'application/vnd.co.tool-call+json': {
+        call_id: 'c1',
+        tool: 'run_shell_command',
+        status
+      },
+      'text/plain': 'card'
+    },
+    transient: { display_id: 'd1' }
+  });
+
+  it('is waiting while the card asks, and not once it is decided', () => {
+    expect(
+      approvalFromMessage(message('display_data', card('waiting')))
+    ).toEqual({ callId: 'c1', tool: 'run_shell_command', waiting: true });
+    for (const status of ['running', 'ok', 'denied', 'interrupted']) {
+      expect(
+        approvalFromMessage(message('update_display_data', card(status)))
+      ).toEqual({ callId: 'c1', tool: 'run_shell_command', waiting: false });
+    }
+  });
+
+  it('is absent for other outputs and other messages', () => {
+    expect(
+      approvalFromMessage(
+        message('display_data', { data: { 'text/plain': 'hi' } })
+      )
+    ).toBeNull();
+    expect(approvalFromMessage(message('display_data', {}))).toBeNull();
+    expect(
+      approvalFromMessage(message('execute_result', card('waiting')))
+    ).toBeNull();
+    expect(approvalFromMessage(message('stream', { text: 'x' }))).toBeNull();
   });
 });
 

@@ -8,7 +8,8 @@ import {
   formatTime,
   shortArgs,
   statusText,
-  statusTitle
+  statusTitle,
+  waitingText
 } from '../src/format';
 
 describe('numbers and durations', () => {
@@ -72,6 +73,15 @@ describe('status bar text', () => {
     expect(statusText(null)).toBe('Co');
     expect(statusText(parseCoStatus({ version: '0.1.0', model: null }))).toBe(
       'Co · no model · 0 tokens'
+    );
+  });
+
+  it('names each tool waiting for approval once', () => {
+    expect(waitingText(['write_file'])).toBe(
+      'waiting for approval: write_file'
+    );
+    expect(waitingText(['write_file', 'run_shell_command', 'write_file'])).toBe(
+      'waiting for approval: write_file, run_shell_command'
     );
   });
 

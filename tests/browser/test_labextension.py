@@ -8,6 +8,7 @@ its own browser download). Screenshots go to ``test-artifacts/``.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -447,4 +448,57 @@ def test_shortcut_approves_a_real_co_tool_call_end_to_end(
     page.wait_for_selector(
         ".co-Activity-calls tbody tr[data-tool=run_shell_command][data-decision=approved]"
     )
+    assert not model.errors, model.errors
+
+
+# The notebook's kernel as JupyterLab's own indicator reads it.
+_KERNEL_JS = "window.jupyterapp.shell.currentWidget.sessionContext.session.kernel"
+
+
+def _kernel_subshells(page: Any) -> int:
+    """Subshells of the current notebook's kernel (asked over control, awaited to its idle)."""
+    return page.evaluate(
+        f"async () => (await {_KERNEL_JS}.requestListSubshell({{}}).done).content.subshell_id.length"
+    )
+
+
+def test_a_cell_waiting_for_approval_reads_busy_and_names_the_tool(
+    page: Any, lab: JupyterServer, model: ScriptedModelServer
+) -> None:
+    model.extend(
+        [
+            {
+                "tool_calls": [
+                    {"name": "run_shell_command", "arguments": {"cmd": "echo w > waited.txt"}}
+                ]
+            },
+            {"text": "Written after the wait."},
+        ]
+    )
+    name = _notebook(lab.root / "waiting.ipynb", "co", [nbformat.v4.new_code_cell("Write it")])
+    _open(page, lab, name)
+    _wait_idle(page, "Co")
+    _run_first_cell(page)
+    approve = page.get_by_role("button", name="Approve", exact=True)
+    approve.wait_for()
+    waiting = page.locator(".co-StatusBar .co-StatusBar-waiting")
+    waiting.wait_for()
+    assert waiting.inner_text() == "waiting for approval: run_shell_command"
+
+    # JupyterLab opened a subshell for the card's widget comms: a control request that
+    # ends with an idle of its own. Asking for the list is one more; after it (and its
+    # idle), the kernel must say busy again while the cell waits.
+    deadline = time.monotonic() + 30
+    while _kernel_subshells(page) < 1:
+        assert time.monotonic() < deadline, "JupyterLab opened no subshell for the widgets"
+        page.wait_for_timeout(100)
+    page.wait_for_function(f"() => {_KERNEL_JS}.status === 'busy'")
+    page.get_by_text("Co | Busy").wait_for()
+    _shot(page, "waiting-busy")
+
+    approve.click()
+    page.wait_for_selector("text=Written after the wait.")
+    page.get_by_text("Co | Idle").wait_for()
+    playwright_api.expect(waiting).to_have_count(0)
+    assert (lab.root / "waited.txt").exists()
     assert not model.errors, model.errors
