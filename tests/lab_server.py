@@ -1,4 +1,4 @@
-"""Run a real Jupyter server (JupyterLab or the bare server) in a throwaway environment.
+"""Run a real Jupyter server (JupyterLab, Notebook 7 or the bare server) in a throwaway environment.
 
 Everything the server reads lives under one temporary folder: the Co kernelspec, this
 checkout's prebuilt labextension (a symlink, so the test sees what would ship), the
@@ -131,16 +131,16 @@ def start_server(
     root: Path,
     *,
     env: dict[str, str] | None = None,
-    app: Literal["lab", "server"] = "lab",
+    app: Literal["lab", "notebook", "server"] = "lab",
     base: Path | None = None,
     timeout: float = 90,
 ) -> JupyterServer:
-    """Start JupyterLab (or jupyter_server) on 127.0.0.1 and wait until it answers."""
+    """Start JupyterLab (or Notebook 7, or jupyter_server) on 127.0.0.1 and wait until it answers."""
     base = base or Path(tempfile.mkdtemp(prefix="co-jupyter-"))
     full_env = jupyter_environment(base, env)
     port = _free_port()
     token = secrets.token_hex(16)
-    module = "jupyterlab" if app == "lab" else "jupyter_server"
+    module = {"lab": "jupyterlab", "notebook": "notebook", "server": "jupyter_server"}[app]
     argv = [
         sys.executable,
         "-m",
@@ -153,9 +153,11 @@ def start_server(
         f"--ServerApp.root_dir={root}",
         "--ServerApp.allow_root=True",
     ]
+    # window.jupyterapp lets a test run commands the way menus do (e.g. switch themes).
     if app == "lab":
-        # window.jupyterapp lets a test switch themes the way the Settings menu does.
         argv.append("--LabApp.expose_app_in_browser=True")
+    elif app == "notebook":
+        argv.append("--JupyterNotebookApp.expose_app_in_browser=True")
     log_path = base / "server.log"
     log_file = log_path.open("wb")
     process = subprocess.Popen(
