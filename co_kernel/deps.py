@@ -78,5 +78,6 @@ class CoDeps:
                 pids_limit=s.sandbox_pids_limit,
                 max_timeout=s.sandbox_max_timeout,
                 on_status=on_status,
+                settings=s,
             )
         return self.sandbox

@@ -3,7 +3,11 @@
 The container (`co-sandbox-<session>`) is created on first use and reused. It
 runs as a non-root user with every capability dropped, no-new-privileges, a
 read-only root filesystem with a tmpfs /tmp (HOME), memory/CPU/pids limits, no
-network unless asked for, and only the workspace mounted (at /workspace).
+network unless asked for, and only the workspace mounted (at /workspace). Co's
+secret files inside the workspace (``config.protected_paths``: settings files, tokens,
+credentials, wherever the settings put them; ``.env*`` files) are covered by empty
+read-only mounts. A mount covers the inode it was put over, so when one of those files
+is replaced (renamed over) or appears, the container is recreated before the next command.
 
 Each command runs as a `docker exec` of a small /bin/sh wrapper that records its
 pid (the exec is a session leader under runc, so that pid is also its process
@@ -28,11 +32,12 @@ import logging
 import os
 import secrets
 import socket
+import stat
 import threading
 import time
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import docker  # type: ignore[import-untyped]
 import docker.errors  # type: ignore[import-untyped]
@@ -49,6 +54,9 @@ from ._protocol import (
     process_start,
     pump,
 )
+
+if TYPE_CHECKING:
+    from ..config import Settings
 
 __all__ = ["DEFAULT_IMAGE", "DockerSandbox"]
 
@@ -153,28 +161,59 @@ def _owner_alive(labels: dict[str, str], boot: str) -> bool:
 
 
 _MASK_WALK_LIMIT = 50_000
-"""Workspace entries searched for files to mask when the container is created."""
+"""Workspace entries searched for ``.env*`` files to mask when the container is created."""
+
+Secrets = dict[str, tuple[int, int, bool]]
+"""Co's secret files in the workspace: path relative to it -> (device, inode, is a folder)."""
 
 
-def _masks(workspace: Path) -> list[Mount]:
-    """An empty read-only file over each of Co's secret files in the workspace (``.env*``
-    anywhere, the project settings), so no command in the container can read them."""
-    from ..config import is_protected_name
+def _secret_paths(workspace: Path, settings: Settings | None, walk: bool) -> list[Path]:
+    """Where Co's secrets may be: ``config.protected_paths`` (the project settings only,
+    without settings), and with ``walk`` every ``.env*`` file in the workspace."""
+    from ..config import is_protected_name, protected_paths
 
-    found = [workspace / ".co" / "settings.json"]
-    seen = 0
-    for top, dirs, files in os.walk(workspace):
-        seen += len(dirs) + len(files)
-        found += [Path(top, f) for f in files if is_protected_name(f)]
-        if seen > _MASK_WALK_LIMIT:
-            log.warning("masking secrets: %s is too big to search whole", workspace)
-            break
+    found = (
+        protected_paths(settings, workspace)
+        if settings is not None
+        else [workspace / ".co" / "settings.json"]
+    )
+    if walk:
+        seen = 0
+        for top, dirs, files in os.walk(workspace):
+            seen += len(dirs) + len(files)
+            found += [Path(top, f) for f in files if is_protected_name(f)]
+            if seen > _MASK_WALK_LIMIT:
+                log.warning("masking secrets: %s is too big to search whole", workspace)
+                break
+    return found
+
+
+def _secrets_in(workspace: Path, paths: list[Path]) -> Secrets:
+    """Those of ``paths`` that exist inside ``workspace`` (resolved), where links lead."""
+    prefix = str(workspace).rstrip("/") + "/"
+    found: Secrets = {}
+    for path in paths:
+        real = os.path.realpath(path)
+        if not real.startswith(prefix):
+            continue  # outside the mount: the container cannot reach it
+        try:
+            st = os.stat(real, follow_symlinks=False)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode):
+            found[real[len(prefix) :]] = (st.st_dev, st.st_ino, stat.S_ISDIR(st.st_mode))
+    return found
+
+
+def _masks(hidden: Secrets) -> list[Mount]:
+    """An empty read-only file over each secret file, an empty read-only tmpfs over each
+    secret folder, so no command in the container can read them."""
     return [
-        Mount(f"{WORKDIR}/{p.relative_to(workspace).as_posix()}", "/dev/null", type="bind",
-              read_only=True)
-        for p in found
-        if p.is_file() and not p.is_symlink()
-    ]  # fmt: skip
+        Mount(f"{WORKDIR}/{rel}", None, type="tmpfs", read_only=True)
+        if is_dir
+        else Mount(f"{WORKDIR}/{rel}", "/dev/null", type="bind", read_only=True)
+        for rel, (_, _, is_dir) in sorted(hidden.items())
+    ]
 
 
 def _default_user() -> str:
@@ -301,6 +340,7 @@ class DockerSandbox:
         pids_limit: int = 256,
         max_timeout: float = 600,
         on_status: StatusCallback | None = None,
+        settings: Settings | None = None,
     ) -> None:
         if network not in NETWORKS:
             raise ValueError(
@@ -319,10 +359,12 @@ class DockerSandbox:
         self.pids_limit = pids_limit
         self.max_timeout = max_timeout
         self.on_status = on_status
+        self.settings = settings
         self.user = _default_user()
         self.container_name = f"co-sandbox-{session_id[:12]}"
         self._client: Any = None
         self._container_id: str | None = None
+        self._hidden: Secrets = {}  # what the container's masks cover
         self._lock = threading.Lock()
         self._generation = 0  # bumped by close(): runs in flight become "interrupted"
 
@@ -485,9 +527,24 @@ class DockerSandbox:
 
     def _ensure_container(self, status: StatusCallback) -> str:
         with self._lock:
+            if self._container_id is not None and self._secrets_changed():
+                # A mask covers the inode it was mounted over: a secret file replaced by
+                # rename (a token refresh, an editor's save) or new since would be readable.
+                status("Co's secret files in the workspace changed; recreating the sandbox…")
+                with contextlib.suppress(docker.errors.DockerException):
+                    self._get_client().api.remove_container(self._container_id, force=True)
+                self._container_id = None
             if self._container_id is None:
                 self._container_id = self._create_container(self._get_client(), status)
             return self._container_id
+
+    def _secrets_changed(self) -> bool:
+        """Whether a secret file or folder in the workspace is not the one masked: new,
+        replaced, or gone. ``.env*`` files are not searched for again, only re-checked."""
+        workspace = self.workspace.resolve()
+        paths = _secret_paths(workspace, self.settings, walk=False)
+        paths += [workspace / rel for rel in self._hidden]
+        return _secrets_in(workspace, paths) != self._hidden
 
     def _create_container(self, client: Any, status: StatusCallback) -> str:
         workspace = self.workspace.resolve()
@@ -496,6 +553,7 @@ class DockerSandbox:
         try:
             self._ensure_image(client, status)
             self._reap_orphans(client)
+            hidden = _secrets_in(workspace, _secret_paths(workspace, self.settings, walk=True))
             container = client.containers.create(
                 self.image,
                 ["sleep", "infinity"],
@@ -509,7 +567,7 @@ class DockerSandbox:
                 environment={"HOME": "/tmp"},
                 mounts=[
                     Mount(WORKDIR, str(workspace), type="bind", read_only=False),
-                    *_masks(workspace),
+                    *_masks(hidden),
                 ],
                 network_mode=self.network,
                 cap_drop=["ALL"],
@@ -536,6 +594,7 @@ class DockerSandbox:
             raise SandboxUnavailable(
                 f"Could not start the sandbox container from {self.image}: {e}"
             ) from e
+        self._hidden = hidden
         return str(container.id)
 
     def _labels(self) -> dict[str, str]:

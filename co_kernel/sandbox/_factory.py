@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ._docker import DEFAULT_IMAGE, DockerSandbox
 from ._protocol import SandboxProtocol, StatusCallback
 from ._subprocess import SubprocessSandbox
+
+if TYPE_CHECKING:
+    from ..config import Settings
 
 __all__ = ["MODES", "create_sandbox"]
 
@@ -26,11 +30,14 @@ def create_sandbox(
     pids_limit: int = 256,
     max_timeout: float = 600,
     on_status: StatusCallback | None = None,
+    settings: Settings | None = None,
 ) -> SandboxProtocol:
     """Make the session's sandbox. Cheap: nothing touches Docker until the first `run`.
 
     "auto" means Docker, decided on first use; when the engine does not answer,
-    `run` raises SandboxUnavailable. Only "subprocess" ever runs on the host.
+    `run` raises SandboxUnavailable. Only "subprocess" ever runs on the host. The Docker
+    sandbox hides the protected files of ``settings`` (without: the project settings and
+    ``.env*`` files only).
     """
     chosen = mode.strip().lower()
     if chosen == "subprocess":
@@ -48,6 +55,7 @@ def create_sandbox(
             pids_limit=pids_limit,
             max_timeout=max_timeout,
             on_status=on_status,
+            settings=settings,
         )
     raise ValueError(
         f"Unknown sandbox mode {mode!r}: set sandbox to one of {', '.join(MODES)} "
