@@ -6,10 +6,14 @@ open the file at the spot; one broken file never stops the others from loading.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ._scope import Protection, Root, Scope, read_text
+from ._textfile import TextFileError
 
 __all__ = ["DefinitionError", "MarkdownDefinition", "parse_definition", "read_definition"]
 
@@ -116,15 +120,29 @@ def parse_definition(path: Path, text: str) -> MarkdownDefinition:
     return MarkdownDefinition(path, {str(k): v for k, v in meta.items()}, body, key_lines)
 
 
-def read_definition(path: Path) -> MarkdownDefinition:
-    """Read and parse one definition file."""
+def read_definition(
+    path: Path, anchor: Path, protection: Protection | None = None
+) -> MarkdownDefinition:
+    """Read and parse one definition file under ``anchor`` (the config dir or the notebook's
+    folder), which alone is resolved: the folders below it and the file are opened by
+    descriptor without following links, so a file or folder swapped for a link to elsewhere
+    meanwhile is refused, never read. Files with several hard links are refused too."""
+    root = Root(Path(os.path.realpath(anchor)), "definitions", frozenset({"read"}))
+    scope = Scope((root,), protection=protection or Protection())
+    rel = path.relative_to(anchor).as_posix()
     try:
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise DefinitionError(path, 1, f"the file has {size:,} bytes; at most {MAX_BYTES:,}")
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise DefinitionError(path, 1, "the file is not UTF-8 text") from None
+        text = read_text(
+            scope,
+            root,
+            rel,
+            MAX_BYTES,
+            shown=path.name,
+            limit="a definition file is instructions, not data",
+        )
+    except TextFileError as exc:
+        raise DefinitionError(path, 1, str(exc)) from None
+    except (FileNotFoundError, IsADirectoryError):
+        raise DefinitionError(path, 1, "the file is gone or not a file") from None
     except OSError as exc:
-        raise DefinitionError(path, 1, f"cannot read the file ({exc.strerror})") from None
+        raise DefinitionError(path, 1, f"cannot read the file ({exc.strerror or exc})") from None
     return parse_definition(path, text)

@@ -391,12 +391,15 @@ def admit(
     return (rel, st) if in_scope(scope, root, rel, "read") is None else None
 
 
-def read_bytes(scope: Scope, root: Root, rel: str, max_bytes: int, *, shown: str) -> bytes:
+def read_bytes(
+    scope: Scope, root: Root, rel: str, max_bytes: int, *, shown: str, limit: str = ""
+) -> bytes:
     """The content of ``rel`` under ``root``, opened by descriptor and checked once open.
 
     Raises FileNotFoundError, IsADirectoryError, or TextFileError with the reason: a link
     or non-folder swapped in on the way (``PathChanged``), not a regular file, one of Co's
-    secret files under another name, several hard links, larger than ``max_bytes``.
+    secret files under another name, several hard links, larger than ``max_bytes`` (what
+    sets it: ``limit``, by default the setting `file_max_bytes`).
     """
     if not rel:
         raise IsADirectoryError(shown)  # the root itself
@@ -410,13 +413,15 @@ def read_bytes(scope: Scope, root: Root, rel: str, max_bytes: int, *, shown: str
             if st.st_size > max_bytes:
                 raise TextFileError(
                     f"'{shown}' is {st.st_size:,} bytes; files over {max_bytes:,} bytes are "
-                    "not read (setting `file_max_bytes`)"
+                    f"not read ({limit or 'setting `file_max_bytes`'})"
                 )
             return read_all(fd, max_bytes)
     except FileNotFoundError:
         raise FileNotFoundError(shown) from None
 
 
-def read_text(scope: Scope, root: Root, rel: str, max_bytes: int, *, shown: str) -> str:
+def read_text(
+    scope: Scope, root: Root, rel: str, max_bytes: int, *, shown: str, limit: str = ""
+) -> str:
     """:func:`read_bytes` as UTF-8 text; binary and non-UTF-8 files are refused."""
-    return decode_text(read_bytes(scope, root, rel, max_bytes, shown=shown), shown)
+    return decode_text(read_bytes(scope, root, rel, max_bytes, shown=shown, limit=limit), shown)

@@ -24,7 +24,7 @@ from pydantic_ai.toolsets import FunctionToolset
 
 from ..deps import CoDeps  # at run time: pydantic-ai reads the tools' annotations
 from . import ToolsetBuild
-from ._frontmatter import MAX_BYTES, DefinitionError, parse_definition, read_definition
+from ._frontmatter import DefinitionError, read_definition
 from ._scope import Protection, Root, Scope, in_scope, read_text, walk
 from ._textfile import TextFileError, settled_realpath
 
@@ -66,25 +66,22 @@ class Skill:
         """The skill's folder: the only place ``read_skill_resource`` reads from."""
         return self.path.parent
 
-    def instructions(self, scope: Scope | None = None) -> str:
+    @property
+    def anchor(self) -> Path:
+        """The config dir (user skills) or the notebook's folder (project skills): the only
+        folder resolved; the skill folders below it are opened as named, without following
+        links, so a skill folder in the workspace swapped for a link to elsewhere is refused
+        rather than read as the skill (a skill folder that is itself a link is unreadable)."""
+        return self.root.parent.parent if self.source == "user" else self.root.parents[2]
+
+    def instructions(self, protection: Protection | None = None) -> str:
         """The body of ``SKILL.md``, read now (so an edit shows on the next load), by
-        descriptor under the skill's folder like its resources."""
-        scope = scope or self.scope(Protection())
-        try:
-            text = read_text(scope, scope.roots[0], SKILL_FILE, MAX_BYTES, shown=str(self.path))
-        except (OSError, TextFileError) as exc:
-            raise DefinitionError(self.path, 1, f"cannot read the file ({exc})") from None
-        return parse_definition(self.path, text).body
+        descriptor like its resources."""
+        return read_definition(self.path, self.anchor, protection).body
 
     def scope(self, protection: Protection) -> Scope:
-        """The skill's folder as the only root: resources are read through the scope guard.
-
-        Only the config dir or the notebook's folder is resolved; the skill folders below it
-        are opened as named, without following links, so a skill folder in the workspace
-        swapped for a link to elsewhere is refused rather than read as the skill (a skill
-        folder that is itself a link has no readable resources).
-        """
-        anchor = self.root.parent.parent if self.source == "user" else self.root.parents[2]
+        """The skill's folder as the only root: resources are read through the scope guard."""
+        anchor = self.anchor
         path = Path(os.path.realpath(anchor)) / self.root.relative_to(anchor)
         return Scope(
             (Root(path, f"skill {self.name!r}", frozenset({"read"})),), protection=protection
@@ -121,15 +118,17 @@ def skill_folders(
 
 
 def discover_skills(config_dir: Path, project_dir: Path) -> SkillCatalog:
-    """Every ``*/SKILL.md`` of the user and project skill folders."""
+    """Every ``*/SKILL.md`` of the user and project skill folders, read by descriptor
+    (``read_definition``): a folder or file swapped for a link meanwhile is refused."""
     catalog = SkillCatalog()
+    anchors = {"user": config_dir, "project": project_dir}
     for source, folder in skill_folders(config_dir, project_dir):
         if not folder.is_dir():
             continue
         seen: dict[str, Path] = {}
         for path in sorted(folder.glob(f"*/{SKILL_FILE}")):
             try:
-                definition = read_definition(path)
+                definition = read_definition(path, anchors[source])
                 name = definition.name()
                 description = definition.text("description", required=True) or ""
             except DefinitionError as exc:
@@ -183,7 +182,7 @@ async def load_skill(ctx: RunContext[CoDeps], name: str) -> str:
     skill = _find(ctx, name)
     scope = skill.scope(Protection.of(ctx.deps.settings, ctx.deps.workspace))
     try:
-        body = skill.instructions(scope)
+        body = skill.instructions(scope.protection)
     except DefinitionError as exc:
         raise ModelRetry(f"The skill {name!r} cannot be read now: {exc}") from None
     parts = [f"# Skill: {skill.name}\n\n{body or '(no instructions)'}"]

@@ -62,8 +62,8 @@ class SubagentCatalog:
     """One per unusable ``.co/agents/*.md``, with file and line."""
 
 
-def _from_file(path: Path) -> SubagentSpec:
-    definition = read_definition(path)
+def _from_file(path: Path, project_dir: Path) -> SubagentSpec:
+    definition = read_definition(path, project_dir)
     name = definition.name()
     description = definition.text("description", required=True) or ""
     model = definition.text("model", required=False) or None
@@ -91,7 +91,7 @@ def discover_subagents(settings: Settings, project_dir: Path) -> SubagentCatalog
     if folder.is_dir():
         for path in sorted(folder.glob("*.md")):
             try:
-                spec = _from_file(path)
+                spec = _from_file(path, project_dir)
             except DefinitionError as exc:
                 catalog.problems.append(exc)
                 continue

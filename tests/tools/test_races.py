@@ -46,8 +46,8 @@ print(swaps, flush=True)
 
 
 class Swapper:
-    """A process that swaps ``folder`` with a symbolic link to ``outside`` and back, as
-    fast as it can, until the block ends."""
+    """A process that swaps ``folder`` (or a file) with a symbolic link to ``outside`` and
+    back, as fast as it can, until the block ends."""
 
     def __init__(self, folder: Path, outside: Path) -> None:
         self.folder = folder
@@ -68,7 +68,7 @@ class Swapper:
         assert self.process.returncode == 0, out
         self.swaps = int(out)
         self.link.unlink()
-        assert self.folder.is_dir() and not self.folder.is_symlink()
+        assert self.folder.exists() and not self.folder.is_symlink()
 
 
 def _tree(folder: Path, text: str, extra: str) -> None:
@@ -236,3 +236,33 @@ def test_skill_resources_never_come_from_outside(workspace, outside, tmp_path, s
     escapes = [r for r in reads + loads if OUTSIDE in r or "only-outside" in r]
     assert not escapes, f"{len(escapes)} escapes in 400 skill calls"
     assert any("INSIDE" in r for r in reads) and any("only-inside" in r for r in loads)
+
+
+@pytest.mark.parametrize("swapped", ["the skill folder", "SKILL.md"])
+def test_skill_discovery_never_reads_an_outside_definition(workspace, tmp_path, swapped):
+    """The skill list in the prompt comes from reading every SKILL.md: swapping the file or
+    its folder for a link to an outside definition must never put that one in the list."""
+    skill = workspace / ".co" / "skills" / "raced"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: raced\ndescription: INSIDE.\n---\nGo\n")
+    elsewhere = tmp_path / "outside-skill"
+    elsewhere.mkdir()
+    (elsewhere / "SKILL.md").write_text(
+        f"---\nname: raced\ndescription: {OUTSIDE}.\n---\n{OUTSIDE}\n"
+    )
+    if swapped == "SKILL.md":
+        folder, target = skill / "SKILL.md", elsewhere / "SKILL.md"
+    else:
+        folder, target = skill, elsewhere
+    config = tmp_path / "config"
+
+    def discover(_: int) -> str:
+        catalog = skills.discover_skills(config, workspace)
+        listed = [f"{s.name}: {s.description}" for s in catalog.skills.values()]
+        return "\n".join(listed + [str(e) for e in catalog.problems])
+
+    with _race(folder, target):
+        found = _hammer(discover, 1000)
+    escapes = [r for r in found if OUTSIDE in r]
+    assert not escapes, f"{len(escapes)} escapes in 1000 discoveries"
+    assert any("raced: INSIDE." in r for r in found), "the skill stays listed during the race"

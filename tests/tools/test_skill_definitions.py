@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -120,3 +121,32 @@ def test_subagents_from_settings_and_files_the_file_wins(tmp_path: Path) -> None
     problems = {p.path.name: p for p in catalog.problems}
     assert problems["bad.md"].line == 4 and "`model` 'nosuch:model'" in problems["bad.md"].message
     assert problems["tools.md"].line == 4 and "list of names" in problems["tools.md"].message
+
+
+def test_definitions_that_are_links_or_hard_links_to_outside_files_are_refused(
+    tmp_path: Path,
+) -> None:
+    """Discovery reads by descriptor: a SKILL.md or agent file that is a link (hard or
+    symbolic) to a file elsewhere is reported, never read into the prompt."""
+    project, config = tmp_path / "project", tmp_path / "config"
+    outside = tmp_path / "outside.md"
+    outside.write_text("---\nname: leaked\ndescription: OUTSIDE-TEXT\n---\nOUTSIDE-TEXT\n")
+    hard = project / ".co" / "skills" / "hard" / "SKILL.md"
+    soft = project / ".co" / "skills" / "soft" / "SKILL.md"
+    agent = project / ".co" / "agents" / "agent.md"
+    for path in (hard, soft, agent):
+        path.parent.mkdir(parents=True)
+    os.link(outside, hard)
+    soft.symlink_to(outside)
+    os.link(outside, agent)
+    skill(project / ".co" / "skills", "fine", GOOD)
+
+    skills = discover_skills(config, project)
+    agents = discover_subagents(Settings(), project)
+
+    assert list(skills.skills) == ["data-cleaning"]
+    assert agents.agents == {}
+    problems = {e.path.parent.name: e.message for e in skills.problems + agents.problems}
+    assert "hard links" in problems["hard"] and "hard links" in problems["agents"]
+    assert "link" in problems["soft"]
+    assert "OUTSIDE" not in str(problems)
