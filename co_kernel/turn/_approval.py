@@ -4,7 +4,8 @@ A call runs without asking only under session yolo or, for the shell tool, when 
 command starts with a configured safe prefix, neither chains nor redirects, uses only
 read-only options (``_shell_options``), names none of Co's protected files (nor, for a
 recursive grep, a tree holding one) and, when commands run on the host, reads nothing
-outside the workspace.
+outside the workspace and is no git command in a repository that could make git run
+another command (``_git_repo``).
 Every decision has a label (``approved``, ``denied``, ``yolo``, ...) that the turn keeps
 in ``TurnResult.decisions`` and the frontends write into the call's persistent card.
 """
@@ -139,6 +140,21 @@ def _holds_protected(folder: Path, is_secret: Callable[[Path], bool]) -> bool:
     return False
 
 
+def _on_host(deps: CoDeps) -> bool:
+    return deps.settings.sandbox.strip().lower() == "subprocess"
+
+
+def _runs_repo_commands(command: str, deps: CoDeps) -> bool:
+    """Whether ``command`` is git run on the host in a repository whose configuration,
+    hooks or submodules could make it run other commands (``_git_repo``). In the Docker
+    sandbox they would run in the container, which is where commands run anyway."""
+    if not _on_host(deps) or command.split(maxsplit=1)[:1] != ["git"]:
+        return False
+    from ._git_repo import repo_may_run_commands
+
+    return repo_may_run_commands(deps.workspace)
+
+
 def _container_workspace() -> str:
     from ..sandbox import WORKSPACE_MOUNT
 
@@ -150,7 +166,7 @@ def _path_check(deps: CoDeps) -> PathCheck:
     from ..config import is_protected
 
     settings, workspace = deps.settings, Path(os.path.realpath(deps.workspace))
-    on_host = settings.sandbox.strip().lower() == "subprocess"
+    on_host = _on_host(deps)
     # In the container, only the workspace is the host's: outside it, paths are the image's.
     mount = "" if on_host else _container_workspace()
 
@@ -198,7 +214,11 @@ def auto_decision(tool_name: str, args: dict[str, Any], deps: CoDeps) -> str | N
     if tool_name == SHELL_TOOL:
         command = args.get("cmd", args.get("command"))
         safe = deps.settings.shell_safe_commands
-        if isinstance(command, str) and is_safe_command(command, safe, _path_check(deps)):
+        if (
+            isinstance(command, str)
+            and is_safe_command(command, safe, _path_check(deps))
+            and not _runs_repo_commands(command, deps)
+        ):
             return SAFE_PREFIX
     return None
 
