@@ -43,7 +43,7 @@ def test_magic_names_complete_after_a_percent(kernel: CoKernel) -> None:
     assert everything["matches"] == [f"%{n}" for n in sorted(MAGICS)]
     assert (everything["cursor_start"], everything["cursor_end"]) == (0, 1)
     some = complete(kernel, "  %re")
-    assert some["matches"] == ["%resume"]
+    assert some["matches"] == ["%record", "%resume"]
     assert some["cursor_start"] == 2
     # Prose is a prompt: nothing to complete, and a % on a later line is not a magic.
     assert complete(kernel, "plot the data")["matches"] == []
