@@ -168,3 +168,23 @@ def test_any_names_and_values_round_trip_and_never_lie_on_disk_in_plaintext(
     assert CredentialStore("file", environ={}).values() == {
         k: v for k, v in entries.items() if k != name
     }
+
+
+def test_the_key_file_and_import_backups_are_out_of_reach_of_cos_tools(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from co_kernel.config import Settings, is_protected, paths
+
+    co_home = tmp_path / "co"
+    monkeypatch.setenv("CO_HOME", str(co_home))
+    env = clean_env(co_home, CO_CREDENTIAL_STORE="file")
+    settings_file = co_home / "config" / "settings.json"
+    settings_file.parent.mkdir(parents=True)
+    settings_file.write_text(json.dumps({"api_key": KEY}))
+    assert secrets_cli(env, "import").returncode == 0
+    config_dir = paths().config_dir
+    written = sorted(p.name for p in config_dir.iterdir())
+    assert "credentials.key" in written and any(".backup-" in n for n in written)
+    # With the home folder as the workspace, the files tools still refuse them.
+    for name in written:
+        assert is_protected(config_dir / name, Settings(), tmp_path), name
