@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ._notebook import execute_as_nbval
 
-__all__ = ["main", "record_notebook"]
+__all__ = ["execute_as_nbval", "main", "record_notebook"]
 
 
 def _script_name(notebook: Path, script: Path) -> str:

@@ -26,6 +26,8 @@ from ..clients import REPO
 from ..kernel_harness import ensure_kernelspec
 from ..turn.test_local import needs_smollm2
 
+pytestmark = pytest.mark.slow  # kernels and pytest in subprocesses: some 2 minutes in all
+
 PROMPTS = ["What is the capital of France?", "Create answers.txt.", "And of Spain?"]
 ANSWERS: list[dict[str, Any]] = [
     {"text": "Paris."},

@@ -218,3 +218,30 @@ def test_a_recorded_step_matches_its_own_prompt_and_no_other(prompt: str, other:
 
     assert check_expect(step.expect, body(prompt)) is None
     assert (check_expect(step.expect, body(other)) is None) == (other == prompt)
+
+
+def test_a_subagents_requests_are_recorded_and_replayed_even_with_a_model_of_its_own(
+    tmp_path: Path,
+) -> None:
+    writer = {"name": "writer", "description": "Writes prose.", "instructions": "Write plainly."}
+    delegate = {
+        "name": "delegate_task",
+        "arguments": {"description": "A line on cats", "subagent": "writer"},
+    }
+    recorded = _record(
+        tmp_path,
+        [{"tool_calls": [delegate]}, {"text": "Cats nap."}, {"text": "Done: cats nap."}],
+        ("Write about cats.", RecordingFrontend()),
+        subagents=[writer],
+    )
+    steps = _steps(recorded)
+    assert [s.get("text") for s in steps] == [None, "Cats nap.", "Done: cats nap."]
+    assert steps[1]["expect"] == {"last_user_is": "A line on cats"}
+
+    # No provider at all: a subagent's own model is answered by the replay too.
+    own_model = {**writer, "model": "compat:writer-model", "tools": []}
+    replayer = _replayer(tmp_path, recorded, subagents=[own_model])
+    frontend = RecordingFrontend()
+    (result,) = run(replayer, ("Write about cats.", frontend))
+    assert result.error is None
+    assert frontend.text == "Done: cats nap."
