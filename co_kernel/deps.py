@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .config import Settings
+    from .config import PermissionRule, Settings
     from .notebook import NotebookContext
     from .sandbox import SandboxProtocol, StatusCallback
     from .telemetry import AuditLog
@@ -51,6 +51,8 @@ class CoDeps:
     """Where tool calls and guarded accesses are recorded; None disables auditing."""
     depth: int = 0
     """Subagent nesting: 0 for Co itself, 1 for a subagent it delegated to, ..."""
+    session_rules: list[PermissionRule] = field(default_factory=list)
+    """Permission rules added for this session (`%allow`, `%ask`, `%deny`, "Always allow")."""
     extras: dict[str, Any] = field(default_factory=dict)
     """Per-integration cached clients and credentials (never module globals)."""
     recorder: Recorder | None = None

@@ -26,13 +26,23 @@ from pydantic_settings.sources import EnvSettingsSource
 from ._credentials import plain_secrets, resolve_secrets
 from ._mcp import McpServerSpec, expand_vars, merge_server_layers
 from ._models import PROVIDERS, parse_model_string
+from ._permissions import (
+    PROJECT,
+    PermissionRule,
+    PermissionRules,
+    Permissions,
+    merge_permission_layers,
+)
 from ._protected import is_protected, is_protected_name, protected_paths
 
 __all__ = [
+    "PROJECT",
     "PROVIDERS",
     "CoPaths",
     "LoadedSettings",
     "McpServerSpec",
+    "PermissionRule",
+    "Permissions",
     "Settings",
     "SubagentSetting",
     "WebPolicy",
@@ -197,6 +207,13 @@ class Settings(BaseSettings):
         "deny", description="What a headless run (nbclient, nbval) does with approvals"
     )
     approval_timeout: float | None = Field(None, gt=0, description="Deny after this many seconds")
+    permissions: PermissionRules = Field(
+        default_factory=list,
+        description='Rules per tool and argument: {"allow": [...], "ask": [...], "deny": [...]}',
+    )
+    permissions_accept_project: bool = Field(
+        False, description="Headless runs apply the project file's allow rules unasked"
+    )
     shell_safe_commands: list[str] = Field(
         default_factory=lambda: [
             "ls", "pwd", "cat", "head", "tail", "wc", "echo", "date", "whoami", "id",
@@ -547,6 +564,7 @@ def load_settings(project_dir: Path | None = None) -> LoadedSettings:
             merged[name] = value
             origin[name] = label
     _merge_mcp_servers(layers, merged, problems)
+    merge_permission_layers(layers, merged, project_dir, problems)
     secret_sources = resolve_secrets(merged, origin, SECRET_FIELDS, problems)
     # Drop each offending key and try again; a bounded loop since every pass removes one.
     for _ in range(len(merged) + 1):

@@ -36,6 +36,10 @@ MAGICS: dict[str, str] = {
     "mcp": "mcp",
     "skills": "skills",
     "record": "record",
+    "permissions": "permissions",
+    "allow": "allow",
+    "ask": "ask",
+    "deny": "deny",
 }
 
 

@@ -122,6 +122,7 @@ def build_agent(
     from ..deps import CoDeps
     from ..tools._errors import ToolErrorGuard
     from ._govern import GovernHistory
+    from ._permissions import PermissionGate
 
     config_dir = paths().config_dir
 
@@ -151,9 +152,10 @@ def build_agent(
         toolsets=toolsets,
         # ToolErrorGuard: every toolset's failures become readable tool errors, never a
         # dead turn. GovernHistory: trimming and windowing before each model request.
+        # PermissionGate: ask and deny rules reach tools that never ask (turn/_permissions).
         # Telemetry's (instrumentation, rate limits) come first; Instrumentation orders
         # itself outermost either way.
-        capabilities=[*capabilities, ToolErrorGuard(), GovernHistory()],
+        capabilities=[*capabilities, ToolErrorGuard(), GovernHistory(), PermissionGate()],
         retries=settings.tool_retries,
         model_settings={
             "max_retries": 0,

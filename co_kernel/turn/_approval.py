@@ -1,12 +1,14 @@
 """Deciding side-effectful tool calls (seed 001 "Deferred Approval Pattern").
 
-A call runs without asking only under session yolo or, for the shell tool, when the
-command starts with a configured safe prefix, neither chains nor redirects, uses only
+Permission rules (``_permissions``) come first: a ``deny`` rule refuses, an ``ask`` rule
+asks, an ``allow`` rule approves what the guards let through. Otherwise a call runs
+without asking only under session yolo or, for the shell tool, when the command starts with a configured safe prefix, neither chains nor redirects, uses only
 read-only options (``_shell_options``), names none of Co's protected files (nor, for a
 recursive grep, a tree holding one) and, when commands run on the host, reads nothing
 outside the workspace and is no git command in a repository that could make git run
 another command (``_git_repo``).
-Every decision has a label (``approved``, ``denied``, ``yolo``, ...) that the turn keeps
+Every decision has a label (``approved``, ``denied``, ``yolo``, ``allowed by rule …``,
+...) that the turn keeps
 in ``TurnResult.decisions`` and the frontends write into the call's persistent card.
 """
 
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
     from ._frontend import ApprovalDecision
 
 __all__ = [
+    "ALLOWED",
     "APPROVED",
     "APPROVED_ALL",
     "DENIED",
@@ -56,6 +59,8 @@ TIMED_OUT = "timed out"
 INTERRUPTED = "interrupted"
 YOLO = "yolo"
 SAFE_PREFIX = "safe-prefix"
+ALLOWED = "allowed"
+"""Start of the label of a call an allow rule approved: ``allowed by rule `…` (source)``."""
 RECORDED = " (recorded)"
 """Appended to a decision a replay took from its script (``approved (recorded)``)."""
 
@@ -161,12 +166,13 @@ def _container_workspace() -> str:
     return WORKSPACE_MOUNT
 
 
-def _path_check(deps: CoDeps) -> PathCheck:
-    """Which path arguments a command may read without asking, for this session."""
+def _path_check(deps: CoDeps, *, confine: bool = True) -> PathCheck:
+    """Which path arguments a command may read without asking, for this session; with
+    ``confine`` (auto-approval), on the host only paths inside the workspace."""
     from ..config import is_protected
 
     settings, workspace = deps.settings, Path(os.path.realpath(deps.workspace))
-    on_host = _on_host(deps)
+    on_host = confine and _on_host(deps)
     # In the container, only the workspace is the host's: outside it, paths are the image's.
     mount = "" if on_host else _container_workspace()
 
@@ -207,19 +213,47 @@ def normalise_args(args: dict[str, Any] | str | None) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"_value": value}
 
 
+def _shell_guards_allow(command: str, deps: CoDeps) -> bool:
+    """Whether a command a rule allows passes the guards a rule cannot lift: it names none
+    of Co's protected files (nor reads a tree holding one, to be safe whenever an option
+    could mean recursion), and on the host it is no git command a repository could turn
+    into another command."""
+    try:
+        words = shlex.split(command)[1:]
+    except ValueError:
+        return False
+    recursive = any(w.startswith("-") and "r" in w.lower() for w in words)
+    paths = [w.partition("=")[2] if w.startswith("-") else w for w in words]
+    return _path_check(deps, confine=False)([p for p in paths if p], recursive) and (
+        not _runs_repo_commands(command, deps)
+    )
+
+
 def auto_decision(tool_name: str, args: dict[str, Any], deps: CoDeps) -> str | None:
-    """The reason a call is approved without asking (``yolo``, ``safe-prefix``), or None."""
+    """How a call is decided without asking, as its card label, or None to ask.
+
+    A ``deny`` rule refuses (``denied by rule …``) even under yolo; then yolo approves
+    everything; an ``ask`` rule asks; an ``allow`` rule approves (``allowed by rule …``)
+    what the guards let through; else a safe shell command runs (``safe-prefix``).
+    """
+    from ._permissions import rule_for
+
+    rule = rule_for(tool_name, args, deps)
+    if rule is not None and rule.kind == "deny":
+        return f"{DENIED} by rule `{rule.rule}` ({rule.source})"
     if deps.auto_confirm:
         return YOLO
-    if tool_name == SHELL_TOOL:
-        command = args.get("cmd", args.get("command"))
-        safe = deps.settings.shell_safe_commands
-        if (
-            isinstance(command, str)
-            and is_safe_command(command, safe, _path_check(deps))
-            and not _runs_repo_commands(command, deps)
-        ):
-            return SAFE_PREFIX
+    if rule is not None and rule.kind == "ask":
+        return None
+    command = args.get("cmd", args.get("command")) if tool_name == SHELL_TOOL else None
+    if rule is not None and (command is None or _shell_guards_allow(str(command), deps)):
+        return f"{ALLOWED} by rule `{rule.rule}` ({rule.source})"
+    if (
+        isinstance(command, str)
+        and is_safe_command(command, deps.settings.shell_safe_commands, _path_check(deps))
+        and not _runs_repo_commands(command, deps)
+    ):
+        return SAFE_PREFIX
     return None
 
 
@@ -230,7 +264,9 @@ def decision_label(choice: ApprovalDecision) -> str:
 
 def is_refusal(label: str | None) -> bool:
     """Whether a decision label means the call did not run."""
-    return label in (DENIED, TIMED_OUT, INTERRUPTED, DENIED + RECORDED)
+    return label in (DENIED, TIMED_OUT, INTERRUPTED, DENIED + RECORDED) or (
+        label is not None and label.startswith(f"{DENIED} by rule ")
+    )
 
 
 def replayed_decision(call_id: str, tool_name: str, args: Any, deps: CoDeps) -> str | None:
@@ -254,13 +290,28 @@ def record_decision(call_id: str, label: str, deps: CoDeps) -> None:
         deps.recorder.record_decision(call_id, label)
 
 
-def denial_message(label: str, timeout: float | None = None) -> str:
-    """What the model reads when a call was refused, so it can propose something else."""
+def denial_message(label: str, timeout: float | None = None, *, policy: str | None = None) -> str:
+    """What the model reads when a call was refused, so it can propose something else.
+
+    ``policy`` is the ``approval_mode`` that answered in a headless run, where nobody
+    was asked: the model must not tell the user they refused.
+    """
     if label == TIMED_OUT:
         waited = f" within {timeout:g} s" if timeout else ""
         return (
             f"Nobody answered the approval request{waited}, so this action did not run. "
             "Do not retry it as is; say what you wanted to do so the user can decide."
+        )
+    if label.startswith(f"{DENIED} by rule "):
+        return (
+            f"This call was {label}, so it did not run. Do not retry it as is; say what you "
+            "wanted to do, or do it another way the rules allow."
+        )
+    if policy is not None and label == DENIED:
+        return (
+            f"This action was denied by approval_mode={policy} (no one was asked): this run "
+            "cannot ask for approval. Do not retry it as is; say what you wanted to do and "
+            "what it needs."
         )
     return (
         "The user denied this action. Do not retry it as is; explain what you wanted to do "

@@ -414,7 +414,12 @@ class _TurnRunner:
                 record_decision(call_id, label, self.deps)
             self.decisions[call_id] = label
             if is_refusal(label):
-                results.approvals[call_id] = ToolDenied(denial_message(label, timeout))
+                # A headless run's policy answered: the model must not think the user did.
+                headless = getattr(self.frontend, "kind", "") == "headless"
+                policy = self.deps.settings.approval_mode if headless else None
+                results.approvals[call_id] = ToolDenied(
+                    denial_message(label, timeout, policy=policy)
+                )
             else:
                 results.approvals[call_id] = True
         for call in requests.calls:
@@ -719,7 +724,12 @@ async def run_turn(
 
     ``capabilities`` makes the session's telemetry capabilities for subagents' agents.
     """
+    from ._permissions import project_rules_notice
+
     started = time.monotonic()
+    notice = project_rules_notice(deps, headless=getattr(frontend, "kind", "") == "headless")
+    if notice:
+        frontend.on_notice(notice, "warning")
     runner = _TurnRunner(
         agent,
         prompt,

@@ -119,6 +119,7 @@ def _build_agent(
     from ..tools.skills import prompt_entries as skill_entries
     from ..tools.subagents import prompt_entries as subagent_entries
     from ._govern import GovernHistory
+    from ._permissions import PermissionGate
     from ._prompt import skills_section, subagents_section
 
     base = _PREAMBLE.format(name=run.name)
@@ -143,7 +144,12 @@ def _build_agent(
         output_type=[str, DeferredToolRequests],
         instructions=instructions,
         toolsets=list(run.toolsets),
-        capabilities=[*(capabilities() if capabilities else ()), ToolErrorGuard(), GovernHistory()],
+        capabilities=[
+            *(capabilities() if capabilities else ()),
+            ToolErrorGuard(),
+            GovernHistory(),
+            PermissionGate(),
+        ],
         retries=settings.tool_retries,
         model_settings={"max_retries": 0, "timeout": settings.request_timeout},
     )

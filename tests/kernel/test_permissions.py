@@ -1,0 +1,155 @@
+"""Permission rules through a real kernel (issue 23): the decision on each card, the
+effect (ran or not), what the model is told, project rules before and after acceptance,
+and the magics. Headless runs deny whatever would ask, so "asks" shows as a policy
+denial there."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from co_kernel.frontend import MIME_TOOL_CALL
+from tests.kernel_harness import CellResult
+
+
+def call(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"name": name, "arguments": arguments}
+
+
+def sh(cmd: str) -> dict[str, Any]:
+    return call("run_shell_command", cmd=cmd)
+
+
+def cards(result: CellResult) -> list[dict[str, Any]]:
+    return [d[MIME_TOOL_CALL] for d in result.final_displays().values() if MIME_TOOL_CALL in d]
+
+
+def tool_messages(server: Any) -> list[str]:
+    return [str(m["content"]) for m in server.requests[-1]["messages"] if m["role"] == "tool"]
+
+
+def user_settings(co_home: Path, data: dict[str, Any]) -> None:
+    folder = co_home / "config"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "settings.json").write_text(json.dumps(data))
+
+
+RULES = {
+    "allow": ["run_shell_command(touch allowed*)", "write_file(notes/**)"],
+    "ask": ["list_files"],
+    "deny": ["read_file(private/*)", "run_shell_command(touch denied*)"],
+}
+# (the call, its card's decision, whether it ran: the file it would make exists)
+CASES: list[tuple[dict[str, Any], str, str | None]] = [
+    (sh("touch allowed-1"), "allowed by rule `run_shell_command(touch allowed*)`", "allowed-1"),
+    (sh("touch other-1"), "denied", None),
+    (sh("touch allowed-2; touch chained-1"), "denied", None),
+    (sh("touch denied-1"), "denied by rule `run_shell_command(touch denied*)`", None),
+    (sh("ls"), "safe-prefix", ""),
+    (call("write_file", path="notes/a.md", content="x"), "allowed by rule", "notes/a.md"),
+    (call("write_file", path="elsewhere.md", content="x"), "denied", None),
+    (call("read_file", path="private/key.txt"), "denied by rule `read_file(private/*)`", ""),
+    (call("read_file", path="public.txt"), "", ""),
+    (call("list_files", glob="*"), "denied", ""),
+]
+
+
+def test_rules_decide_every_call_and_the_effect_follows(
+    start_kernel, model_server, co_home: Path, workspace: Path
+):
+    user_settings(co_home, {"permissions": RULES})
+    (workspace / "private").mkdir()
+    (workspace / "private" / "key.txt").write_text("PRIVATE-CONTENT\n")
+    (workspace / "public.txt").write_text("PUBLIC-CONTENT\n")
+    kernel = start_kernel()
+    model_server.extend([{"tool_calls": [c]} for c, _, _ in CASES] + [{"text": "done"}])
+
+    result = kernel.execute("go", mode="headless", timeout=180)
+
+    assert result.status == "ok", result.text()
+    shown = cards(result)
+    assert len(shown) == len(CASES), shown
+    for (c, decision, made), card in zip(CASES, shown, strict=True):
+        assert str(card.get("decision") or "").startswith(decision), (c, card)
+        if made:
+            assert (workspace / made).exists(), c
+    for name in ("other-1", "chained-1", "denied-1", "elsewhere.md"):
+        assert not (workspace / name).exists(), name
+    sent = "\n".join(str(m) for r in model_server.requests for m in r["messages"])
+    assert "PRIVATE-CONTENT" not in sent and "PUBLIC-CONTENT" in sent
+    assert "denied by rule `read_file(private/*)` (user settings)" in sent
+    # #21 item 9: a headless denial is the policy's, not the user's.
+    assert "denied by approval_mode=deny (no one was asked)" in sent
+    assert "The user denied" not in sent
+
+
+def test_project_allow_rules_wait_for_acceptance(
+    start_kernel, model_server, workspace: Path, co_home: Path
+):
+    project = {
+        "permissions": {"allow": ["run_shell_command(touch proj*)"]},
+        "permissions_accept_project": True,  # a project cannot accept its own rules
+    }
+    (workspace / ".co").mkdir()
+    (workspace / ".co" / "settings.json").write_text(json.dumps(project))
+    kernel = start_kernel()
+
+    model_server.extend([{"tool_calls": [sh("touch proj-1")]}, {"text": "ok"}])
+    before = kernel.execute("go", mode="headless", timeout=120)
+    assert not (workspace / "proj-1").exists()
+    assert "allow rules that are not applied yet" in before.text()
+    assert "run_shell_command(touch proj*)" in before.text()
+
+    listed = kernel.execute("%permissions")
+    assert "waiting: `%permissions accept`" in listed.text()
+    accepted = kernel.execute("%permissions accept")
+    assert "Accepted this project's allow rules" in accepted.text()
+
+    model_server.extend([{"tool_calls": [sh("touch proj-2")]}, {"text": "ok"}])
+    after = kernel.execute("go again", timeout=120)
+    assert (workspace / "proj-2").exists(), after.text()
+    assert "allowed by rule" in json.dumps(cards(after))
+
+    # Remembered for the project: a new kernel applies them, until the rules change.
+    model_server.extend([{"tool_calls": [sh("touch proj-3")]}, {"text": "ok"}])
+    start_kernel().execute("go", mode="headless", timeout=120)
+    assert (workspace / "proj-3").exists()
+    project["permissions"] = {"allow": ["run_shell_command(touch proj*)", "web_fetch"]}
+    (workspace / ".co" / "settings.json").write_text(json.dumps(project))
+    model_server.extend([{"tool_calls": [sh("touch proj-4")]}, {"text": "ok"}])
+    start_kernel().execute("go", mode="headless", timeout=120)
+    assert not (workspace / "proj-4").exists()
+
+
+def test_headless_runs_take_project_rules_with_the_user_setting(
+    start_kernel, model_server, workspace: Path
+):
+    (workspace / ".co").mkdir()
+    (workspace / ".co" / "settings.json").write_text(
+        json.dumps({"permissions": {"allow": ["run_shell_command(touch proj*)"]}})
+    )
+    kernel = start_kernel({"CO_PERMISSIONS_ACCEPT_PROJECT": "true"})
+    model_server.extend([{"tool_calls": [sh("touch proj-1")]}, {"text": "ok"}])
+    result = kernel.execute("go", mode="headless", timeout=120)
+    assert (workspace / "proj-1").exists(), result.text()
+
+
+def test_magics_add_session_rules_and_save_them(
+    start_kernel, model_server, workspace: Path, co_home: Path
+):
+    kernel = start_kernel()
+    assert "holds for this session" in kernel.execute("%allow run_shell_command(touch ok*)").text()
+    saved = kernel.execute("%deny web_fetch(*.example.com) --save")
+    assert "saved in" in saved.text()
+    bad = kernel.execute("%ask run shell")
+    assert bad.status == "error" and "is not `tool` or `tool(pattern)`" in bad.text()
+
+    listed = kernel.execute("%permissions").text()
+    assert "run_shell_command(touch ok*)" in listed and "web_fetch(*.example.com)" in listed
+    data = json.loads((co_home / "config" / "settings.json").read_text())
+    assert data["permissions"] == {"deny": ["web_fetch(*.example.com)"]}
+
+    model_server.extend([{"tool_calls": [sh("touch ok-1")]}, {"text": "ok"}])
+    kernel.execute("go", mode="headless", timeout=120)
+    assert (workspace / "ok-1").exists()
