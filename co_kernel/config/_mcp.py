@@ -64,8 +64,10 @@ class McpServerSpec(BaseModel):
         None,
         description="Tool names become <prefix>_<tool>; default the server's name, '' for none",
     )
-    approval: Literal["ask", "trust"] = Field(
-        "ask", description="ask: every call waits for approval; trust: calls run at once"
+    approval: Literal["ask", "trust", "annotations"] = Field(
+        "ask",
+        description="ask: every call waits for approval; trust: calls run at once; "
+        "annotations: tools the server marks readOnlyHint (not destructiveHint) run at once",
     )
     start_timeout: float = Field(
         10.0, gt=0, le=600, description="Seconds the server may take to start and list its tools"

@@ -55,10 +55,12 @@ def format_servers(manager: McpManager) -> str:
         # The names first: a long command line is cut at the end, not them.
         transport = f"{spec.transport}{f' ({names})' if names else ''}: {spec.describe()}"
         rows.append((f"`{name}`", transport, spec.approval, manager.state_text(server)))
-        approval = "asks first" if server.needs_approval else "runs without asking"
         for tool, description in server.tools.items():
             if offered.get(tool) is server:
                 first_line = description.splitlines()[0] if description else ""
+                approval = "asks first" if server.asks(tool) else "runs without asking"
+                if spec.approval == "annotations":
+                    approval += " (read-only hint)" if tool in server.read_only else " (no hint)"
                 tool_rows.append((f"`{tool}`", name, approval, first_line))
             elif server.state == "connected":
                 unoffered.append(f"`{tool}` of `{name}`")

@@ -65,13 +65,19 @@ class McpServer:
     """The connect in progress."""
     skipped: set[str] = field(default_factory=set)
     """Tools not offered because their name is taken (reported once each)."""
+    read_only: set[str] = field(default_factory=set)
+    """Tools (prefixed names) the server marks ``readOnlyHint`` and not ``destructiveHint``."""
 
     @property
     def prefix(self) -> str:
         return self.spec.tool_prefix(self.name)
 
-    @property
-    def needs_approval(self) -> bool:
+    def asks(self, name: str) -> bool:
+        """Whether a call of the tool ``name`` (prefixed) waits for approval: always under
+        ``ask``, never under ``trust``, unless the server marks it read-only under
+        ``annotations`` (hints from the server, so ``ask`` stays the default)."""
+        if self.spec.approval == "annotations":
+            return name not in self.read_only
         return self.spec.approval == "ask"
 
     @property
@@ -328,10 +334,15 @@ class McpManager:
                 f"{prefix}_{t.name}" if prefix else t.name: (t.description or "").strip()
                 for t in listed
             }
+            server.read_only = {
+                f"{prefix}_{t.name}" if prefix else t.name for t in listed if _read_only(t)
+            }
             server.connection = connection
             exposed: AbstractToolset[Any] = connection.prefixed(prefix) if prefix else connection
-            if server.needs_approval:
-                exposed = exposed.approval_required()
+            if spec.approval != "trust":
+                exposed = exposed.approval_required(
+                    lambda ctx, tool_def, args, server=server: server.asks(tool_def.name)
+                )
             server.exposed = exposed
             server.state = "connected"
             server.reason = None
@@ -397,9 +408,7 @@ class McpManager:
             if server.state == "connected":
                 offered = self.offered()
                 approval = {
-                    name: server.needs_approval
-                    for name in server.tools
-                    if offered.get(name) is server
+                    name: server.asks(name) for name in server.tools if offered.get(name) is server
                 }
                 builds.append(ToolsetBuild(label, server.exposed, approval=approval))
             else:
@@ -425,6 +434,16 @@ class McpManager:
             )
             for name, s in self.servers.items()
         ]
+
+
+def _read_only(tool: Any) -> bool:
+    """Whether an MCP tool is marked read-only and not destructive by its server."""
+    hints = getattr(tool, "annotations", None)
+    return bool(
+        hints is not None
+        and getattr(hints, "readOnlyHint", None) is True
+        and getattr(hints, "destructiveHint", None) is not True
+    )
 
 
 def _import_client() -> None:

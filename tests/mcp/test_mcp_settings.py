@@ -95,7 +95,7 @@ def test_each_bad_server_is_reported_with_its_source_and_the_rest_load(
         f"{where}.ftp: `url` must start with http:// or https:// (got 'ftp://x.example'); "
         "server ignored",
         f"{where}.typo: aproval: unknown key; server ignored",
-        f"{where}.policy: approval: Input should be 'ask' or 'trust'; start_timeout: Input "
+        f"{where}.policy: approval: Input should be 'ask', 'trust' or 'annotations'; start_timeout: Input "
         "should be greater than 0; server ignored",
         f"{where}.mixed: `args`, `env` and `cwd` only apply to a stdio server (`command`); "
         "server ignored",

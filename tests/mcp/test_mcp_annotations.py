@@ -1,0 +1,73 @@
+"""MCP approval by annotations (issue 23, point 4), with a real stdio server whose tools
+carry readOnlyHint / destructiveHint: per approval mode, which calls ran (the server's
+own call log) and which asked (a headless run denies what would ask)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import mcp_env
+
+SERVER = Path(__file__).parent / "servers" / "annotated_server.py"
+TOOLS = ["peek", "wipe", "odd", "plain"]
+
+
+def _server(calls: Path, approval: str) -> dict[str, Any]:
+    args = [str(SERVER), "hints", "--calls", str(calls)]
+    return {"command": sys.executable, "args": args, "approval": approval}
+
+
+def _ran(calls: Path) -> list[str]:
+    if not calls.exists():
+        return []
+    return [json.loads(line)["tool"] for line in calls.read_text().splitlines() if line]
+
+
+@pytest.mark.parametrize(
+    ("approval", "runs"),
+    [("ask", []), ("trust", TOOLS), ("annotations", ["peek"])],
+)
+def test_each_approval_mode_runs_exactly_the_tools_it_should(
+    start_kernel, model_server, tmp_path: Path, approval: str, runs: list[str]
+):
+    calls = tmp_path / "calls.jsonl"
+    kernel = start_kernel(mcp_env({"hints": _server(calls, approval)}))
+    model_server.extend(
+        [{"tool_calls": [{"name": f"hints_{t}", "arguments": {"key": "k"}}]} for t in TOOLS]
+        + [{"text": "done"}]
+    )
+
+    result = kernel.execute("use every tool", mode="headless", timeout=120)
+
+    assert result.status == "ok", result.text()
+    assert _ran(calls) == runs
+
+    listing = kernel.execute("%mcp").text()
+    if approval == "annotations":
+        assert "runs without asking (read-only hint)" in listing
+        assert listing.count("asks first (no hint)") == 3
+
+
+def test_rules_apply_on_top_of_annotations(start_kernel, model_server, tmp_path: Path):
+    """A deny rule stops a read-only tool; an allow rule lets one the server did not mark."""
+    calls = tmp_path / "calls.jsonl"
+    env = mcp_env({"hints": _server(calls, "annotations")})
+    env["CO_PERMISSIONS"] = json.dumps(
+        {"allow": ['hints_plain({"key":"ok"})'], "deny": ["hints_peek"]}
+    )
+    kernel = start_kernel(env)
+    steps = [("peek", "k"), ("plain", "ok"), ("plain", "other")]
+    model_server.extend(
+        [{"tool_calls": [{"name": f"hints_{t}", "arguments": {"key": k}}]} for t, k in steps]
+        + [{"text": "done"}]
+    )
+    result = kernel.execute("go", mode="headless", timeout=120)
+    assert result.status == "ok", result.text()
+    assert _ran(calls) == ["plain"]
+    sent = json.dumps(model_server.requests)
+    assert "denied by rule `hints_peek` (CO_PERMISSIONS)" in sent
