@@ -21,6 +21,8 @@ from typing import Any
 
 import openai
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from openai import AsyncOpenAI, OpenAI
 from pydantic_ai import Agent
 from pydantic_ai.exceptions import (
@@ -869,3 +871,42 @@ def test_server_starts_fast_and_stops_with_a_stalled_stream_open() -> None:
     assert stop_time < 2
     assert not reader.is_alive()
     assert len(results) == 1
+
+
+# -- record-missing (keep_unmatched) ------------------------------------------------------
+
+_NAMES = st.sampled_from(["a", "b", "c", "d", "x", "y"])
+
+
+def _is_subsequence(part: list[str], whole: list[str]) -> bool:
+    rest = iter(whole)
+    return all(item in rest for item in part)
+
+
+@settings(max_examples=40, deadline=None)
+@given(recorded=st.lists(_NAMES, min_size=1, max_size=5), run=st.lists(_NAMES, max_size=6))
+def test_record_missing_keeps_the_script_in_step_with_the_run(
+    recorded: list[str], run: list[str]
+) -> None:
+    """Whatever the run asks, in whatever order: every answer is the one recorded for that
+    prompt or a new one put in its place; the script ends as the run's prompts in order,
+    then only recorded steps no request reached; an unchanged run asks for nothing new."""
+    script = [{"expect": {"last_user_is": p}, "text": f"old {p}"} for p in recorded]
+    with ScriptedModelServer(script, keep_unmatched=True) as server:
+        url = server.base_url + "/chat/completions"
+        new = 0
+        for prompt in run:
+            body = {"model": "m", "messages": [{"role": "user", "content": prompt}]}
+            status, answer = post_json(url, body)
+            if status == 200:
+                assert answer["choices"][0]["message"]["content"] == f"old {prompt}"
+            else:
+                assert status in (409, 500)
+                new += 1
+                server.insert(Step(expect={"last_user_is": prompt}, text=f"new {prompt}"))
+        server.drop_superseded()
+        final = [s.expect.last_user_is for s in server.steps if s.expect is not None]
+    assert final[: len(run)] == run
+    assert _is_subsequence(final[len(run) :], recorded)
+    if run == recorded:
+        assert new == 0 and server.revision == 0
