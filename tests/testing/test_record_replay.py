@@ -245,3 +245,22 @@ def test_a_subagents_requests_are_recorded_and_replayed_even_with_a_model_of_its
     (result,) = run(replayer, ("Write about cats.", frontend))
     assert result.error is None
     assert frontend.text == "Done: cats nap."
+
+
+def test_a_recorded_approve_all_turns_yolo_on_again_in_the_replay(tmp_path: Path) -> None:
+    two_calls = [
+        {"tool_calls": [{**shell("touch one.txt"), "id": "call_one"}]},
+        {"tool_calls": [{**shell("touch two.txt"), "id": "call_two"}]},
+        {"text": "Both made."},
+    ]
+    recorded = _record(tmp_path, two_calls, ("Make two files.", RecordingFrontend(["approve_all"])))
+    decisions = [c.get("decision") for s in _steps(recorded) for c in s.get("tool_calls", [])]
+    assert decisions == ["approved all", None], "the second call ran under yolo: no one decided"
+    for name in ("one.txt", "two.txt"):
+        (tmp_path / name).unlink()
+
+    replayer = _replayer(tmp_path, recorded)
+    (result,) = run(replayer, ("Make two files.", RecordingFrontend()))
+    assert result.decisions == {"call_one": "approved all (recorded)", "call_two": "yolo"}
+    assert replayer.deps.auto_confirm
+    assert (tmp_path / "one.txt").exists() and (tmp_path / "two.txt").exists()
