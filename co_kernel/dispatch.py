@@ -9,6 +9,7 @@ frontend implementation and returns an outcome the kernel turns into a reply.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -43,6 +44,9 @@ log = logging.getLogger(__name__)
 
 
 FrontendKind = Literal["notebook", "console", "headless"]
+
+INTERRUPTED = "Interrupted."
+"""The error output's text for a cell stopped by an interrupt (IPython's KeyboardInterrupt)."""
 
 
 @dataclass
@@ -175,17 +179,20 @@ class CellDispatcher:
         self.publisher.display({"text/markdown": text, "text/plain": plain})
 
     def fail(self, ename: str, message: str) -> Outcome:
-        """End the cell with an ``error`` output (the readable message, no Python stack)."""
+        """End the cell with an ``error`` output (the readable message, no Python stack).
+
+        Every cell whose reply is an error ends with exactly one such output, so clients
+        that save or look for ``error`` messages (nbclient, papermill, nbval) see it.
+        """
         self.publisher.error(ename, message, message.rstrip("\n").splitlines() or [ename])
         return Outcome("error", ename, message)
-
-    def show_error_line(self, text: str) -> None:
-        self.publisher.stream("stderr", text.rstrip("\n") + "\n")
-        self.publisher.flush()
 
     async def execute(self, request: CellRequest) -> Outcome:
         try:
             outcome = await self._execute(request)
+        except asyncio.CancelledError:
+            # An interrupt outside a turn (a turn ends itself): a magic, a model loading.
+            outcome = self.fail("KeyboardInterrupt", INTERRUPTED)
         finally:
             self._redacting.drain()
         if outcome.evalue:
@@ -256,12 +263,15 @@ class CellDispatcher:
                 result.error if result else "the turn did not run",
             )
         )
-        if result is None:
-            return Outcome("error", "CoError", "the turn did not run (see the message in the cell)")
+        if result is None or result.error:
+            # The frontend kept the turn's error notices for this one output.
+            failure = "\n\n".join(frontend.failures) or (result and result.error)
+            return self.fail("CoError", failure or "The turn did not run.")
         if result.interrupted:
-            return Outcome("error", "KeyboardInterrupt", "interrupted")
-        if result.error:
-            return Outcome("error", "CoError", result.error)
+            return self.fail(
+                "KeyboardInterrupt",
+                f"{INTERRUPTED} The partial answer above is kept; carry on in the next cell.",
+            )
         return Outcome()
 
     async def _run_magic(self, line: str, request: CellRequest) -> Outcome:
@@ -288,7 +298,10 @@ class CellDispatcher:
         # The Docker client loads with the first `!` cell, not with the kernel.
         from .sandbox_cell import run_shell_cell
 
-        failed = await run_shell_cell(self.session.deps, self.publisher, command)
+        try:
+            failed = await run_shell_cell(self.session.deps, self.publisher, command)
+        except asyncio.CancelledError:
+            return self.fail("KeyboardInterrupt", f"{INTERRUPTED} The command was killed.")
         return self.fail(*failed) if failed else Outcome()
 
     def workspace(self) -> Path:

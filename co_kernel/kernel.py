@@ -17,7 +17,7 @@ from typing import Any
 from ipykernel.ipkernel import IPythonKernel
 
 from . import __version__
-from .dispatch import CellDispatcher, CellRequest, Outcome
+from .dispatch import INTERRUPTED, CellDispatcher, CellRequest, Outcome
 from .labstatus import LAB_STATUS_KEY, lab_status
 
 __all__ = ["CoKernel"]
@@ -125,12 +125,11 @@ class CoKernel(IPythonKernel):
         try:
             outcome = await self._interruptible(self._dispatcher.execute(request))
         except asyncio.CancelledError:
-            outcome = Outcome("error", "KeyboardInterrupt", "interrupted")
+            outcome = self._dispatcher.fail("KeyboardInterrupt", INTERRUPTED)
         except Exception as exc:
             self.log.exception("Co failed on a cell")
             message = f"Co hit an internal error: {type(exc).__name__}: {exc}. The kernel is still running."
-            self._dispatcher.show_error_line(message)
-            outcome = Outcome("error", type(exc).__name__, message)
+            outcome = self._dispatcher.fail(type(exc).__name__, message)
         if not silent and shell.execution_count == count:
             # %%python cells advance the counter through IPython itself; the rest here.
             shell.execution_count += 1

@@ -8,7 +8,6 @@ inside the container, and the kernel stays usable.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from typing import TYPE_CHECKING
 
@@ -64,9 +63,6 @@ async def run_shell_cell(deps: CoDeps, pub: Publisher, command: str) -> tuple[st
         )
     except SandboxUnavailable as exc:
         return "SandboxUnavailable", str(exc)
-    except asyncio.CancelledError:
-        error_line("Interrupted: the command was killed.")
-        raise
     finally:
         if shown:
             pub.display({"text/plain": ""}, display_id=status_id, update=True)

@@ -113,6 +113,8 @@ class BaseFrontend:
 
     def __init__(self, approver: Approver) -> None:
         self.approver = approver
+        self.failures: list[str] = []
+        """The turn's error notices: the cell shows them once, as its ``error`` output."""
 
     def footer(self, summary: TurnSummary) -> str | None:
         """The turn's footer line, or None when this frontend does not show one."""
@@ -145,6 +147,13 @@ class BaseFrontend:
         pass
 
     def on_notice(self, markdown: str, level: NoticeLevel = "info") -> None:
+        # An error notice ends the cell: the dispatcher turns it into the error output.
+        if level == "error":
+            self.failures.append(markdown)
+        else:
+            self.show_notice(markdown, level)
+
+    def show_notice(self, markdown: str, level: NoticeLevel) -> None:
         pass
 
     async def prompt_approval(self, request: ApprovalRequest) -> ApprovalDecision:

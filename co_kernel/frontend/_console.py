@@ -129,18 +129,16 @@ class ConsoleFrontend(BaseFrontend):
         self._pub.stream("stderr", f"{message}\n")
         self._pub.flush()
 
-    def on_notice(self, markdown: str, level: NoticeLevel = "info") -> None:
+    def show_notice(self, markdown: str, level: NoticeLevel) -> None:
         self.on_text_commit()
         text = f"{NOTICE_PREFIX[level]} {markdown}\n"
         if self._width:
             text = render_markdown(text, self._width)
-        self._pub.stream("stderr" if level == "error" else "stdout", text)
+        self._pub.stream("stdout", text)
         self._pub.flush()
 
     def on_turn_end(self, summary: TurnSummary) -> None:
         self.on_text_commit()
-        if summary.interrupted:
-            self._pub.stream("stdout", "[interrupted]\n")
         line = self.footer(summary)
         if line:
             # stderr, like the status lines: stdout stays exactly the answer.

@@ -102,7 +102,7 @@ class HeadlessFrontend(BaseFrontend):
 
         return SubagentFrontend(self, view, render, live=False)
 
-    def on_notice(self, markdown: str, level: NoticeLevel = "info") -> None:
+    def show_notice(self, markdown: str, level: NoticeLevel) -> None:
         self.on_text_commit()
         text = f"{NOTICE_PREFIX[level]} {markdown}"
         self._pub.display({"text/markdown": text, "text/plain": text})
@@ -117,7 +117,6 @@ class HeadlessFrontend(BaseFrontend):
                 else:
                     self._pub.display(tool_call_bundle(call, state="interrupted"))
             self._calls.clear()
-            self.on_notice("Interrupted.", "warning")
         if self._todos is not None:
             self._pub.display(todos_bundle(self._todos))
         line = self.footer(summary)

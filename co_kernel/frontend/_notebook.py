@@ -190,7 +190,7 @@ class NotebookFrontend(BaseFrontend):
             self._pub.display({"text/plain": ""}, display_id=self._status_id, update=True)
             self._status_id = None
 
-    def on_notice(self, markdown: str, level: NoticeLevel = "info") -> None:
+    def show_notice(self, markdown: str, level: NoticeLevel) -> None:
         self.on_text_commit()
         text = f"{NOTICE_PREFIX[level]} {markdown}"
         self._pub.display({"text/markdown": text, "text/plain": text})
@@ -203,10 +203,6 @@ class NotebookFrontend(BaseFrontend):
                 if card.result is None and card.state in ("running", "waiting"):
                     card.state = "interrupted"
                     self._refresh(card)
-            self.on_notice(
-                "*Interrupted.* The partial answer above is kept; carry on in the next cell.",
-                "warning",
-            )
         line = self.footer(summary)
         if line:
             # Its own display id, like every other output of a notebook turn.
