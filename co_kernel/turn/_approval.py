@@ -284,9 +284,13 @@ def replayed_decision(call_id: str, tool_name: str, args: Any, deps: CoDeps) -> 
     return found + RECORDED
 
 
-def record_decision(call_id: str, label: str, deps: CoDeps) -> None:
-    """Keep the person's decision with the recorded call, when the session records."""
-    if deps.recorder is not None:
+def record_decision(call_id: str, label: str, deps: CoDeps, *, by_policy: bool = False) -> None:
+    """Keep the decision with the recorded call, when the session records.
+
+    A denial by a headless run's ``approval_mode`` is not kept: a replay asks the policy
+    again, and the model reads the policy's message, as it did when recorded.
+    """
+    if deps.recorder is not None and not (by_policy and is_refusal(label)):
         deps.recorder.record_decision(call_id, label)
 
 

@@ -411,7 +411,8 @@ class _TurnRunner:
                 self.frontend.on_tool_call(view)
             else:
                 label = await self._ask(view, timeout)
-                record_decision(call_id, label, self.deps)
+                headless = getattr(self.frontend, "kind", "") == "headless"
+                record_decision(call_id, label, self.deps, by_policy=headless)
             self.decisions[call_id] = label
             if is_refusal(label):
                 # A headless run's policy answered: the model must not think the user did.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from pathlib import Path
 
 from co_kernel.testing import ScriptedModelServer
@@ -42,3 +44,26 @@ def test_record_starts_reports_and_stops(
     unwritable = kernel.execute("%record /proc/co-record/x.jsonl")
     assert unwritable.status == "error" and "Cannot record into" in unwritable.error_lines[0]
     assert kernel.execute("Hello?").markdown() == "Hi there."
+
+
+def test_a_headless_policy_denial_replays_by_the_policy_with_the_same_message(
+    start_kernel: Callable[..., CoKernel], model_server: ScriptedModelServer, workspace: Path
+) -> None:
+    model_server.extend(
+        [
+            {"tool_calls": [{"name": "run_shell_command", "arguments": {"cmd": "touch x"}}]},
+            {"text": "I could not: approval_mode denies it."},
+        ]
+    )
+    recording = start_kernel({"CO_RECORD_PATH": "rec.jsonl"})
+    assert recording.execute("Make x.", mode="headless").status == "ok"
+    recording.shutdown()
+    steps = [json.loads(line) for line in (workspace / "rec.jsonl").read_text().splitlines()]
+    assert "decision" not in steps[0]["tool_calls"][0], "the policy's denial is not the person's"
+    assert "approval_mode=deny" in steps[1]["expect"]["tool_result_contains"]
+
+    replaying = start_kernel({"CO_MODEL": "replay:rec.jsonl"})
+    replayed = replaying.execute("Make x.", mode="headless")
+    assert replayed.status == "ok", replayed.text()
+    assert "I could not: approval_mode denies it." in replayed.text()
+    assert not (workspace / "x").exists()
