@@ -15,10 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from ipykernel.ipkernel import IPythonKernel
+from ipykernel.zmqshell import ZMQInteractiveShell
+from IPython.core.history import HistoryManager
+from traitlets import Type
 
 from . import __version__
 from .dispatch import INTERRUPTED, CellDispatcher, CellRequest, Outcome
 from .labstatus import LAB_STATUS_KEY, lab_status
+from .store import CellHistory, history_path
 
 __all__ = ["CoKernel"]
 
@@ -42,6 +46,18 @@ def _kernel_id(connection_file: str | None) -> str:
     return match.group(1) if match else uuid.uuid4().hex
 
 
+class _CoShell(ZMQInteractiveShell):
+    """IPython's shell for `%%python` cells, with its history kept in memory only.
+
+    Co answers history requests from its own store (``co_kernel.store.CellHistory``), so
+    IPython's ``history.sqlite`` is neither read nor written by a Co kernel.
+    """
+
+    def init_history(self) -> None:
+        self.history_manager = HistoryManager(shell=self, parent=self, hist_file=":memory:")
+        self.configurables.append(self.history_manager)
+
+
 class CoKernel(IPythonKernel):
     """Each cell is a turn to Co; `!` cells run in the sandbox; `%` cells are magics."""
 
@@ -57,6 +73,7 @@ class CoKernel(IPythonKernel):
         "pygments_lexer": "markdown",
     }
     help_links = ()  # type: ignore[assignment]
+    shell_class = Type(_CoShell)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -64,6 +81,9 @@ class CoKernel(IPythonKernel):
         self._warmed = False
         self._busy_lock = threading.Lock()
         self._running_cell: dict[str, Any] | None = None
+        # History is kept per notebook (jupyter_server names it), else per folder.
+        scope = os.environ.get("JPY_SESSION_NAME") or os.getcwd()
+        self._history = CellHistory(history_path(), scope, self._kernel_id())
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -73,10 +93,13 @@ class CoKernel(IPythonKernel):
 
         workspace = Path(os.getcwd())
         loaded = load_settings(workspace)
-        connection_file = getattr(self.parent, "connection_file", None) if self.parent else None
-        session = ChatSession(loaded, workspace=workspace, kernel_id=_kernel_id(connection_file))
+        session = ChatSession(loaded, workspace=workspace, kernel_id=self._kernel_id())
         session.deps.notebook_path = os.environ.get("JPY_SESSION_NAME")
         return session
+
+    def _kernel_id(self) -> str:
+        connection_file = getattr(self.parent, "connection_file", None) if self.parent else None
+        return _kernel_id(connection_file)
 
     async def kernel_info_request(self, stream: Any, ident: Any, parent: Any) -> None:
         await super().kernel_info_request(stream, ident, parent)
@@ -104,6 +127,7 @@ class CoKernel(IPythonKernel):
 
     async def do_shutdown(self, restart: bool) -> dict[str, Any]:  # type: ignore[override]
         await self._dispatcher.close()
+        self._history.close()
         return super().do_shutdown(restart)
 
     # -- execution ---------------------------------------------------------
@@ -121,6 +145,8 @@ class CoKernel(IPythonKernel):
     ) -> dict[str, Any]:
         shell = self.shell
         count = shell.execution_count
+        if store_history and not silent and code.strip():
+            self._history.record(count, code)
         request = CellRequest(code=code, cell_id=cell_id, allow_stdin=allow_stdin)
         try:
             outcome = await self._interruptible(self._dispatcher.execute(request))
@@ -139,6 +165,26 @@ class CoKernel(IPythonKernel):
         else:
             reply.update(ename=outcome.ename, evalue=outcome.evalue, traceback=[])
         return reply
+
+    async def do_history(  # type: ignore[override]
+        self,
+        hist_access_type: str,
+        output: bool,
+        raw: bool,
+        session: int = 0,
+        start: int = 0,
+        stop: int | None = None,
+        n: int | None = None,
+        pattern: str | None = None,
+        unique: bool = False,
+        **_: Any,
+    ) -> dict[str, Any]:
+        # Cells are kept as typed, so raw and translated input are the same text.
+        history = self._history.request(
+            hist_access_type, output=output, session=session, start=start, stop=stop, n=n,
+            pattern=pattern, unique=unique,
+        )  # fmt: skip
+        return {"status": "ok", "history": history}
 
     async def _interruptible(self, coro: Any) -> Outcome:
         """Run a cell as a task that SIGINT (signal or interrupt_request) cancels at once.

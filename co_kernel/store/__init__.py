@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..config import paths
+from ._history import CellHistory, HistoryEntry
 from ._sessions import (
     Revision,
     SessionConflict,
@@ -16,6 +17,8 @@ from ._sessions import (
 )
 
 __all__ = [
+    "CellHistory",
+    "HistoryEntry",
     "Revision",
     "SessionConflict",
     "SessionInfo",
@@ -23,6 +26,7 @@ __all__ = [
     "SessionStore",
     "StoredSession",
     "TurnRow",
+    "history_path",
     "session_store_path",
 ]
 
@@ -30,3 +34,8 @@ __all__ = [
 def session_store_path() -> Path:
     """Where the session store lives for this user (honours ``CO_HOME``)."""
     return paths().data_dir / "sessions.db"
+
+
+def history_path() -> Path:
+    """Where the cell history lives for this user (honours ``CO_HOME``)."""
+    return paths().data_dir / "history.db"

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
-from ._sqlite import connect, write
+from ._sqlite import connect, set_aside, write
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -288,17 +288,7 @@ class SessionStore:
             with contextlib.suppress(sqlite3.Error):
                 self._conn.close()
             self._conn = None
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
-        n = 1
-        while aside.exists():
-            n += 1
-            aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}-{n}")
-        self.path.replace(aside)
-        for suffix in ("-wal", "-shm"):
-            extra = self.path.with_name(self.path.name + suffix)
-            with contextlib.suppress(FileNotFoundError):
-                extra.replace(aside.with_name(aside.name + suffix))
+        aside = set_aside(self.path)
         self._notice = (
             f"The session store {self.path} was damaged ({exc}): it was set aside as {aside} "
             "and a fresh one started, so `%sessions` and `%resume` no longer list the "

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["connect", "write"]
+__all__ = ["connect", "set_aside", "write"]
 
 BUSY_TIMEOUT_MS = 10_000
 
@@ -23,20 +24,40 @@ def connect(path: Path, schema: str, version: int) -> sqlite3.Connection:
     conn = sqlite3.connect(
         path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
     )
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    conn.execute("PRAGMA journal_mode = WAL")
-    # NORMAL in WAL mode loses nothing when a process dies, only on power loss.
-    conn.execute("PRAGMA synchronous = NORMAL")
-    conn.execute("PRAGMA foreign_keys = ON")
-    current = conn.execute("PRAGMA user_version").fetchone()[0]
-    if current < version:
-        with write(conn):
-            # Re-read under the lock: another kernel may have created it meanwhile.
-            if conn.execute("PRAGMA user_version").fetchone()[0] < version:
-                for statement in _statements(schema):
-                    conn.execute(statement)
-                conn.execute(f"PRAGMA user_version = {version}")
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        # NORMAL in WAL mode loses nothing when a process dies, only on power loss.
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        current = conn.execute("PRAGMA user_version").fetchone()[0]
+        if current < version:
+            with write(conn):
+                # Re-read under the lock: another kernel may have created it meanwhile.
+                if conn.execute("PRAGMA user_version").fetchone()[0] < version:
+                    for statement in _statements(schema):
+                        conn.execute(statement)
+                    conn.execute(f"PRAGMA user_version = {version}")
+    except BaseException:
+        conn.close()
+        raise
     return conn
+
+
+def set_aside(path: Path) -> Path:
+    """Move a damaged database (and its WAL) to ``<name>.corrupt-<time>``; returns where."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    aside = path.with_name(f"{path.name}.corrupt-{stamp}")
+    n = 1
+    while aside.exists():
+        n += 1
+        aside = path.with_name(f"{path.name}.corrupt-{stamp}-{n}")
+    path.replace(aside)
+    for suffix in ("-wal", "-shm"):
+        extra = path.with_name(path.name + suffix)
+        with contextlib.suppress(FileNotFoundError):
+            extra.replace(aside.with_name(aside.name + suffix))
+    return aside
 
 
 def _statements(script: str) -> list[str]:

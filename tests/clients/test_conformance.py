@@ -33,14 +33,9 @@ class CoKernelTests(jupyter_kernel_test.KernelTests):
     invalid_code_samples: list[str] = []
     code_inspect_sample = "%model"
     supported_history_operations = ("tail", "range", "search")
-    code_history_pattern = "6*7"
+    # A glob over the whole cell as typed, as IPython's history search takes it.
+    code_history_pattern = "%%python*6*7"
     code_clear_output = "%%python\nfrom IPython.display import clear_output; clear_output()"
-
-    def test_history(self) -> None:
-        # Skipped, not passed: history_request still answers from IPython's database, which
-        # stores `%%python 6*7` as `6*7` and never records prompts (issue 21, "History as
-        # typed"). The other conformance tests run.
-        raise unittest.SkipTest("history as typed is not built yet (issue 21, point 2)")
 
     @classmethod
     def setUpClass(cls) -> None:

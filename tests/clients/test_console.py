@@ -22,15 +22,31 @@ ANSWER = (
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def _console(co_home: Path, server: ScriptedModelServer, cwd: Path) -> pexpect.spawn:
-    env = {**client_env(co_home, server), "TERM": "xterm"}
+def _console(
+    co_home: Path, server: ScriptedModelServer, cwd: Path, *, simple: bool = True
+) -> pexpect.spawn:
+    # The full prompt (prompt_toolkit, with history) never asks this pty where its cursor is.
+    env = {**client_env(co_home, server), "TERM": "xterm", "PROMPT_TOOLKIT_NO_CPR": "1"}
     console = Path(sys.executable).with_name("jupyter-console")
+    args = ["--kernel", "co", *(["--simple-prompt"] if simple else [])]
     child = pexpect.spawn(
-        str(console), ["--kernel", "co", "--simple-prompt"], env=env, cwd=str(cwd),
-        encoding="utf-8", timeout=90, dimensions=(40, 72),
+        str(console), args, env=env, cwd=str(cwd), encoding="utf-8", timeout=90,
+        dimensions=(40, 72),
     )  # fmt: skip
-    child.expect(r"In \[1\]: ")
+    _expect_prompt(child, 1)
     return child
+
+
+def _expect_prompt(child: pexpect.spawn, n: int) -> None:
+    # The full prompt colours the number: "In [", colour codes, "n", colour codes, "]: ".
+    child.expect(rf"In \[(\x1b\[[0-9;]*m)*{n}(\x1b\[[0-9;]*m)*\]: ")
+
+
+def _quit(child: pexpect.spawn) -> None:
+    child.sendeof()  # Ctrl-D: `exit` would be a prompt to Co
+    if child.expect([r"\(\[y\]/n\)", pexpect.EOF]) == 0:
+        child.sendline("y")
+        child.expect(pexpect.EOF)
 
 
 @pytest.mark.slow
@@ -47,10 +63,7 @@ def test_answers_and_magic_tables_are_rendered_for_the_terminal(
             child.sendline("%status")
             child.expect(r"In \[3\]: ")
             status = child.before
-            child.sendeof()  # Ctrl-D: `exit` would be a prompt to Co
-            if child.expect([r"\(\[y\]/n\)", pexpect.EOF]) == 0:
-                child.sendline("y")
-                child.expect(pexpect.EOF)
+            _quit(child)
         finally:
             child.close(force=True)
     plain = _ANSI.sub("", answer)
@@ -63,3 +76,39 @@ def test_answers_and_magic_tables_are_rendered_for_the_terminal(
     status_plain = _ANSI.sub("", status)
     assert "| setting |" not in status_plain and "─" in status_plain, status_plain
     assert all(len(line) <= 72 for line in status_plain.splitlines()), status_plain
+
+
+def _last_prompt(request: dict) -> str:
+    [last] = [m for m in request["messages"] if m["role"] == "user"][-1:]
+    content = last["content"]
+    return content if isinstance(content, str) else "".join(p.get("text", "") for p in content)
+
+
+@pytest.mark.slow
+def test_up_arrow_brings_back_the_last_prompt_of_an_earlier_console(
+    tmp_path: Path, co_home: Path
+) -> None:
+    ensure_kernelspec()
+    question = "Which city is the capital of France?"
+    with ScriptedModelServer([{"text": "Paris."}, {"text": "Still Paris."}]) as server:
+        first = _console(co_home, server, tmp_path)
+        try:
+            first.sendline(question)
+            first.expect(r"In \[2\]: ")
+            _quit(first)
+        finally:
+            first.close(force=True)
+        # A new console, a new kernel: its history comes from Co's store, so the arrow
+        # finds the prompt typed in the first one.
+        second = _console(co_home, server, tmp_path, simple=False)
+        try:
+            second.send("\x1b[A")  # up arrow
+            second.expect(re.escape(question))
+            second.send("\r")
+            second.expect("Still Paris.")
+            _expect_prompt(second, 2)
+            _quit(second)
+        finally:
+            second.close(force=True)
+        assert len(server.requests) == 2
+        assert _last_prompt(server.requests[1]) == question
