@@ -1,4 +1,4 @@
-"""Allow calls without asking: `%allow RULE [--save]`.
+"""Allow calls without asking, per tool and per argument.
 
 RULE is a tool name (globs allowed: `mcp_*`) or `tool(pattern)`: for `run_shell_command` a
 glob over the whole command (`run_shell_command(git status*)`; a command that chains,

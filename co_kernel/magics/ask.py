@@ -1,4 +1,4 @@
-"""Ask before such calls, even of tools that run without asking: `%ask RULE [--save]`.
+"""Ask before such calls, even of tools that run without asking.
 
 RULE as for `%allow`. An ask rule wins over allow rules and over the defaults
 (`shell_safe_commands`); `%yolo` still approves. `--save` writes it to the user settings.

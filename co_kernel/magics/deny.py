@@ -1,4 +1,4 @@
-"""Never run such calls: `%deny RULE [--save]`. The model is told which rule denied it.
+"""Never run such calls; the model is told which rule denied it.
 
 RULE as for `%allow`. A deny rule wins over every other rule, the defaults and `%yolo`.
 `--save` writes it to the user settings.
