@@ -1,4 +1,4 @@
-"""The activity panel's data: audit rows with filters, and a summary per session."""
+"""The activity panel's data: one row per tool call with filters, and a summary per session."""
 
 from __future__ import annotations
 
@@ -62,34 +62,87 @@ def parse_query(args: Mapping[str, str]) -> ActivityQuery:
     return query
 
 
-def _summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One entry per session, most recent activity first."""
-    sessions: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        entry = sessions.setdefault(
-            row["session_id"],
-            {
-                "session_id": row["session_id"],
-                "first": row["ts"],
-                "last": row["ts"],
-                "calls": 0,
-                "refused": 0,
-                "turns": set(),
-            },
+_OWN_ROWS = ("call", "request")
+"""Actions that are rows of their own: tool calls, and model requests a limit refused.
+Any other action (read, write, create, fetch, ...) is a guard's check made during a call."""
+_REFUSED = ("denied", "refused")
+
+
+def _fold_checks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per tool call, newest first, its guard checks in ``checks``.
+
+    A guard records its check while the call runs, and the call's own row is written when
+    it ends: each check belongs to the next call row of the same session, turn and tool.
+    The call's decision is the final one: a refusing check's (``scope-refused``, ...)
+    over the approval that came before it. A check whose call has no row (the turn was
+    stopped mid-call) stays a row of its own, so no refusal goes unseen.
+    """
+    calls: list[dict[str, Any]] = []
+    waiting: dict[tuple[str, int, str], list[dict[str, Any]]] = {}
+    for row in sorted(rows, key=lambda r: (r["ts"], r["id"])):
+        key = (row["session_id"], row["turn"], row["tool"])
+        if row["action"] not in _OWN_ROWS:
+            waiting.setdefault(key, []).append(row)
+            continue
+        checks = waiting.pop(key, []) if row["action"] == "call" else []
+        # The guard checks a path when the call asks for approval and again when it runs.
+        unique = {tuple(_check(c).items()): _check(c) for c in checks}
+        call = {**row, "checks": list(unique.values())}
+        refusal = next((c for c in checks if c["status"] in _REFUSED), None)
+        if refusal is not None:
+            call.update(decision=refusal["decision"], status=refusal["status"])
+            call["detail"] = refusal["detail"] or call["detail"]
+        elif checks and not call["detail"]:
+            call["detail"] = "; ".join(f"{c['action']} {c['target']}" for c in call["checks"])
+        calls.append(call)
+    calls.extend({**c, "checks": []} for group in waiting.values() for c in group)
+    calls.sort(key=lambda r: (r["ts"], r["id"]), reverse=True)
+    return calls
+
+
+def _check(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: row[k] for k in ("action", "target", "decision", "status", "detail")}
+
+
+def _matches(row: dict[str, Any], query: ActivityQuery) -> bool:
+    return all(
+        wanted is None or row[column] == wanted
+        for column, wanted in (
+            ("session_id", query.session_id),
+            ("tool", query.tool),
+            ("decision", query.decision),
         )
-        entry["first"] = min(entry["first"], row["ts"])
-        entry["last"] = max(entry["last"], row["ts"])
-        entry["calls"] += 1
-        entry["turns"].add(row["turn"])
-        if row["status"] in ("denied", "refused") or row["decision"] in ("denied",):
-            entry["refused"] += 1
+    )
+
+
+def _summarise(calls: list[dict[str, Any]], turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per session, most recent activity first; turns with or without tool calls."""
+    sessions: dict[str, dict[str, Any]] = {}
+
+    def entry(session_id: str, ts: float, turn: int) -> dict[str, Any]:
+        found = sessions.setdefault(
+            session_id,
+            {"session_id": session_id, "first": ts, "last": ts, "calls": 0, "refused": 0, "turns": set()},
+        )  # fmt: skip
+        found["first"] = min(found["first"], ts)
+        found["last"] = max(found["last"], ts)
+        found["turns"].add(turn)
+        return found
+
+    for turn in turns:
+        entry(turn["session_id"], turn["ts"], turn["turn"])
+    for row in calls:
+        found = entry(row["session_id"], row["ts"], row["turn"])
+        found["calls"] += 1
+        if row["status"] in _REFUSED or row["decision"] == "denied":
+            found["refused"] += 1
     summary = [{**e, "turns": len(e["turns"])} for e in sessions.values()]
     summary.sort(key=lambda e: e["last"], reverse=True)
     return summary
 
 
 def read_activity(db_path: Path, query: ActivityQuery) -> dict[str, Any]:
-    """Rows matching the query, sessions and the filter choices, as JSON-ready data.
+    """Tool calls matching the query, sessions and the filter choices, as JSON-ready data.
 
     A missing database is an empty log: reading never creates the file.
     """
@@ -106,23 +159,23 @@ def read_activity(db_path: Path, query: ActivityQuery) -> dict[str, Any]:
         return empty
     log = AuditLog(db_path)
     try:
-        rows = log.query(
-            session_id=query.session_id,
-            tool=query.tool,
-            decision=query.decision,
-            since=query.since,
-            limit=query.limit,
-        )
-        # The session list and the filter choices ignore the other filters, so a person
-        # can switch from one session or tool to another without clearing them first.
-        recent = log.query(since=query.since, limit=_SUMMARY_ROWS)
+        # Folded before filtering: a filter on a decision must see each call's final one.
+        recent = _fold_checks(log.query(since=query.since, limit=_SUMMARY_ROWS))
+        scoped = recent
+        if query.session_id is not None:  # an older session may lie past the recent rows
+            raw = log.query(session_id=query.session_id, since=query.since, limit=_SUMMARY_ROWS)
+            scoped = _fold_checks(raw)
+        turns = log.turns(since=query.since)
     finally:
         log.close()
+    rows = [r for r in scoped if _matches(r, query)][: query.limit]
+    # The session list and the filter choices ignore the other filters, so a person
+    # can switch from one session or tool to another without clearing them first.
     decisions = list(DECISIONS) + sorted({r["decision"] for r in recent} - set(DECISIONS))
     return {
         **empty,
         "rows": rows,
-        "sessions": _summarise(recent),
+        "sessions": _summarise(recent, turns),
         "tools": sorted({r["tool"] for r in recent}),
         "decisions": decisions,
     }

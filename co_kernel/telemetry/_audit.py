@@ -56,6 +56,12 @@ CREATE TABLE IF NOT EXISTS agent_actions (
 );
 CREATE INDEX IF NOT EXISTS agent_actions_session ON agent_actions(session_id, ts);
 CREATE INDEX IF NOT EXISTS agent_actions_tool ON agent_actions(tool, ts);
+CREATE TABLE IF NOT EXISTS agent_turns (
+    session_id TEXT NOT NULL,
+    turn INTEGER NOT NULL,
+    ts REAL NOT NULL,
+    PRIMARY KEY (session_id, turn)
+);
 """
 
 
@@ -130,6 +136,23 @@ class AuditLog:
                 f"INSERT INTO agent_actions ({columns}) VALUES ({marks})", list(row.values())
             )
             return int(cur.lastrowid or 0)
+
+    def record_turn(self, session_id: str, turn: int, ts: float | None = None) -> None:
+        """Note that a turn started, tools or not (a re-run cell's turn keeps its number)."""
+        with self._connect() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO agent_turns (session_id, turn, ts) VALUES (?, ?, ?)",
+                (session_id, turn, time.time() if ts is None else ts),
+            )
+
+    def turns(self, *, since: float | None = None) -> list[dict[str, Any]]:
+        """Turns started (session_id, turn, ts), newest first."""
+        where, params = ("WHERE ts >= ?", [since]) if since is not None else ("", [])
+        with self._connect() as db:
+            rows = db.execute(
+                f"SELECT session_id, turn, ts FROM agent_turns {where} ORDER BY ts DESC", params
+            ).fetchall()
+        return [dict(r) for r in rows]
 
     def query(
         self,

@@ -7,6 +7,7 @@ and nothing is set up before the first turn.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
     from ._tracing import Tracing, TurnSpan
 
 __all__ = ["SessionTelemetry"]
+
+log = logging.getLogger(__name__)
 
 
 class _NoSpan:
@@ -168,6 +171,13 @@ class SessionTelemetry:
         self, *, session_id: str, turn: int, model: str, prompt: str
     ) -> Iterator[TurnSpan | _NoSpan]:
         """The span of one turn, or a stand-in when tracing is off."""
+        audit = self.audit_log()
+        if audit is not None:
+            # The activity panel counts turns from here, those without tool calls too.
+            try:
+                audit.record_turn(session_id, turn)
+            except sqlite3.Error as exc:
+                log.warning("turn not noted in the audit log: %s", exc)
         tracing = self.tracing
         if tracing is None:
             yield _NoSpan()

@@ -93,3 +93,57 @@ def test_parse_query_accepts_the_filters() -> None:
 def test_parse_query_names_the_bad_filter(args: dict[str, str], message: str) -> None:
     with pytest.raises(ValueError, match="^" + message.replace("(", r"\(")):
         parse_query(args)
+
+
+def test_guard_checks_are_detail_of_their_call_and_the_final_decision_wins(tmp_path: Path) -> None:
+    db = tmp_path / "telemetry.db"
+    _log(
+        db,
+        # One write_file: the scope guard's two checks, then the call's own row.
+        AuditEvent("s", "write_file", "auto", turn=1, action="read", target="/w/a.md", ts=10.0),
+        AuditEvent("s", "write_file", "auto", turn=1, action="create", target="/w/a.md", ts=10.1),
+        AuditEvent("s", "write_file", "approved", turn=1, target="a.md", ts=10.2),
+        # An approved call the guard then refused.
+        AuditEvent(
+            "s", "write_file", "scope-refused", turn=2, action="create", target="/etc/x",
+            status="refused", detail="outside the workspace", ts=20.0,
+        ),
+        AuditEvent("s", "write_file", "approved", turn=2, target="/etc/x", status="error", ts=20.1),
+        # A check whose call never got its row (the turn was stopped mid-call).
+        AuditEvent("s", "read_file", "auto", turn=3, action="read", target="/w/b.md", ts=30.0),
+    )  # fmt: skip
+    data = read_activity(db, ActivityQuery())
+    assert [(r["tool"], r["turn"], r["decision"]) for r in data["rows"]] == [
+        ("read_file", 3, "auto"),
+        ("write_file", 2, "scope-refused"),
+        ("write_file", 1, "approved"),
+    ]
+    orphan, refused, written = data["rows"]
+    assert written["target"] == "a.md" and written["status"] == "ok"
+    assert [(c["action"], c["target"]) for c in written["checks"]] == [
+        ("read", "/w/a.md"),
+        ("create", "/w/a.md"),
+    ]
+    assert written["detail"] == "read /w/a.md; create /w/a.md"
+    assert refused["status"] == "refused" and refused["detail"] == "outside the workspace"
+    assert orphan["checks"] == []
+    [session] = data["sessions"]
+    assert (session["calls"], session["refused"], session["turns"]) == (3, 1, 3)
+    # A filter sees each call's final decision, not its checks'.
+    only_refused = read_activity(db, ActivityQuery(decision="scope-refused"))["rows"]
+    assert [(r["turn"], r["action"]) for r in only_refused] == [(2, "call")]
+    assert read_activity(db, ActivityQuery(decision="approved"))["rows"] == [written]
+
+
+def test_turns_count_turns_without_tool_calls(tmp_path: Path) -> None:
+    db = tmp_path / "telemetry.db"
+    _log(db, AuditEvent("s", "read_file", "auto", turn=2, target="a.md", ts=20.0))
+    log = AuditLog(db)
+    for turn, ts in ((1, 10.0), (2, 19.0), (3, 30.0)):
+        log.record_turn("s", turn, ts=ts)
+    log.record_turn("quiet", 1, ts=40.0)  # a session that never called a tool
+    log.close()
+    quiet, busy = read_activity(db, ActivityQuery())["sessions"]
+    assert (quiet["session_id"], quiet["turns"], quiet["calls"]) == ("quiet", 1, 0)
+    assert (busy["turns"], busy["calls"], busy["first"], busy["last"]) == (3, 1, 10.0, 30.0)
+    assert read_activity(db, ActivityQuery(since=25.0))["sessions"][1]["turns"] == 1
