@@ -145,6 +145,9 @@ class Settings(BaseSettings):
     openai_api_key: SecretStr | None = _env(None, "openai_api_key", "OPENAI_API_KEY")
     anthropic_api_key: SecretStr | None = _env(None, "anthropic_api_key", "ANTHROPIC_API_KEY")
     ollama_host: str = _env("http://localhost:11434", "ollama_host", "OLLAMA_HOST")
+    ollama_timeout: float = Field(
+        0.5, gt=0, description="Seconds each request asking OLLAMA_HOST for a model may take"
+    )
     request_timeout: float = Field(60.0, gt=0, description="Seconds to wait for a model response")
     replay_tokens_per_second: float | None = Field(
         None, description="Pace of a `replay:` script (None = as fast as possible)"

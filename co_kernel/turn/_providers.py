@@ -198,7 +198,7 @@ def default_model_string(settings: Settings) -> str | None:
     A chat model of the Ollama server at ``ollama_host`` when one answers, else the bundled
     local model when it is installed, else None.
     """
-    found = ollama_chat_model(settings.ollama_host)
+    found = ollama_chat_model(settings.ollama_host, settings.ollama_timeout)
     if found:
         return f"ollama:{found}"
     from ._local import default_model_string as local_default
@@ -207,14 +207,15 @@ def default_model_string(settings: Settings) -> str | None:
 
 
 OLLAMA_TIMEOUT = 0.5
-"""Seconds each request of the Ollama detection may take: a server on this machine or the
-local network answers in milliseconds, and no answer must not hold a session up."""
+"""Seconds each request of the Ollama detection may take by default (``ollama_timeout``): a
+server on this machine or the local network answers in milliseconds, and no answer must not
+hold a session up."""
 _OLLAMA_MODELS_CHECKED = 8
 _ollama_found: dict[str, str | None] = {}
 _ollama_lock = threading.Lock()
 
 
-def ollama_chat_model(host: str) -> str | None:
+def ollama_chat_model(host: str, timeout: float = OLLAMA_TIMEOUT) -> str | None:
     """The first chat model the Ollama server at ``host`` has, or None (asked once a process).
 
     Uses Ollama's documented API: ``GET /api/tags`` lists the models, ``POST /api/show``
@@ -223,26 +224,26 @@ def ollama_chat_model(host: str) -> str | None:
     """
     with _ollama_lock:
         if host not in _ollama_found:
-            _ollama_found[host] = _detect_ollama(host.rstrip("/"))
+            _ollama_found[host] = _detect_ollama(host.rstrip("/"), timeout)
         return _ollama_found[host]
 
 
-def _ollama_get(url: str, body: dict[str, Any] | None = None) -> Any:
+def _ollama_get(url: str, timeout: float, body: dict[str, Any] | None = None) -> Any:
     data = json.dumps(body).encode() if body is not None else None
     request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=OLLAMA_TIMEOUT) as response:
+    with urllib.request.urlopen(request, timeout=timeout) as response:
         return json.load(response)
 
 
-def _detect_ollama(host: str) -> str | None:
+def _detect_ollama(host: str, timeout: float) -> str | None:
     try:
-        tags = _ollama_get(f"{host}/api/tags")
+        tags = _ollama_get(f"{host}/api/tags", timeout)
         names = [m["name"] for m in tags.get("models", []) if isinstance(m.get("name"), str)]
     except (OSError, ValueError, AttributeError, TypeError, KeyError):
         return None  # no server, or not Ollama
     for name in names[:_OLLAMA_MODELS_CHECKED]:
         try:
-            shown = _ollama_get(f"{host}/api/show", {"model": name})
+            shown = _ollama_get(f"{host}/api/show", timeout, {"model": name})
         except (OSError, ValueError):
             continue
         capabilities = shown.get("capabilities") if isinstance(shown, dict) else None

@@ -153,7 +153,8 @@ def test_a_kernel_without_a_model_answers_with_ollama_and_says_so(
     ollama, start_kernel: Callable[..., CoKernel], tmp_path: Path
 ) -> None:
     server = ollama({"nomic-embed-text:latest": ["embedding"], "llama3.2:latest": ["completion"]})
-    kernel = start_kernel({"OLLAMA_HOST": server.host}, model=False)
+    # A loaded test machine can be slower to answer than the 0.5 s a real server needs.
+    kernel = start_kernel({"OLLAMA_HOST": server.host, "CO_OLLAMA_TIMEOUT": "30"}, model=False)
     result = kernel.execute("What is the capital of France?")
     assert result.status == "ok", result.text()
     text = result.text()
