@@ -18,7 +18,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..telemetry._redact import REDACTED, redact_value
 from ._script import Step
 
 if TYPE_CHECKING:
@@ -37,6 +36,9 @@ varying tail (timings, listings) does not make a replay fail."""
 def _needle(text: str, redact: Callable[[str], str]) -> str:
     """A substring check's text: the start of ``text``, and where redaction took something
     out, its longest clean piece (the replayed request carries the real text)."""
+    # Imported here: the scripted server's command line needs none of telemetry.
+    from ..telemetry._redact import REDACTED
+
     start = text[:_NEEDLE_CHARS]
     cleaned = redact(start)
     if cleaned == start:
@@ -78,6 +80,8 @@ def step_from_exchange(
 ) -> dict[str, Any]:
     """One answered request as a script step (a JSON object), secrets redacted."""
     from pydantic_ai.messages import TextPart, ThinkingPart, ToolCallPart
+
+    from ..telemetry._redact import redact_value
 
     text = "".join(p.content for p in response.parts if isinstance(p, TextPart))
     reasoning = "".join(p.content for p in response.parts if isinstance(p, ThinkingPart))
