@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 
 from ..turn._approval import (
+    ALWAYS_ALLOWED,
     APPROVED,
     APPROVED_ALL,
     DENIED,
@@ -52,6 +53,7 @@ DECISION_TEXT: dict[str, str] = {
     INTERRUPTED: "⏹ Interrupted",
     YOLO: "✅ Approved automatically (session yolo)",
     SAFE_PREFIX: "✅ Approved automatically (safe command)",
+    ALWAYS_ALLOWED: "✅ Always allowed: a session rule now approves such calls",
 }
 """How each decision label reads on a card or a console line."""
 

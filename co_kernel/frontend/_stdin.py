@@ -1,4 +1,4 @@
-"""Console approvals: a stdin ``input_request`` answered with y / n / a.
+"""Console approvals: a stdin ``input_request`` answered with y / n / a / w (always allow).
 
 ipykernel's ``raw_input`` polls the stdin socket in a loop that holds the event loop, so
 nothing else runs (no interrupt-as-cancel, no timeout) until the person answers. This
@@ -25,6 +25,7 @@ PROMPT = "Approve? [y]es / [n]o / [a]ll for this session: "
 _EOF = "\x04"
 _POLL_MS = 250  # re-check now and then in case an edge-triggered wake-up was missed
 _MAX_TRIES = 3
+_ALWAYS = ("w", "always")
 
 
 class KernelStdin:
@@ -88,16 +89,20 @@ class StdinApprover:
         self._pub = publisher
 
     async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
-        return await wait_for_answer(self._ask(), request.timeout)
+        return await wait_for_answer(self._ask(request.rule), request.timeout)
 
-    async def _ask(self) -> ApprovalDecision:
+    async def _ask(self, rule: str | None) -> ApprovalDecision:
+        prompt = PROMPT if not rule else PROMPT[:-2] + f" / al[w]ays allow {rule}: "
         for _ in range(_MAX_TRIES):
-            text = await self._stdin.ask(PROMPT)
+            text = await self._stdin.ask(prompt)
             if text == _EOF:  # Ctrl-D: no
                 return "deny"
+            if rule and text.strip().lower() in _ALWAYS:
+                return "always_allow"
             choice = parse_answer(text)
             if choice is not None:
                 return choice
-            self._pub.stream("stdout", "Please answer y (yes), n (no) or a (all).\n")
+            also = " w (always) adds the rule." if rule else ""
+            self._pub.stream("stdout", f"Please answer y (yes), n (no) or a (all).{also}\n")
             self._pub.flush()
         return "deny"

@@ -1,4 +1,4 @@
-"""JupyterLab approvals: an ipywidgets card with Approve / Deny / Approve all.
+"""JupyterLab approvals: an ipywidgets card with Approve / Deny / Approve all / Always allow.
 
 The cell keeps running while the card waits. ipykernel>=7.4 dispatches comm messages
 while the cell holds the shell lock, so the turn simply awaits an asyncio future that the
@@ -30,6 +30,8 @@ BUTTONS: tuple[tuple[str, ApprovalDecision, str, str], ...] = (
     ("Approve all", "approve_all", "warning", "Run this and every later call this session"),
 )
 """(label, decision, button style, tooltip) of each button, in order."""
+_RULE_SHOWN = 48
+"""Characters of the proposed rule on the "Always allow" button (the tooltip has it all)."""
 
 _CARD_CSS = "border-left: 3px solid #f0ad4e; padding: 2px 8px; margin: 4px 0"
 
@@ -42,7 +44,13 @@ def _settle(future: asyncio.Future[ApprovalDecision], choice: ApprovalDecision) 
 class ApprovalCard:
     """The widgets of one approval question and the record of its answer."""
 
-    def __init__(self, call: ToolCallView, on_choice: Callable[[ApprovalDecision], None]) -> None:
+    def __init__(
+        self,
+        call: ToolCallView,
+        on_choice: Callable[[ApprovalDecision], None],
+        rule: str | None = None,
+    ) -> None:
+        """``rule``: the session rule "Always allow" adds; without it, no such button."""
         import ipywidgets as w
 
         self.call = call
@@ -67,6 +75,16 @@ class ApprovalCard:
         for label, choice, style, tooltip in BUTTONS:
             button = w.Button(description=label, button_style=style, tooltip=tooltip)
             button.on_click(lambda _b, c=choice: on_choice(c))
+            self.buttons.append(button)
+        if rule:
+            shown = rule if len(rule) <= _RULE_SHOWN else rule[: _RULE_SHOWN - 1] + "…"
+            button = w.Button(
+                description=f"Always allow {shown}",
+                tooltip=f"Run this call, and without asking every call matching {rule} "
+                "for the rest of the session (%permissions lists it)",
+                layout=w.Layout(width="auto"),
+            )
+            button.on_click(lambda _b: on_choice("always_allow"))
             self.buttons.append(button)
         self.status = w.HTML("<i>Waiting for your decision…</i>")
         parts += [w.HBox(self.buttons), self.status]
@@ -110,7 +128,7 @@ class WidgetApprover:
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(_settle, answer, choice)
 
-        card = ApprovalCard(request.call, on_choice)
+        card = ApprovalCard(request.call, on_choice, request.rule)
         self.cards.append(card)
         display_id = uuid.uuid4().hex
         self._pub.display(card.bundle(), display_id=display_id)

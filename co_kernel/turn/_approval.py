@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ALLOWED",
+    "ALWAYS_ALLOWED",
     "APPROVED",
     "APPROVED_ALL",
     "DENIED",
@@ -60,6 +61,8 @@ INTERRUPTED = "interrupted"
 YOLO = "yolo"
 SAFE_PREFIX = "safe-prefix"
 ALLOWED = "allowed"
+ALWAYS_ALLOWED = "always allowed"
+"""The label of a call approved with "Always allow", which also added a session rule."""
 """Start of the label of a call an allow rule approved: ``allowed by rule `…` (source)``."""
 RECORDED = " (recorded)"
 """Appended to a decision a replay took from its script (``approved (recorded)``)."""
@@ -67,6 +70,7 @@ RECORDED = " (recorded)"
 _LABELS: dict[str, str] = {
     "approve": APPROVED,
     "approve_all": APPROVED_ALL,
+    "always_allow": ALWAYS_ALLOWED,
     "deny": DENIED,
     "timed_out": TIMED_OUT,
 }

@@ -24,8 +24,9 @@ __all__ = [
 ]
 
 NoticeLevel = Literal["info", "warning", "error"]
-ApprovalDecision = Literal["approve", "deny", "approve_all", "timed_out"]
-"""A person's answer; ``timed_out`` when nobody answered within ``approval_timeout``."""
+ApprovalDecision = Literal["approve", "deny", "approve_all", "always_allow", "timed_out"]
+"""A person's answer; ``timed_out`` when nobody answered within ``approval_timeout``;
+``always_allow`` approves and adds the request's ``rule`` for the rest of the session."""
 
 
 @dataclass
@@ -74,6 +75,8 @@ class ApprovalRequest:
     """The call in question."""
     timeout: float | None = None
     """Seconds after which the request counts as denied; None waits."""
+    rule: str | None = None
+    """The narrowest permission rule covering the call, which "Always allow" adds."""
 
 
 @dataclass

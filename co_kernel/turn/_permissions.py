@@ -73,6 +73,33 @@ SHELL_TOOL = "run_shell_command"
 FILE_TOOLS = frozenset({"read_file", "write_file", "edit_file", "list_files", "grep"})
 """Tools whose rule pattern is a workspace-relative path glob (``path``, else ``glob``)."""
 WEB_FETCH = "web_fetch"
+_SUBCOMMANDS = frozenset(
+    [
+        "git",
+        "pip",
+        "pip3",
+        "uv",
+        "npm",
+        "pnpm",
+        "yarn",
+        "cargo",
+        "go",
+        "docker",
+        "podman",
+        "kubectl",
+        "conda",
+        "mamba",
+        "poetry",
+        "gh",
+        "apt",
+        "apt-get",
+        "brew",
+        "systemctl",
+        "jupyter",
+        "make",
+    ]
+)
+"""Commands whose second word is a subcommand: "Always allow" proposes both words."""
 _ASKS_ITSELF = frozenset({SHELL_TOOL, "run_python"})
 """Tools that ask unless approved: an ask rule leaves the asking to them (and to
 ``auto_decision``, which no longer approves a safe command an ask rule names)."""
@@ -187,8 +214,8 @@ def _escape(text: str) -> str:
 
 
 def narrowest_rule(tool: str, args: dict[str, Any], workspace: Path | None) -> str:
-    """The rule "Always allow" proposes for this call: the command's first word (and a
-    subcommand), the path, the host, or the tool: ``git status -s`` gives
+    """The rule "Always allow" proposes for this call: the command's first word (and the
+    subcommand of git, pip, ...), the path, the host, or the tool: ``git status -s`` gives
     ``run_shell_command(git status*)``; a compound command only itself, exactly."""
     if tool == SHELL_TOOL:
         command = args.get("cmd", args.get("command"))
@@ -201,8 +228,8 @@ def narrowest_rule(tool: str, args: dict[str, Any], workspace: Path | None) -> s
         except ValueError:
             return f"{tool}({command.strip()})"
         head = words[:1]
-        if len(words) > 1 and re.fullmatch(r"[A-Za-z][\w-]*", words[1]):
-            head.append(words[1])  # a subcommand: git status, pip list
+        if len(words) > 1 and words[0] in _SUBCOMMANDS and re.fullmatch(r"[a-z][\w-]*", words[1]):
+            head.append(words[1])  # git status, pip list: the subcommand says what it does
         return f"{tool}({' '.join(_escape(w) for w in head)}*)" if head else tool
     if tool in FILE_TOOLS:
         rel = _relative(args.get("path"), workspace)

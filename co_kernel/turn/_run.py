@@ -429,8 +429,14 @@ class _TurnRunner:
         return results
 
     async def _ask(self, view: ToolCallView, timeout: float | None) -> str:
+        from ..config import PermissionRule
+        from ._permissions import narrowest_rule
+
+        rule = narrowest_rule(view.name, normalise_args(view.args), self.deps.workspace)
         try:
-            choice = await self.frontend.prompt_approval(ApprovalRequest(view, timeout=timeout))
+            choice = await self.frontend.prompt_approval(
+                ApprovalRequest(view, timeout=timeout, rule=rule)
+            )
         except asyncio.CancelledError:
             self.decisions[view.call_id] = INTERRUPTED
             raise
@@ -445,6 +451,10 @@ class _TurnRunner:
         if choice == "approve_all":
             # Session yolo: the rest of this batch and of the session runs without asking.
             self.deps.auto_confirm = True
+        elif choice == "always_allow":
+            self.deps.session_rules.append(
+                PermissionRule(kind="allow", rule=rule, source="session")
+            )
         return decision_label(choice)
 
     # -- the state machine -------------------------------------------------

@@ -65,7 +65,7 @@ def test_approve_click_runs_the_tool_and_the_answer_continues(kernel, model_serv
     assert (card["status"], card["decision"]) == ("ok", "approved")
     assert "made" in card["result"]
     # The card froze: every button disabled, the decision written in the widget too.
-    assert sum(1 for s in widget_updates(result) if s.get("disabled") is True) == 3
+    assert sum(1 for s in widget_updates(result) if s.get("disabled") is True) == 4
     [widget] = widget_cards(result)
     assert "Decision: ✅ Approved" in widget["text/plain"]
     assert 'data-decision="approved"' in widget["text/html"]
@@ -171,7 +171,7 @@ def test_interrupt_while_the_card_waits(kernel, model_server, workspace):
     assert not (workspace / "marker").exists()
     [card] = tool_cards(result)
     assert (card["status"], card["decision"]) == ("interrupted", "interrupted")
-    assert sum(1 for s in widget_updates(result) if s.get("disabled") is True) == 3
+    assert sum(1 for s in widget_updates(result) if s.get("disabled") is True) == 4
     [widget] = widget_cards(result)
     assert "Interrupted" in widget["text/plain"]
     # The kernel lives on and the conversation stays valid.

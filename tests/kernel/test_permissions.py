@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from co_kernel.frontend import MIME_TOOL_CALL
-from tests.kernel_harness import CellResult
+from tests.kernel_harness import CellResult, WidgetClicker
 
 
 def call(name: str, **arguments: Any) -> dict[str, Any]:
@@ -153,3 +153,51 @@ def test_magics_add_session_rules_and_save_them(
     model_server.extend([{"tool_calls": [sh("touch ok-1")]}, {"text": "ok"}])
     kernel.execute("go", mode="headless", timeout=120)
     assert (workspace / "ok-1").exists()
+
+
+# -- "Always allow": the narrowest rule for the call, added for the session -----------------
+
+
+def test_always_allow_in_the_notebook_adds_the_narrowest_rule(kernel, model_server, workspace):
+    model_server.extend(
+        [
+            {"tool_calls": [sh("touch made-1")]},
+            {"tool_calls": [sh("touch made-2")]},  # matches the rule: no card
+            {"tool_calls": [sh("rm made-1")]},  # does not: asks (and is denied)
+            {"text": "done"},
+        ]
+    )
+    clicker = WidgetClicker(["Always allow run_shell_command(touch*)", "Deny"])
+
+    result = kernel.execute("make them", on_message=clicker, timeout=120)
+
+    assert result.status == "ok", result.text()
+    assert [label for label, _ in clicker.clicked] == [
+        "Always allow run_shell_command(touch*)",
+        "Deny",
+    ]
+    assert (workspace / "made-1").exists() and (workspace / "made-2").exists()
+    decisions = [c.get("decision") for c in cards(result)]
+    assert decisions == ["always allowed", "allowed by rule `run_shell_command(touch*)` (session)",
+                         "denied"]  # fmt: skip
+    listed = kernel.execute("%permissions").text()
+    assert "run_shell_command(touch*)" in listed and "session" in listed
+
+
+def test_always_allow_in_the_console(kernel, model_server, workspace):
+    model_server.extend(
+        [
+            {"tool_calls": [sh("touch made-1")]},
+            {"tool_calls": [sh("touch made-2")]},
+            {"text": "done"},
+        ]
+    )
+    answers = ["w"]
+    result = kernel.execute(
+        "make them", mode="console", on_input=lambda k, m: answers.pop(0) if answers else None
+    )
+    assert result.status == "ok", result.text()
+    [request] = result.of_type("input_request")
+    assert "al[w]ays allow run_shell_command(touch*)" in request["content"]["prompt"]
+    assert (workspace / "made-1").exists() and (workspace / "made-2").exists()
+    assert "Always allowed" in result.stdout
