@@ -121,6 +121,7 @@ def build_agent(
 
     from ..deps import CoDeps
     from ..tools._errors import ToolErrorGuard
+    from ..tools.memory import memory_prompt
     from ._govern import GovernHistory
     from ._permissions import PermissionGate
 
@@ -128,16 +129,15 @@ def build_agent(
 
     async def instructions(ctx: RunContext[CoDeps]) -> str:
         # async: a sync function would cost a thread hop on every request
-        from ..tools.memory import memory_prompt
         from ..tools.skills import prompt_entries as skill_entries
         from ..tools.subagents import prompt_entries as subagent_entries
 
-        prompt = ctx.prompt if isinstance(ctx.prompt, str) else None
+        # The same on every request unless a file or setting changed: the memories
+        # relevant to a prompt follow that prompt instead (GovernHistory's turn_context).
         return build_system_prompt(
             personality=ctx.deps.settings.personality,
             project_dir=ctx.deps.workspace,
             config_dir=config_dir,
-            extra_sections=[memory_prompt(ctx.deps, prompt)],
             compact=compact_prompt,
             skills=[] if compact_prompt else skill_entries(ctx.deps),
             subagents=[] if compact_prompt else subagent_entries(ctx.deps),
@@ -155,7 +155,12 @@ def build_agent(
         # PermissionGate: ask and deny rules reach tools that never ask (turn/_permissions).
         # Telemetry's (instrumentation, rate limits) come first; Instrumentation orders
         # itself outermost either way.
-        capabilities=[*capabilities, ToolErrorGuard(), GovernHistory(), PermissionGate()],
+        capabilities=[
+            *capabilities,
+            ToolErrorGuard(),
+            GovernHistory(turn_context=memory_prompt),
+            PermissionGate(),
+        ],
         retries=settings.tool_retries,
         model_settings={
             "max_retries": 0,

@@ -10,10 +10,15 @@ that, and it runs before each request of a turn, including those after tool call
 The capability keeps the messages governance rebuilt (``GovernedViews``), so each request
 of a conversation is sent the same trimmed and marked messages as the one before, not
 copies: with tracing on, a copy is a new message to describe on every request's span.
+
+``turn_context`` (the memories relevant to a prompt) is put with each prompt, built once
+when the prompt is first sent, so that the system prompt stays the same on every request
+and so does everything a later request repeats.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -34,12 +39,16 @@ __all__ = ["GovernHistory"]
 class GovernHistory(AbstractCapability["CoDeps"]):
     """Send the model the windowed, trimmed history; leave the run's history whole."""
 
+    turn_context: Callable[[CoDeps, str], str] | None = None
+    """A prompt's per-turn context (``tools.memory.memory_prompt``), or none."""
     views: GovernedViews = field(default_factory=GovernedViews, repr=False)
 
     async def before_model_request(
         self, ctx: RunContext[CoDeps], request_context: ModelRequestContext
     ) -> ModelRequestContext:
+        find = self.turn_context
+        context = None if find is None else (lambda prompt: find(ctx.deps, prompt))
         request_context.messages = govern_history(
-            request_context.messages, ctx.deps.settings, self.views
+            request_context.messages, ctx.deps.settings, self.views, context
         )
         return request_context

@@ -3,8 +3,16 @@
 The processors are pure functions from a valid history to a valid history: every tool
 call keeps its answer, and the order of what is kept never changes. ``govern_history``
 applies them in the order that keeps each one cheap on a long session: the window first
-(it reads backwards only as far as it keeps), then the trimming of old tool outputs on
-what is left. ``GovernHistory`` (in ``_govern.py``) runs them before every model request.
+(it reads backwards only as far as it keeps), then the trimming of old tool outputs and
+runaway answers on what is left. ``GovernHistory`` (in ``_govern.py``) runs them before
+every model request.
+
+They move in steps, so that consecutive requests share their whole earlier prefix and a
+provider's prompt cache (llama.cpp's, Anthropic's, OpenAI's) is reused. Dropping one old
+turn per new turn would start every request with a different message; instead, when the
+window is exceeded it cuts back to half of it, and cuts again only when it is exceeded
+once more. Tool outputs are trimmed at the same moments: "recent" is the second half of
+the window as last cut, and a message is trimmed once, when it leaves it.
 
 A *turn* starts at a request carrying a user prompt with no tool call open across it, so
 cutting the history there never separates a call from its return.
@@ -24,10 +32,13 @@ if TYPE_CHECKING:
     from ..config import Settings
 
 __all__ = [
+    "CONTEXT_PREFIX",
+    "RUNAWAY_MARKER",
     "SUMMARY_PREFIX",
     "TRIM_MARKER",
     "WINDOW_MARKER",
     "GovernedViews",
+    "cut_runaway_answers",
     "estimate_tokens",
     "govern_history",
     "is_summary",
@@ -178,19 +189,96 @@ def _last_turn_start(messages: Sequence[ModelMessage]) -> int:
     return 0
 
 
-def truncate_tool_returns(
-    messages: Sequence[ModelMessage], trim_chars: int, views: GovernedViews | None = None
-) -> list[ModelMessage]:
-    """Trim tool outputs older than the last turn to ``trim_chars``, with a marker.
+def _head(messages: Sequence[ModelMessage]) -> int:
+    """How many messages a compaction summary at the start takes (0, 1 or 2)."""
+    from pydantic_ai.messages import ModelResponse
 
-    Messages that need no change are passed through as the same objects; a trimmed one is
-    a new message with new parts, so the session's own history is never altered (with
-    ``views``, the one built for that message before).
+    if not messages or not is_summary(messages[0]):
+        return 0
+    return 2 if len(messages) > 1 and isinstance(messages[1], ModelResponse) else 1
+
+
+def _steps(length: int, head: int, max_messages: int) -> tuple[int, int]:
+    """(step, epoch): half the window, and how many steps the window has moved by.
+
+    The epoch is the smallest number of steps to drop for the rest to fit the window;
+    it is 0 or less while the conversation fits, and grows by one every ``step`` messages.
+    """
+    budget = max_messages - head
+    step = max(1, budget // 2)
+    return step, -(-(length - head - budget) // step)  # ceiling division
+
+
+def _turn_starts_back(messages: Sequence[ModelMessage], head: int) -> Iterator[int]:
+    """Turn starts after ``head``, newest first, read backwards (it costs what is read).
+
+    A cut before message i is safe when every return at or after i answers a call at or
+    after i, and message i starts a prompt.
+    """
+    from pydantic_ai.messages import ModelRequest, ModelResponse
+
+    answered: set[str] = set()
+    for i in range(len(messages) - 1, head - 1, -1):
+        msg = messages[i]
+        if isinstance(msg, ModelResponse):
+            for reply in msg.parts:
+                if _is_call(reply):
+                    answered.discard(reply.tool_call_id)
+            continue
+        if not isinstance(msg, ModelRequest):
+            continue
+        for part in msg.parts:
+            call_id = _answer_id(part)
+            if call_id is not None:
+                answered.add(call_id)
+        if not answered and _has_prompt(msg):
+            yield i
+
+
+def _lines(messages: Sequence[ModelMessage], max_messages: int) -> tuple[int, int, int]:
+    """(head, cut, recent): the window keeps what is before ``head`` (a summary) and from
+    ``cut`` on; tool outputs before ``recent`` are trimmed.
+
+    Both move once per step: ``cut`` to the first turn start at or after the epoch's line
+    (the newest turn's start if none is), ``recent`` to the last turn start at or before
+    the next line, so a turn running across that line stays whole until the next step.
+    The history has grown past that line by then, so neither moves within an epoch.
+    """
+    head = _head(messages)
+    step, epoch = _steps(len(messages), head, max_messages)
+    if epoch < 0:
+        return head, head, head
+    line = head + epoch * step
+    exceeded = len(messages) > max_messages
+    cut: int | None = None
+    recent: int | None = None
+    for start in _turn_starts_back(messages, head):
+        if recent is None and start <= line + step:
+            recent = start
+        if exceeded and (cut is None or start >= line):
+            cut = start
+        if start < line and recent is not None:
+            break
+    cut = head if cut is None else cut
+    return head, cut, max(cut, head if recent is None else recent)
+
+
+def truncate_tool_returns(
+    messages: Sequence[ModelMessage],
+    trim_chars: int,
+    views: GovernedViews | None = None,
+    before: int | None = None,
+) -> list[ModelMessage]:
+    """Trim tool outputs before message ``before`` (default: the last turn) to ``trim_chars``.
+
+    A trimmed output ends with a marker. Messages that need no change are passed through
+    as the same objects; a trimmed one is a new message with new parts, so the session's
+    own history is never altered (with ``views``, the one built for that message before).
     """
     from pydantic_ai.messages import ModelRequest
 
     out = list(messages)
-    for i in range(_last_turn_start(messages)):
+    for i in range(_last_turn_start(messages) if before is None else before):
         msg = out[i]
         if not isinstance(msg, ModelRequest):
             continue
@@ -230,47 +318,13 @@ def _trimmed(msg: Any, trim_chars: int) -> Any:
     return dataclasses.replace(msg, parts=new_parts)
 
 
-def truncate_history_window(
-    messages: Sequence[ModelMessage], max_messages: int, views: GovernedViews | None = None
+def _windowed(
+    messages: Sequence[ModelMessage], head: int, cut: int, views: GovernedViews | None
 ) -> list[ModelMessage]:
-    """Past ``max_messages``, drop the oldest whole turns and say so.
+    """The messages before ``head`` and from ``cut`` on, the first kept prompt marked."""
+    from pydantic_ai.messages import ModelRequest, UserPromptPart
 
-    A compaction summary at the head is always kept. The newest turn is kept whole even
-    when it alone is longer than the window: cutting inside it could orphan a tool call.
-    With ``views``, the first kept prompt carries the same marked message each time the
-    same number of messages is dropped before it.
-    """
-    from pydantic_ai.messages import ModelRequest, ModelResponse, UserPromptPart
-
-    if len(messages) <= max_messages:
-        return list(messages)
-    head = 0
-    if messages and is_summary(messages[0]):
-        head = 2 if len(messages) > 1 and isinstance(messages[1], ModelResponse) else 1
-    budget = max_messages - head
-    # Read backwards; a cut before message i is safe when every return at or after i
-    # answers a call at or after i, and message i starts a prompt.
-    answered: set[str] = set()
-    cut: int | None = None
-    for i in range(len(messages) - 1, head - 1, -1):
-        msg = messages[i]
-        if isinstance(msg, ModelResponse):
-            for reply in msg.parts:
-                if _is_call(reply):
-                    answered.discard(reply.tool_call_id)
-            continue
-        if not isinstance(msg, ModelRequest):
-            continue
-        for part in msg.parts:
-            call_id = _answer_id(part)
-            if call_id is not None:
-                answered.add(call_id)
-        if answered or not _has_prompt(msg):
-            continue
-        if cut is not None and len(messages) - i > budget:
-            break
-        cut = i
-    if cut is None or cut <= head:
+    if cut <= head:
         return list(messages)
     dropped = cut - head
     first = messages[cut]
@@ -284,16 +338,146 @@ def truncate_history_window(
     return [*messages[:head], marked, *messages[cut + 1 :]]
 
 
-def govern_history(
-    messages: Sequence[ModelMessage], settings: Settings, views: GovernedViews | None = None
+def truncate_history_window(
+    messages: Sequence[ModelMessage], max_messages: int, views: GovernedViews | None = None
 ) -> list[ModelMessage]:
-    """What the model is sent: the window, then old tool outputs trimmed."""
+    """Past ``max_messages``, drop old whole turns in steps of half the window, and say so.
+
+    The cut falls at the first turn start past a multiple of the step, so it stays put
+    while the conversation grows by a step: every request until then starts the same.
+    A compaction summary at the head is always kept. The newest turn is kept whole even
+    when it alone is longer than the window: cutting inside it could orphan a tool call.
+    With ``views``, the first kept prompt carries the same marked message each time the
+    same number of messages is dropped before it.
+    """
+    head, cut, _ = _lines(messages, max_messages)
+    return _windowed(messages, head, cut, views)
+
+
+RUNAWAY_MARKER = (
+    "\n[Co cut this answer here: it reached the length limit repeating itself. The cell "
+    "shows all of it; {n:,} more characters are left out of the conversation.]"
+)
+"""Ends a runaway answer as the model is sent it later."""
+_LOOP_KEPT = 200
+"""Characters of the loop itself kept, so the model sees what went wrong."""
+_LOOP_RATIO = 0.12
+"""Compressed size over size below which text is a loop (prose is about 0.4)."""
+
+
+def _loop_start(text: str) -> int | None:
+    """Where ``text`` starts repeating itself to its end, to a block; None if it does not."""
+    import zlib
+
+    block = _LOOP_KEPT
+    if len(text) < 3 * block:
+        return None
+    for start in range(0, len(text) - 2 * block, block):
+        tail = text[start:].encode()
+        if len(zlib.compress(tail)) < _LOOP_RATIO * len(tail):
+            return start
+    return None
+
+
+def _tamed(msg: Any) -> Any:
+    """A response cut off by the length limit while looping, with the loop cut; else itself."""
+    from pydantic_ai.messages import TextPart
+
+    new_parts: list[Any] | None = None
+    for j, part in enumerate(msg.parts):
+        if not isinstance(part, TextPart):
+            continue
+        start = _loop_start(part.content)
+        if start is None:
+            continue
+        keep = start + _LOOP_KEPT
+        if new_parts is None:
+            new_parts = list(msg.parts)
+        text = part.content[:keep] + RUNAWAY_MARKER.format(n=len(part.content) - keep)
+        new_parts[j] = dataclasses.replace(part, content=text)
+    if new_parts is None:
+        return msg
+    return dataclasses.replace(msg, parts=new_parts)
+
+
+def cut_runaway_answers(
+    messages: Sequence[ModelMessage], views: GovernedViews | None = None
+) -> list[ModelMessage]:
+    """Answers that hit the length limit repeating themselves, cut where the loop starts.
+
+    Such an answer ("h-h-h-…" to the token cap) would otherwise ride in every later
+    request; the session keeps it whole, and the cell showed it whole.
+    """
+    from pydantic_ai.messages import ModelResponse
+
+    out = list(messages)
+    for i, msg in enumerate(out):
+        if isinstance(msg, ModelResponse) and msg.finish_reason == "length":
+            out[i] = (
+                _tamed(msg)
+                if views is None
+                else views.view(msg, "runaway", None, lambda m=msg: _tamed(m))
+            )
+    return out
+
+
+CONTEXT_PREFIX = "[Co: context for this message]\n"
+"""Starts the part that carries a prompt's per-turn context (the memories relevant to it)."""
+
+
+def _with_context(
+    messages: list[ModelMessage], views: GovernedViews, context: Callable[[str], str]
+) -> list[ModelMessage]:
+    """Each prompt preceded by its turn's context, built once per prompt and kept.
+
+    Per-turn context in the system prompt would change the very start of every request;
+    after its own prompt, it is part of the prefix later requests share.
+    """
+    from pydantic_ai.messages import UserPromptPart
+
+    def build(msg: Any) -> Any:
+        # Just before the prompt: the prompt stays the request's last user message.
+        at = max(i for i, p in enumerate(msg.parts) if isinstance(p, UserPromptPart))
+        text = msg.parts[at].content
+        extra = context(text) if isinstance(text, str) and not is_summary(msg) else ""
+        if not extra:
+            return msg
+        parts = list(msg.parts)
+        parts.insert(at, UserPromptPart(CONTEXT_PREFIX + extra))
+        return dataclasses.replace(msg, parts=parts)
+
+    return [
+        views.view(m, "context", None, lambda m=m: build(m)) if _has_prompt(m) else m
+        for m in messages
+    ]
+
+
+def govern_history(
+    messages: Sequence[ModelMessage],
+    settings: Settings,
+    views: GovernedViews | None = None,
+    context: Callable[[str], str] | None = None,
+) -> list[ModelMessage]:
+    """What the model is sent: the window, then old tool outputs and runaway answers cut.
+
+    With ``views`` and ``context`` (a prompt's per-turn context, such as the memories
+    relevant to it), each prompt is preceded by its context, as it was when first sent.
+    """
     if views is None:
-        windowed = truncate_history_window(messages, settings.max_history_messages)
-        return truncate_tool_returns(windowed, settings.tool_output_trim_chars)
+        return _govern(messages, settings, None)
     with views.one_pass():
-        windowed = truncate_history_window(messages, settings.max_history_messages, views)
-        return truncate_tool_returns(windowed, settings.tool_output_trim_chars, views)
+        governed = _govern(messages, settings, views)
+        return governed if context is None else _with_context(governed, views, context)
+
+
+def _govern(
+    messages: Sequence[ModelMessage], settings: Settings, views: GovernedViews | None
+) -> list[ModelMessage]:
+    head, cut, recent = _lines(messages, settings.max_history_messages)
+    windowed = _windowed(messages, head, cut, views)
+    before = recent - cut + head if cut > head else recent
+    trimmed = truncate_tool_returns(windowed, settings.tool_output_trim_chars, views, before)
+    return cut_runaway_answers(trimmed, views)
 
 
 def _part_chars(part: Any) -> int:

@@ -167,7 +167,14 @@ def _build(
 
         key = _require(_secret(settings.anthropic_api_key), "anthropic", "ANTHROPIC_API_KEY")
         model = customizing_once(AnthropicModel)(name, provider=AnthropicProvider(api_key=key))
-        return ModelHandle(model, label, provider)
+        # Cache points on the stable prefix (system prompt, tools) and on the conversation
+        # so far, which governance keeps the same from one request to the next.
+        caching = {
+            "anthropic_cache_instructions": True,
+            "anthropic_cache_tool_definitions": True,
+            "anthropic_cache": True,
+        }
+        return ModelHandle(model, label, provider, model_settings=caching)
     if provider == "openai":
         key = _require(_secret(settings.openai_api_key), "openai", "OPENAI_API_KEY")
         return ModelHandle(
