@@ -4,9 +4,9 @@
 or `CO_MCP_SERVERS`): how it is reached, whether its calls ask for approval (`ask`) or
 run at once (`trust`), and whether it is connected, failed (with why) or stopped, then
 every tool it offers under its prefix. `%mcp restart <name>` closes one server and starts
-it again; `%mcp reload` reads the `mcp_servers` setting again and reconnects every
-server, so a server added to the settings needs no kernel restart. Env and header values
-are never shown.
+it again; `%mcp reload` reads the `mcp_servers` and `permissions` settings again and
+reconnects every server, so a server or a rule for its tools added to the settings needs
+no kernel restart. Env and header values are never shown.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 USAGE = "%mcp [restart <name> | reload]"
 
 _SUBCOMMANDS = ("restart", "reload")
+_MCP_SETTINGS = ("mcp_servers", "permissions", "permissions_accept_project")
+"""What `%mcp reload` reads again."""
 
 _NONE_CONFIGURED = (
     "No MCP servers are configured. Add them to `mcp_servers` in settings.json (or "
@@ -102,8 +104,12 @@ async def _reload(ctx: MagicContext) -> str:
     specs = loaded.settings.mcp_servers
     for spec in specs.values():
         session.telemetry.redactor.add(spec.secret_values())
+    # Every setting that decides what MCP tools do: the servers, and the permission
+    # rules that name their tools (mcp_* rules, annotations on top).
+    fresh = {name: getattr(loaded.settings, name) for name in _MCP_SETTINGS}
+    session.deps.settings = session.deps.settings.model_copy(update=fresh)
     await session.mcp.reload(specs)
-    problems = [p for p in loaded.problems if "mcp_servers" in p]
+    problems = [p for p in loaded.problems if any(name in p for name in _MCP_SETTINGS)]
     text = format_servers(session.mcp)
     if problems:
         text += "\n\n**Ignored**\n" + "\n".join(f"- {p}" for p in problems)

@@ -68,3 +68,27 @@ def test_reload_reads_the_setting_again_without_a_kernel_restart(
     reloaded = kernel.execute("%mcp reload").markdown()
     assert "| `calc` |" in reloaded and "connected, 3 tools" in reloaded
     assert "mcp_servers.bad: `command` is empty; server ignored" in reloaded
+
+
+def test_reload_also_reads_the_permission_rules_for_mcp_tools(
+    start_kernel, model_server, tool_servers: ToolServers, co_home
+):
+    """Rules naming MCP tools come with the servers: `%mcp reload` reads both again."""
+    settings = co_home / "config" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    servers = {"calc": tool_servers.stdio("calc", approval="trust")}
+    settings.write_text(json.dumps({"mcp_servers": servers}))
+    kernel = start_kernel()
+    settings.write_text(
+        json.dumps({"mcp_servers": servers, "permissions": {"deny": ["calc_shout"]}})
+    )
+    reloaded = kernel.execute("%mcp reload").markdown()
+    assert "connected, 3 tools" in reloaded
+    assert "calc_shout" in kernel.execute("%permissions").markdown()
+
+    shout = {"name": "calc_shout", "arguments": {"text": "hi"}}
+    model_server.extend([{"tool_calls": [shout]}, {"text": "ok"}])
+    result = kernel.execute("shout", mode="headless", timeout=120)
+    assert result.status == "ok", result.text()
+    assert tool_servers.calls("calc") == []
+    assert "denied by rule `calc_shout` (user settings)" in json.dumps(model_server.requests)
