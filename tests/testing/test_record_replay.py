@@ -6,6 +6,7 @@ for a provider over HTTP; the recording is the file the session writes.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from co_kernel.testing import ScriptedModelServer, Step, step_from_exchange
 from co_kernel.testing._script import check_expect
 from co_kernel.turn import ChatSession, RecordingFrontend
 
-from ..turn_support import make_session, run, shell
+from ..turn_support import make_session, run, shell, within
 
 SECRET = "sk-recordtest-0123456789abcdefXYZ"
 
@@ -264,3 +265,35 @@ def test_a_recorded_approve_all_turns_yolo_on_again_in_the_replay(tmp_path: Path
     assert result.decisions == {"call_one": "approved all (recorded)", "call_two": "yolo"}
     assert replayer.deps.auto_confirm
     assert (tmp_path / "one.txt").exists() and (tmp_path / "two.txt").exists()
+
+
+def test_a_compaction_summary_is_recorded_and_replayed(tmp_path: Path) -> None:
+    """The summary request (not streamed) is a step like the others; in the replay, a
+    `summarization_model` of its own is answered by the replay too."""
+    prompts = ["Tell me about alpha.", "And beta?"]
+
+    def scenario(session: ChatSession) -> Any:
+        async def go() -> tuple[list[str], str]:
+            texts = []
+            for prompt in prompts:
+                frontend = RecordingFrontend()
+                await session.run_prompt(prompt, cell_id=None, frontend=frontend)
+                texts.append(frontend.text)
+            report = await session.compact()
+            return texts, report.summary
+
+        return asyncio.run(within(session, go))
+
+    answers = [{"text": "Alpha is first."}, {"text": "Beta is second."}, {"text": "A, then B."}]
+    with ScriptedModelServer(answers) as server:
+        recording = make_session(server, tmp_path, record_path="rec.jsonl", compact_keep_turns=1)
+        assert scenario(recording) == (["Alpha is first.", "Beta is second."], "A, then B.")
+    assert [s["text"] for s in _steps(tmp_path / "rec.jsonl")] == [a["text"] for a in answers]
+
+    replayer = _replayer(
+        tmp_path,
+        tmp_path / "rec.jsonl",
+        compact_keep_turns=1,
+        summarization_model="compat:summariser",
+    )
+    assert scenario(replayer) == (["Alpha is first.", "Beta is second."], "A, then B.")
