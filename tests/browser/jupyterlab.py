@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from co_kernel.testing import ScriptedModelServer
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless",
@@ -24,6 +26,16 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+
+
+def scripted_env(co_home: Path, server: ScriptedModelServer) -> dict[str, str]:
+    """What a server's Co kernels need to talk to a scripted model, in a home of their own."""
+    return {
+        "CO_HOME": str(co_home),
+        "CO_MODEL": "compat:scripted",
+        "CO_BASE_URL": server.base_url,
+        "CO_SANDBOX": "subprocess",
+    }
 
 
 def write_notebook(path: Path, cells: list[str]) -> None:

@@ -13,7 +13,7 @@ from co_kernel.testing import ScriptedModelServer
 from tests.kernel_harness import ensure_kernelspec
 
 from ..lab_server import start_server
-from .jupyterlab import chromium_page, write_notebook
+from .jupyterlab import chromium_page, scripted_env, write_notebook
 
 pytestmark = pytest.mark.browser
 
@@ -66,12 +66,7 @@ def test_approve_then_deny_in_jupyterlab(tmp_path: Path) -> None:
         {"expect": {"tool_result_contains": "denied"}, "text": "Fine, I left it alone."},
     ]
     with ScriptedModelServer(script) as server:
-        env = {
-            "CO_HOME": str(home),
-            "CO_MODEL": "compat:scripted",
-            "CO_BASE_URL": server.base_url,
-            "CO_SANDBOX": "subprocess",
-        }
+        env = scripted_env(home, server)
         lab = start_server(notebooks, env=env, base=tmp_path / "jupyter")
         try:
             with chromium_page() as page:

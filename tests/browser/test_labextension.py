@@ -23,7 +23,7 @@ from co_kernel.turn._frontend import ToolCallView, ToolResultView
 
 from ..lab_server import REPO, JupyterServer, start_server
 from .conftest import FAILED
-from .jupyterlab import CHROMIUM, CHROMIUM_ARGS
+from .jupyterlab import CHROMIUM, CHROMIUM_ARGS, scripted_env
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -52,12 +52,7 @@ def lab(
     base = tmp_path_factory.mktemp("lab")
     root = base / "notebooks"
     root.mkdir()
-    env = {
-        "CO_HOME": str(co_home),
-        "CO_MODEL": "compat:scripted",
-        "CO_BASE_URL": model.base_url,
-        "CO_SANDBOX": "subprocess",
-    }
+    env = scripted_env(co_home, model)
     server = start_server(root, env=env, base=base / "jupyter")
     try:
         yield server

@@ -19,7 +19,7 @@ from co_kernel.testing import ScriptedModelServer
 from ..kernel_harness import ensure_kernelspec
 from ..lab_server import REPO, JupyterServer, start_server
 from .conftest import FAILED
-from .jupyterlab import chromium_page
+from .jupyterlab import chromium_page, scripted_env
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -52,12 +52,7 @@ def notebook7(
     root.mkdir()
     home = tmp_path / "co-home"
     home.mkdir()
-    env = {
-        "CO_HOME": str(home),
-        "CO_MODEL": "compat:scripted",
-        "CO_BASE_URL": model.base_url,
-        "CO_SANDBOX": "subprocess",
-    }
+    env = scripted_env(home, model)
     server = start_server(root, env=env, app="notebook", base=tmp_path / "jupyter")
     try:
         yield server

@@ -24,7 +24,7 @@ import pytest
 from co_kernel.frontend import MIME_TOOL_CALL
 from co_kernel.testing import ScriptedModelServer
 
-from ..browser.jupyterlab import chromium_page
+from ..browser.jupyterlab import chromium_page, scripted_env
 from ..kernel_harness import ensure_kernelspec
 from ..lab_server import start_server
 from . import client_env
@@ -186,12 +186,7 @@ def test_browser_clients_show_and_save_every_outcome(
     root.mkdir()
     notebook = write_scenario(root / "scenario.ipynb")
     with ScriptedModelServer(SCRIPT) as server:
-        env = {
-            "CO_HOME": str(co_home),
-            "CO_MODEL": "compat:scripted",
-            "CO_BASE_URL": server.base_url,
-            "CO_SANDBOX": "subprocess",
-        }
+        env = scripted_env(co_home, server)
         jupyter = start_server(root, env=env, app=app, base=tmp_path / "jupyter")
         try:
             with chromium_page() as page:
