@@ -2,17 +2,22 @@
 
 Integrations that are not registered are listed too, with the setting that would enable
 them. `%yolo on` makes every tool run without asking for the rest of the session.
+Permission rules (`%permissions`) that name a whole tool show in its approval.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fnmatch
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..config._permissions import KINDS
 from . import MagicContext, MagicError
 from ._render import table
 
 if TYPE_CHECKING:
+    from ..config import PermissionRule
     from ..tools import ToolsetBuild
 
 USAGE = "%tools"
@@ -26,25 +31,46 @@ def _tools_of(build: ToolsetBuild) -> dict[str, bool]:
     return {name: bool(getattr(tool, "requires_approval", False)) for name, tool in tools.items()}
 
 
+def _approval(name: str, needs: bool, auto_confirm: bool, rules: Sequence[PermissionRule]) -> str:
+    """How a call of ``name`` is decided: by a rule naming the whole tool, else the
+    default; rules with a pattern decide some of its calls."""
+    named = [r for r in rules if fnmatch.fnmatchcase(name, r.tool)]
+    whole = next((r for kind in KINDS for r in named if r.kind == kind and r.pattern is None), None)
+    if whole is not None and whole.kind == "deny":
+        return f"never runs (rule `{whole}`)"
+    if whole is not None and whole.kind == "ask" and not auto_confirm:
+        text = f"asks first (rule `{whole}`)"
+    elif whole is not None and whole.kind == "allow":
+        text = f"runs without asking (rule `{whole}`)"
+    elif not needs:
+        text = "runs without asking"
+    elif auto_confirm:
+        text = "auto-approved (%yolo on)"
+    else:
+        text = "asks first"
+    if any(r.pattern is not None for r in named):
+        text += "; rules decide some calls"
+    return text
+
+
 def format_tools(
-    builds: list[ToolsetBuild], *, auto_confirm: bool, unavailable: str | None = None
+    builds: list[ToolsetBuild],
+    *,
+    auto_confirm: bool,
+    unavailable: str | None = None,
+    rules: Sequence[PermissionRule] = (),
 ) -> str:
     """The `%tools` report for a list of integration builds.
 
-    ``unavailable`` says why the model gets no tools at all (a model without tool support).
+    ``unavailable`` says why the model gets no tools at all (a model without tool support);
+    ``rules`` are the permission rules in force.
     """
     rows = []
     for build in builds:
         if build.toolset is None:
             continue
         for name, needs in sorted(_tools_of(build).items()):
-            if not needs:
-                approval = "runs without asking"
-            elif auto_confirm:
-                approval = "auto-approved (%yolo on)"
-            else:
-                approval = "asks first"
-            rows.append((f"`{name}`", build.name, approval))
+            rows.append((f"`{name}`", build.name, _approval(name, needs, auto_confirm, rules)))
     missing = [(b.name, b.reason or "not configured") for b in builds if b.toolset is None]
     parts = []
     if rows:
@@ -76,6 +102,11 @@ async def run(ctx: MagicContext, args: str) -> str:
     builds = session.toolsets or session_toolsets(session.settings)
     await session.mcp.ready()
     builds = [*builds, *session.mcp.tool_builds()]
+    from ..turn._permissions import active_rules
+
     return format_tools(
-        builds, auto_confirm=session.deps.auto_confirm, unavailable=session.tools_unavailable
+        builds,
+        auto_confirm=session.deps.auto_confirm,
+        unavailable=session.tools_unavailable,
+        rules=active_rules(session.deps),
     )

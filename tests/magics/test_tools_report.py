@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic_ai import Tool
 from pydantic_ai.toolsets import FunctionToolset
 
+from co_kernel.config import Permissions
 from co_kernel.magics.tools import format_tools
 from co_kernel.tools import ToolsetBuild
 
@@ -43,3 +44,15 @@ def test_yolo_is_reflected() -> None:
 def test_an_explicit_approval_map_wins() -> None:
     build = ToolsetBuild("custom", FunctionToolset([read_file]), approval={"read_file": True})
     assert "| `read_file` | custom | asks first |" in format_tools([build], auto_confirm=False)
+
+
+def test_permission_rules_show_in_each_tools_approval() -> None:
+    rules = Permissions(allow=["read_*"], ask=["run_shell(*)"], deny=["run_shell"]).rules(
+        "user settings"
+    )
+    report = format_tools(_builds(), auto_confirm=False, rules=rules)
+    assert "| `read_file` | shell | runs without asking (rule `allow read_*`) |" in report
+    assert "| `run_shell` | shell | never runs (rule `deny run_shell`) |" in report
+    only_some = Permissions(ask=["read_file(secret/*)"]).rules("session")
+    report = format_tools(_builds(), auto_confirm=True, rules=only_some)
+    assert "| `read_file` | shell | runs without asking; rules decide some calls |" in report
