@@ -33,15 +33,6 @@ def _shown(ctx: MagicContext, path: Path) -> str:
         return str(path)
 
 
-def _replayed(ctx: MagicContext) -> Path | None:
-    """The script the session's model replays, if it is a replay."""
-    model = ctx.session.model_string or ""
-    provider, _, name = model.partition(":")
-    if provider.lower() != "replay" or not name:
-        return None
-    return (ctx.session.deps.workspace / Path(name).expanduser()).resolve()
-
-
 async def run(ctx: MagicContext, args: str) -> str:
     recorder = ctx.session.deps.recorder
     if recorder is None:  # pragma: no cover - every kernel session has one
@@ -71,7 +62,9 @@ async def run(ctx: MagicContext, args: str) -> str:
         if word.lower() == "start"
         else ctx.session.deps.workspace / Path(word).expanduser()
     )
-    if _replayed(ctx) == path.resolve():
+    from ..testing import replayed_script
+
+    if replayed_script(ctx.session.model_string, ctx.session.deps.workspace) == path.resolve():
         raise MagicError(
             f"`{word}` is the script this session replays; record into another file "
             "(or set `replay_mode` to `record-missing` to add what it lacks)."

@@ -9,7 +9,7 @@ writes a deterministic Obsidian vault for the notes tools' tests and benchmarks.
 """
 
 from ._histories import synthetic_history, synthetic_turn
-from ._recorder import Recorder, step_from_exchange
+from ._recorder import Recorder, replayed_script, step_from_exchange
 from ._script import Script, ScriptSource, Step
 from ._server import ScriptedModelServer
 from ._vaultgen import generate_vault
@@ -21,6 +21,7 @@ __all__ = (
     "ScriptedModelServer",
     "Step",
     "generate_vault",
+    "replayed_script",
     "step_from_exchange",
     "synthetic_history",
     "synthetic_turn",

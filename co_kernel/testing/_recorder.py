@@ -23,7 +23,7 @@ from ._script import Step
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage, ModelResponse
 
-__all__ = ["RECORDABLE_DECISIONS", "Recorder", "step_from_exchange"]
+__all__ = ["RECORDABLE_DECISIONS", "Recorder", "replayed_script", "step_from_exchange"]
 
 RECORDABLE_DECISIONS = ("approved", "denied", "approved all")
 """The person's answers a recording keeps (an interrupt or a timeout is not a decision)."""
@@ -31,6 +31,14 @@ RECORDABLE_DECISIONS = ("approved", "denied", "approved all")
 _NEEDLE_CHARS = 300
 """At most this much of a tool result becomes the step's check, so a long result's
 varying tail (timings, listings) does not make a replay fail."""
+
+
+def replayed_script(model: str | None, workspace: Path) -> Path | None:
+    """The script a ``replay:PATH`` model string names (relative to the workspace), if it is one."""
+    provider, _, name = (model or "").partition(":")
+    if provider.strip().lower() != "replay" or not name.strip():
+        return None
+    return (workspace / Path(name.strip()).expanduser()).resolve()
 
 
 def _needle(text: str, redact: Callable[[str], str]) -> str:

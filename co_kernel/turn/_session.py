@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from ..config import LoadedSettings
     from ..mcp import McpServersToolset
     from ..store import Revision, SessionInfo
+    from ..testing import Recorder
     from ..tools import ToolsetBuild
     from ._frontend import FrontendProtocol
     from ._providers import ModelHandle
@@ -116,13 +117,7 @@ class ChatSession:
         self._pending_notices: list[str] = []
         """Notices from saves made without a frontend (compaction), shown on the next turn."""
         if loaded.settings.record_path:
-            record_to = workspace / Path(loaded.settings.record_path).expanduser()
-            try:
-                recorder.start(record_to)
-            except OSError as exc:
-                self._pending_notices.append(
-                    f"Co could not record into `{record_to}` (setting `record_path`): {exc}"
-                )
+            self._record_from_the_start(recorder, loaded.settings.record_path)
         self._meta_extra: dict[str, str] = {}
         """Kept in the stored session's meta (``forked_from``)."""
         from ..mcp import McpManager, mcp_log_dir
@@ -142,6 +137,25 @@ class ChatSession:
             # Asks Ollama now (answers are kept): the kernel builds the session off the
             # critical path, and kernel_info, which reads the model, never waits for it.
             default_model_string(loaded.settings)
+
+    def _record_from_the_start(self, recorder: Recorder, record_path: str) -> None:
+        """Setting `record_path`: record from the first cell, unless that is the replayed script."""
+        from ..testing import replayed_script
+
+        workspace = self.deps.workspace
+        record_to = workspace / Path(record_path).expanduser()
+        problem = None
+        if replayed_script(self.settings.model, workspace) == record_to.resolve():
+            problem = "it is the script this session replays (`model`)"
+        else:
+            try:
+                recorder.start(record_to)
+            except OSError as exc:
+                problem = str(exc)
+        if problem is not None:
+            self._pending_notices.append(
+                f"Co is not recording into `{record_to}` (setting `record_path`): {problem}."
+            )
 
     @property
     def settings(self) -> Any:

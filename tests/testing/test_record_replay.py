@@ -297,3 +297,15 @@ def test_a_compaction_summary_is_recorded_and_replayed(tmp_path: Path) -> None:
         summarization_model="compat:summariser",
     )
     assert scenario(replayer) == (["Alpha is first.", "Beta is second."], "A, then B.")
+
+
+def test_record_path_never_overwrites_the_script_the_session_replays(tmp_path: Path) -> None:
+    recorded = _record(tmp_path, _SCRIPT[:1], ("Say hello.", RecordingFrontend()))
+    before = recorded.read_text()
+    replayer = _replayer(tmp_path, recorded, record_path="rec.jsonl")
+    frontend = RecordingFrontend()
+    (result,) = run(replayer, ("Say hello.", frontend))
+    assert result.error is None and frontend.text == "Hello! Ask me anything."
+    notices = [payload[1] for kind, payload in frontend.events if kind == "notice"]
+    assert any("not recording into" in n and "this session replays" in n for n in notices)
+    assert recorded.read_text() == before
