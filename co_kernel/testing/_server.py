@@ -168,6 +168,7 @@ class _ScriptState:
             self._position = self._uses = self._answered = 0
             self._requests.clear()
             self._errors.clear()
+            self._superseded.clear()
 
     def requests(self) -> list[dict[str, Any]]:
         with self._lock:
