@@ -52,7 +52,8 @@ CREATE TABLE IF NOT EXISTS agent_actions (
     status TEXT NOT NULL DEFAULT 'ok',
     result_size INTEGER,
     duration_ms REAL,
-    detail TEXT
+    detail TEXT,
+    agent TEXT
 );
 CREATE INDEX IF NOT EXISTS agent_actions_session ON agent_actions(session_id, ts);
 CREATE INDEX IF NOT EXISTS agent_actions_tool ON agent_actions(tool, ts);
@@ -89,6 +90,8 @@ class AuditEvent:
     """How long the action ran."""
     detail: str | None = None
     """A short reason (why refused, what failed)."""
+    agent: str | None = None
+    """The subagent whose call it was; None for Co itself."""
     ts: float = field(default_factory=time.time)
     """Unix time of the decision."""
 
@@ -106,6 +109,9 @@ class AuditLog:
         path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as db:
             db.executescript(_SCHEMA)
+            columns = {row["name"] for row in db.execute("PRAGMA table_info(agent_actions)")}
+            if "agent" not in columns:  # a log written before subagents were named
+                db.execute("ALTER TABLE agent_actions ADD COLUMN agent TEXT")
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:

@@ -191,6 +191,7 @@ class _TurnRunner:
         limits: UsageLimits | None = None,
         child: bool = False,
         capabilities: Callable[[], Sequence[AbstractCapability[Any]]] | None = None,
+        subagent: str | None = None,
     ) -> None:
         from pydantic_ai.usage import RunUsage, UsageLimits
 
@@ -211,6 +212,8 @@ class _TurnRunner:
         self.child = child
         self.capabilities = capabilities
         """A subagent's run inside a tool call: an interrupt is re-raised by its caller."""
+        self.subagent = subagent
+        """The subagent's name when this run is one: its audit rows say whose calls they were."""
         self.todos_seen = [dict(t) for t in deps.todos]
         """The checklist as last shown; a tool that changes it is followed by ``on_todos``."""
         self.messages: list[ModelMessage] = list(history)
@@ -345,6 +348,7 @@ class _TurnRunner:
                 status=result.status,
                 result_size=size,
                 duration_ms=result.duration * 1000 if result.duration is not None else None,
+                agent=self.subagent,
             )
         )
 

@@ -188,6 +188,7 @@ async def run_subagent(ctx: RunContext[CoDeps], run: SubagentRun) -> SubagentOut
         limits=ctx.usage_limits,
         child=True,
         capabilities=capabilities,
+        subagent=run.name,
     )
     result: TurnResult | None = None
     try:

@@ -350,3 +350,32 @@ def test_the_subagents_requests_count_against_the_hourly_limit(start_kernel, mod
     assert card["tool"] == "delegate_task"
     assert card["result"].startswith(f"The subagent `researcher` stopped early: {limit}")
     assert limit in result.text()
+
+
+def test_audit_rows_of_a_subagents_calls_name_the_subagent(
+    start_kernel, model_server, agents, co_home: Path
+):
+    import sqlite3
+
+    kernel = start_kernel()
+    model_server.extend(
+        [
+            delegate("Count the files"),
+            call("run_shell_command", cmd="echo from-researcher"),
+            {"text": "Counted."},
+            call("run_shell_command", cmd="echo from-co"),
+            {"text": "Done."},
+        ]
+    )
+    result = kernel.execute("Count", mode="headless", timeout=120)
+    assert result.status == "ok" and model_server.errors == [], result.text()
+    kernel.shutdown()  # the audit rows are written; the database is closed
+
+    with sqlite3.connect(co_home / "data" / "telemetry.db") as db:
+        rows = db.execute(
+            "SELECT target, agent FROM agent_actions WHERE tool = 'run_shell_command' ORDER BY id"
+        ).fetchall()
+    assert len(rows) == 2, rows
+    by_target = {target: agent for target, agent in rows}
+    assert by_target["echo from-researcher"] == "researcher"
+    assert by_target["echo from-co"] is None
