@@ -1,8 +1,10 @@
 """Show the size of the conversation: turns, messages, estimated tokens, what the model is sent.
 
 The model is sent a governed view: past `max_history_messages` the oldest turns are left
-out, and tool outputs older than the last turn are cut to `tool_output_trim_chars`. When
-the prompt passes `auto_compact_ratio` of `context_window_tokens`, Co compacts first.
+out (cut back to half the window, so requests share their start), and older tool outputs
+are cut to `tool_output_trim_chars`. Token counts are calibrated by the prompt tokens the
+provider reported for the last request. When the prompt passes `auto_compact_ratio` of
+`context_window_tokens`, Co compacts first.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ def _tool_calls(messages: Sequence[ModelMessage]) -> int:
 
 
 async def run(ctx: MagicContext, args: str) -> str:
-    from ..turn._history import estimate_tokens, is_summary
+    from ..turn._history import estimate_tokens, is_summary, token_calibration
 
     if args:
         raise MagicError(f"%history takes no arguments (got '{args}').")
@@ -46,8 +48,15 @@ async def run(ctx: MagicContext, args: str) -> str:
     live = session.live_turns
     folded = len(session.turns) - len(live)
     view = session.sent_view()
-    full_tokens = estimate_tokens(history)
+    calibration = token_calibration(history, settings)
+    scale = 1.0 if calibration is None else calibration[0]
+    full_tokens = round(estimate_tokens(history) * scale)
     sent_tokens = session.estimated_prompt_tokens()
+    counted = (
+        "four characters a token (no request has reported its count yet)"
+        if calibration is None
+        else "calibrated by the prompt tokens the last requests were billed"
+    )
     window = session.context_window
     limit = int(settings.auto_compact_ratio * window)
     turns = f"{len(live)}"
@@ -62,6 +71,7 @@ async def run(ctx: MagicContext, args: str) -> str:
             f"~{full_tokens:,} in the conversation; ~{sent_tokens:,} per request with the "
             "instructions",
         ),
+        ("token counts", counted),
         (
             "governance",
             f"window {settings.max_history_messages} messages; old tool outputs cut to "

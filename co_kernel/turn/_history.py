@@ -42,6 +42,7 @@ __all__ = [
     "estimate_tokens",
     "govern_history",
     "is_summary",
+    "token_calibration",
     "truncate_history_window",
     "truncate_tool_returns",
     "turn_starts",
@@ -496,6 +497,54 @@ def _part_chars(part: Any) -> int:
 
         return len(json.dumps(args)) + len(getattr(part, "tool_name", ""))
     return 0
+
+
+_SAMPLES = 6
+"""Requests a calibration looks back over."""
+
+
+def token_calibration(
+    history: Sequence[ModelMessage], settings: Settings
+) -> tuple[float, float] | None:
+    """(scale, offset): billed prompt tokens ≈ scale × estimate + offset; None before any
+    request reported its count (llama.cpp, Ollama and the cloud providers all do).
+
+    Each reported request's estimate is made as ``estimate_tokens`` makes the next one
+    (the governed history plus the instructions it was sent with), so the fit carries
+    what the estimate cannot see: the model's tokenizer (the scale) and the tool
+    definitions, chat template and context put with each prompt (the offset). It is fitted
+    on the last few requests when their sizes differ enough; else the last request's
+    difference is taken as the offset alone, which the next request, one turn longer,
+    barely changes.
+    """
+    from pydantic_ai.messages import ModelRequest, ModelResponse
+
+    samples: list[tuple[int, int]] = []
+    for i in range(len(history) - 1, 0, -1):
+        msg = history[i]
+        if not isinstance(msg, ModelResponse) or msg.usage.input_tokens <= 0:
+            continue
+        sent = history[:i]
+        request = sent[-1]
+        instructions = request.instructions if isinstance(request, ModelRequest) else None
+        estimate = estimate_tokens(govern_history(sent, settings))
+        estimate += len(instructions or "") // _CHARS_PER_TOKEN
+        samples.append((estimate, msg.usage.input_tokens))
+        if len(samples) == _SAMPLES:
+            break
+    if not samples:
+        return None
+    last_estimate, last_billed = samples[0]
+    xs = [x for x, _ in samples]
+    if len(samples) >= 3 and max(xs) - min(xs) >= 0.2 * max(xs):
+        mean_x = sum(xs) / len(xs)
+        mean_y = sum(y for _, y in samples) / len(samples)
+        spread = sum((x - mean_x) ** 2 for x in xs)
+        scale = sum((x - mean_x) * (y - mean_y) for x, y in samples) / spread
+        if 0.5 <= scale <= 3:
+            # Through the last request: the one most like the next.
+            return scale, last_billed - scale * last_estimate
+    return 1.0, float(last_billed - last_estimate)
 
 
 def estimate_tokens(messages: Sequence[ModelMessage]) -> int:

@@ -18,7 +18,7 @@ from ..deps import CoDeps
 from ..exceptions import ConfigError
 from ..store import SessionConflict, SessionStore, TurnRow, session_store_path
 from ._compact import CompactError, compacted_history, render_transcript, split_for_compaction
-from ._history import estimate_tokens, govern_history
+from ._history import estimate_tokens, govern_history, token_calibration
 from ._providers import build_model, parse_model_string
 from ._run import TurnResult, run_turn
 
@@ -285,7 +285,8 @@ class ChatSession:
         return govern_history(self.history, self.settings)
 
     def estimated_prompt_tokens(self, prompt: str | None = None) -> int:
-        """Estimated tokens of the next request: instructions, governed history, prompt."""
+        """Tokens of the next request (instructions, governed history, prompt), estimated
+        and calibrated by the tokens the provider reported for the previous one."""
         from pydantic_ai.messages import ModelRequest, UserPromptPart
 
         from ..config import paths
@@ -301,7 +302,13 @@ class ChatSession:
             compact=self._handle is not None and self._handle.compact_prompt,
         )
         view = govern_history(pending, self.settings)
-        return estimate_tokens(view) + len(instructions) // 4
+        estimate = estimate_tokens(view) + len(instructions) // 4
+        # Calibrated by what the provider reported for the last requests (its tokenizer).
+        calibration = token_calibration(self.history, self.settings)
+        if calibration is None:
+            return estimate
+        scale, offset = calibration
+        return max(0, round(scale * estimate + offset))
 
     def resume(self, session_id: str | None) -> SessionInfo:
         """Replace the conversation with a saved one (an id prefix, or None for the latest).
