@@ -187,6 +187,13 @@ class Settings(BaseSettings):
     local_max_tokens: int = Field(
         1024, ge=1, description="Most tokens a `local:` model may generate per request"
     )
+    local_cache_mb: int | None = Field(
+        None,
+        ge=0,
+        le=65_536,
+        description="MB llama.cpp's prompt cache may hold for a `local:` model "
+        "(None = 8 kB per context token, 32 MB for 4,096; 0 = no prompt cache)",
+    )
 
     # --- turn behaviour ---
     verbose: bool = Field(False, description="Show the model's thinking, collapsed")
@@ -242,7 +249,10 @@ class Settings(BaseSettings):
         40, ge=4, description="Messages the model is sent before the oldest turns are dropped"
     )
     tool_output_trim_chars: int = Field(
-        2000, ge=100, description="Tool outputs older than the last turn are cut to this length"
+        2000,
+        ge=100,
+        description="Tool outputs are cut to this length once they leave the recent half "
+        "of the history window",
     )
     summarization_model: str | None = Field(
         None, description="provider:model that writes `%compact` summaries (default: the model)"
