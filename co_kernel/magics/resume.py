@@ -4,7 +4,8 @@
 the notebook is unknown); `%resume 3f2a91c0` a given one (see `%sessions`; the first
 characters of the id are enough). The conversation in this kernel is replaced; it stays
 saved under its own id. The resumed conversation's model comes back too, when it can still
-be used (its key set, its server answering); otherwise the current model stays.
+be used (its key set, its server answering); otherwise the current model stays; so does
+its todo list (as its last `write_todos` left it).
 When another kernel continues the same conversation, the one that saves second goes on as
 a fork under a new id, so neither overwrites the other.
 """
@@ -46,6 +47,12 @@ async def run(ctx: MagicContext, args: str) -> str:
     live = session.live_turns
     if live:
         lines.append(f"\nIt ended with:\n> {live[-1].prompt.splitlines()[0][:200]}")
+    from ..tools.todos import format_todos, todos_from_history
+
+    # In place: the list is shared with everything holding the session's deps.
+    session.deps.todos[:] = todos_from_history(session.history)
+    if session.deps.todos:
+        lines.append(f"\nIts todo list is back:\n```\n{format_todos(session.deps.todos)}\n```")
     restored = await _restore_model(session, info.model)
     if restored:
         lines.append(f"\n{restored}")

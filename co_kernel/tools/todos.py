@@ -8,6 +8,7 @@ frontend shows the checklist, updated in place in a notebook.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -20,7 +21,14 @@ from . import ToolsetBuild
 if TYPE_CHECKING:
     from ..config import Settings
 
-__all__ = ["TodoItem", "build", "format_todos", "read_todos", "write_todos"]
+__all__ = [
+    "TodoItem",
+    "build",
+    "format_todos",
+    "read_todos",
+    "todos_from_history",
+    "write_todos",
+]
 
 MAX_ITEMS = 50
 MAX_CONTENT = 500
@@ -84,6 +92,33 @@ async def write_todos(ctx: RunContext[CoDeps], items: list[TodoItem]) -> str:
     # In place: the deps object is shared with everything holding the session's list.
     ctx.deps.todos[:] = todos
     return format_todos(todos)
+
+
+def todos_from_history(messages: Sequence[Any]) -> list[dict[str, Any]]:
+    """The checklist a conversation left: the last ``write_todos`` call that ran (it got a
+    return that is no retry prompt), read again; empty when there is none (or it was
+    compacted away). ``%resume`` restores the list with it."""
+    from pydantic_ai.messages import ModelRequest, ModelResponse, ToolReturnPart
+
+    returned = {
+        part.tool_call_id
+        for message in messages
+        if isinstance(message, ModelRequest)
+        for part in message.parts
+        if isinstance(part, ToolReturnPart) and part.tool_name == "write_todos"
+    }
+    for message in reversed(messages):
+        if not isinstance(message, ModelResponse):
+            continue
+        for part in reversed(message.tool_calls):
+            if part.tool_name != "write_todos" or part.tool_call_id not in returned:
+                continue
+            try:
+                items = [TodoItem.model_validate(i) for i in part.args_as_dict().get("items", [])]
+                return _check(items)
+            except (ValueError, TypeError, ModelRetry):
+                continue  # a call that was refused: look further back
+    return []
 
 
 async def read_todos(ctx: RunContext[CoDeps]) -> str:

@@ -163,3 +163,30 @@ def test_an_empty_item_is_refused_and_the_list_is_kept(kernel, model_server):
     result = kernel.execute("Plan")
     assert result.status == "ok" and model_server.errors == []
     assert len(checklist_messages(result)) == 1
+
+
+def test_resume_brings_the_todo_list_back(start_kernel, model_server):
+    """The list as the conversation's last write_todos left it: a refused write (two items
+    in progress) does not count."""
+    first = start_kernel()
+    model_server.extend(
+        [
+            write(("Draft the report", "completed"), ("Send it", "in_progress")),
+            {"text": "Planned."},
+            write(("A", "in_progress"), ("B", "in_progress")),  # refused: sent back
+            {"text": "Kept."},
+        ]
+    )
+    assert first.execute("Plan the report").status == "ok"
+    first.shutdown()
+
+    second = start_kernel()
+    resumed = second.execute("%resume")
+    assert resumed.status == "ok", resumed.text()
+    assert "Its todo list is back" in resumed.text()
+    assert "2. [~] Send it" in resumed.text()
+    model_server.extend(
+        [read(), {"expect": {"tool_result_contains": "1. [x] Draft the report"}, "text": "On it."}]
+    )
+    assert second.execute("Where are we?").status == "ok"
+    assert model_server.errors == []
