@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
@@ -309,3 +310,48 @@ def test_record_path_never_overwrites_the_script_the_session_replays(tmp_path: P
     notices = [payload[1] for kind, payload in frontend.events if kind == "notice"]
     assert any("not recording into" in n and "this session replays" in n for n in notices)
     assert recorded.read_text() == before
+
+
+_SECRETS = st.text(
+    alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_",
+    min_size=8,
+    max_size=40,
+)
+_AROUND = st.text(max_size=30)
+
+
+@settings(max_examples=60, deadline=None)
+@given(secret=_SECRETS, before=_AROUND, after=_AROUND)
+def test_a_secret_anywhere_in_an_exchange_never_reaches_the_file(
+    tmp_path_factory: pytest.TempPathFactory, secret: str, before: str, after: str
+) -> None:
+    from pydantic_ai.messages import ThinkingPart, ToolCallPart, ToolReturnPart
+
+    from co_kernel.telemetry import Redactor
+    from co_kernel.testing import Recorder
+
+    text = f"{before}{secret}{after}"
+    recorder = Recorder(redact=Redactor([secret]).redact)
+    path = tmp_path_factory.mktemp("rec") / "rec.jsonl"
+    recorder.start(path)
+    for request, response in (
+        (
+            ModelRequest(parts=[UserPromptPart(text)]),
+            ModelResponse(
+                parts=[
+                    ThinkingPart(text),
+                    TextPart(text),
+                    ToolCallPart("run_shell_command", {"cmd": text}, tool_call_id="c1"),
+                ]
+            ),
+        ),
+        (
+            ModelRequest(parts=[ToolReturnPart("run_shell_command", text, tool_call_id="c1")]),
+            ModelResponse(parts=[TextPart("done")]),
+        ),
+    ):
+        recorder.record([request], response)
+    recorder.record_decision("c1", "approved")
+    written = path.read_text(encoding="utf-8")
+    assert secret not in written
+    assert len(_steps(path)) == 2 and _steps(path)[0]["tool_calls"][0]["decision"] == "approved"
