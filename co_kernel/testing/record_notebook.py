@@ -66,6 +66,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="do not record: store the outputs replayed from an existing script",
     )
     args = parser.parse_args(argv)
+    try:
+        import nbformat  # noqa: F401  (nbval brings it; Co itself does not need it)
+    except ImportError:
+        parser.exit(2, "error: this needs nbformat and nbval: pip install nbval\n")
     return 1 if record_notebook(args.notebook, args.script, replay_only=args.replay_only) else 0
 
 
