@@ -50,6 +50,9 @@ A step is an object with these keys, all optional:
     A chunk is one SSE `data:` event, counting the first one that only carries the role.
 `repeat`
     How many consecutive requests the step answers (default 1).
+`finish_reason`
+    `"length"` ends the answer as one cut off by the token limit (default: `tool_calls`
+    or `stop`).
 
 Unknown keys are rejected when the script is loaded, with the line or index of the step.
 """
@@ -205,6 +208,7 @@ class Step(_Strict):
     model: str | None = None
     fault: Fault | None = None
     repeat: int = Field(default=1, ge=1)
+    finish_reason: Literal["length"] | None = None
 
 
 @dataclass(frozen=True)

@@ -633,7 +633,9 @@ class _Answer:
             (call.id or f"call_{turn.number}_{index}", call.name, call.arguments_json())
             for index, call in enumerate(self.step.tool_calls)
         ]
-        self.finish_reason: str | None = "tool_calls" if self.tool_calls else "stop"
+        self.finish_reason: str | None = self.step.finish_reason or (
+            "tool_calls" if self.tool_calls else "stop"
+        )
         if isinstance(self.step.fault, UnfinishedFault):
             self.finish_reason = None
 

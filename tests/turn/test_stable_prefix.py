@@ -57,3 +57,28 @@ def test_system_prompt_and_earlier_messages_stay_put_across_turns(
     assert breaks <= (turns - 4) // 2 + 1
     prompts = [m for m in requests[-1] if m["role"] == "user" and "Question" in str(m)]
     assert 2 <= len(prompts) <= 4, "the window still holds at most 8 messages"
+
+
+def test_a_runaway_answer_is_shown_whole_and_sent_back_cut(
+    kernel: CoKernel, model_server: ScriptedModelServer
+) -> None:
+    sane = "Paris is the capital of France. "
+    loop = "h-" * 1500
+    model_server.extend(
+        [
+            {"text": sane + loop, "finish_reason": "length"},
+            {"expect": {"messages_contain": ["[Co cut this answer here"]}, "text": "Sorry."},
+            {"text": "Still fine."},
+        ]
+    )
+    shown = kernel.execute("What is the capital of France?", timeout=120).markdown()
+    assert loop in shown, "the cell shows the whole answer"
+    assert kernel.execute("And of Italy?", timeout=120).status == "ok"
+    assert kernel.execute("And of Spain?", timeout=120).status == "ok"
+    assert model_server.errors == []
+    for body in model_server.requests[1:]:
+        sent = json.dumps(body["messages"])
+        assert sane in sent and "h-" * 150 not in sent
+        assert "it reached the length limit repeating itself" in sent
+    history = kernel.execute("%history").markdown()
+    assert "| turns | 3" in history
