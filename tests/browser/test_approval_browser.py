@@ -108,3 +108,41 @@ def test_approve_then_deny_in_jupyterlab(tmp_path: Path) -> None:
         finally:
             lab.stop()
         assert server.errors == []
+
+
+def test_always_allow_in_jupyterlab(tmp_path: Path) -> None:
+    """The card's "Always allow <rule>" runs the call and the next matching one asks not."""
+    ensure_kernelspec()
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    home = tmp_path / "co-home"
+    home.mkdir()
+    notebook = notebooks / "always.ipynb"
+    write_notebook(notebook, ["Make two files"])
+    script = [
+        {"tool_calls": [shell("touch one")]},
+        {"tool_calls": [shell("touch two")]},
+        {"text": "Both made."},
+    ]
+    with ScriptedModelServer(script) as server:
+        lab = start_server(notebooks, env=scripted_env(home, server), base=tmp_path / "jupyter")
+        try:
+            with chromium_page() as page:
+                page.goto(lab.url(f"lab/tree/{notebook.name}", reset=""))
+                page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=90_000)
+                page.get_by_text("Co | Idle").wait_for(timeout=90_000)
+
+                cell = run_cell(page, 0)
+                always = cell.get_by_role(
+                    "button", name="Always allow run_shell_command(touch*)", exact=True
+                )
+                always.wait_for(timeout=90_000)
+                always.click()
+                cell.get_by_text("Both made.").wait_for(timeout=30_000)
+                wait_for_prompt(cell, "[1]:")
+                assert (notebooks / "one").exists() and (notebooks / "two").exists()
+                # One card only: the second call matched the new session rule.
+                assert cell.get_by_role("button", name="Approve", exact=True).count() == 1
+        finally:
+            lab.stop()
+        assert server.errors == []
