@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,8 @@ class CellHistory:
         self.session: int | None = None
         """This kernel's session number, once its first cell is recorded."""
         self._conn: sqlite3.Connection | None = None
+        # One connection; a subshell's cell may run on another thread than the main one.
+        self._lock = threading.Lock()
 
     def _db(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -92,22 +95,26 @@ class CellHistory:
     def record(self, line: int, source: str) -> None:
         """Keep one cell as typed under the execution count it ran as."""
         try:
-            db = self._db()
-            session = self.session
-            with write(db):
-                if session is None:
-                    cursor = db.execute(
-                        "INSERT INTO sessions (scope, kernel_id, started) VALUES (?, ?, ?)",
-                        (self.scope, self.kernel_id, time.time()),
-                    )
-                    session = int(cursor.lastrowid or 0)
-                db.execute(
-                    "INSERT OR REPLACE INTO cells (session, line, source) VALUES (?, ?, ?)",
-                    (session, line, source),
-                )
-            self.session = session  # only once the session's row is committed
+            with self._lock:
+                self._record(line, source)
         except (sqlite3.Error, OSError) as exc:
             log.warning("cell not kept in the history (%s): %s", self.path, exc)
+
+    def _record(self, line: int, source: str) -> None:
+        db = self._db()
+        session = self.session
+        with write(db):
+            if session is None:
+                cursor = db.execute(
+                    "INSERT INTO sessions (scope, kernel_id, started) VALUES (?, ?, ?)",
+                    (self.scope, self.kernel_id, time.time()),
+                )
+                session = int(cursor.lastrowid or 0)
+            db.execute(
+                "INSERT OR REPLACE INTO cells (session, line, source) VALUES (?, ?, ?)",
+                (session, line, source),
+            )
+        self.session = session  # only once the session's row is committed
 
     def request(
         self,
@@ -123,14 +130,15 @@ class CellHistory:
     ) -> list[HistoryEntry]:
         """Answer a ``history_request``; an unknown access type gets no entries."""
         try:
-            if hist_access_type == "tail":
-                rows = self.tail(n)
-            elif hist_access_type == "range":
-                rows = self.range(session, start, stop)
-            elif hist_access_type == "search":
-                rows = self.search(pattern or "*", n=n, unique=unique)
-            else:
-                rows = []
+            with self._lock:
+                if hist_access_type == "tail":
+                    rows = self.tail(n)
+                elif hist_access_type == "range":
+                    rows = self.range(session, start, stop)
+                elif hist_access_type == "search":
+                    rows = self.search(pattern or "*", n=n, unique=unique)
+                else:
+                    rows = []
         except (sqlite3.Error, OSError) as exc:
             log.warning("history not read (%s): %s", self.path, exc)
             rows = []
@@ -207,6 +215,7 @@ class CellHistory:
         return int(row[0]) if row else None
 
     def close(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
