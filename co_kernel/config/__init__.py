@@ -192,7 +192,7 @@ class Settings(BaseSettings):
         ge=0,
         le=65_536,
         description="MB llama.cpp's prompt cache may hold for a `local:` model "
-        "(None = 8 kB per context token, 32 MB for 4,096; 0 = no prompt cache)",
+        "(None = 24 kB per context token, 96 MB for 4,096; 0 = no prompt cache)",
     )
 
     # --- turn behaviour ---
