@@ -226,15 +226,35 @@ def default_threads() -> int:
     return max(1, cores // 2)
 
 
+def default_cache_mb(context: int) -> int:
+    """24 kB per context token (96 MB for 4,096): one saved prompt of the bundled model.
+
+    llama.cpp saves a slot's state when another prompt takes the slot; SmolLM2-135M's
+    state for a 2,048-token context needed between 24 and 60 MB (measured). A single
+    conversation needs none of it: its stable prefix stays in the slot itself.
+    """
+    return max(8, context * 24 // 1024)
+
+
 class LocalServer:
     """llama.cpp's server for one model, in a child process."""
 
     def __init__(
-        self, spec: LocalModelSpec, *, threads: int, context: int, port: int, log_path: Path
+        self,
+        spec: LocalModelSpec,
+        *,
+        threads: int,
+        context: int,
+        port: int,
+        log_path: Path,
+        cache_mb: int | None = None,
     ) -> None:
         self.spec = spec
         self.threads = threads
         self.context = context
+        self.cache_mb = default_cache_mb(context) if cache_mb is None else cache_mb
+        """The cap of llama.cpp's prompt cache (its default is 8 GB, which a long
+        conversation fills by tens of MB a turn)."""
         self.port = port
         self.log_path = log_path
         self.address: str | None = None
@@ -270,6 +290,7 @@ class LocalServer:
             "context": self.context,
             "threads": self.threads,
             "port": self.port,
+            "cache_mb": self.cache_mb,
         }
         script = Path(__file__).with_name("_local_server.py")
         started = time.monotonic()
@@ -427,7 +448,7 @@ def local_status_rows(
             (
                 "local server",
                 f"{server.address} (pid {server.pid}, {server.threads} threads, "
-                f"context {server.context} tokens)",
+                f"context {server.context} tokens, prompt cache ≤ {server.cache_mb} MB)",
             )
         )
     else:
@@ -486,6 +507,7 @@ def build_local(
         context=settings.local_context,
         port=settings.local_port,
         log_path=log_dir / f"local-model-{os.getpid()}.log",
+        cache_mb=settings.local_cache_mb,
     )
     # The port is known once the server is up; prepare() points the client at it.
     provider = OpenAIProvider(

@@ -6,7 +6,8 @@ failed to load, then serves on 127.0.0.1 until its stdin closes: the kernel clos
 when it stops, and the operating system does when the kernel dies. llama.cpp's log goes
 to stderr, which the parent points at a file, so nothing reaches the notebook.
 
-Argument: a JSON object with ``path``, ``context``, ``threads`` and ``port``.
+Argument: a JSON object with ``path``, ``context``, ``threads``, ``port`` and ``cache_mb``
+(the prompt cache's cap).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ def main() -> None:
     params.hostnames = ["127.0.0.1"]
     params.port = int(config["port"])
     params.n_parallel = 1
+    params.cache_ram_mib = int(config["cache_mb"])
     params.ui = False
     params.verbosity = 1  # errors only
     try:
