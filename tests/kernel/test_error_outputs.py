@@ -75,3 +75,19 @@ def test_an_interrupted_turn_is_a_keyboard_interrupt_error(
     error = _one_error(result, "KeyboardInterrupt")
     assert error["traceback"][0].startswith("Interrupted.")
     assert _shown_elsewhere(result, "Interrupted.") == 0
+
+
+def test_an_interrupted_magic_is_a_keyboard_interrupt_error(start_kernel, model_server) -> None:
+    kernel = start_kernel({"CO_COMPACT_KEEP_TURNS": "1"})
+    model_server.extend([{"text": "One."}, {"text": "Two."}])
+    for prompt in ("first", "second"):
+        assert kernel.execute(prompt).status == "ok"
+    # %compact's summary request never finishes: the interrupt lands in the magic.
+    model_server.extend([{"text": "never", "fault": {"kind": "stall", "seconds": 60}}])
+    result = kernel.execute(
+        "%compact", timeout=90, interrupt_when=lambda: len(model_server.requests) == 3
+    )
+    assert result.interrupt_sent
+    error = _one_error(result, "KeyboardInterrupt")
+    assert error["traceback"] == ["Interrupted."]
+    assert kernel.execute("%help").status == "ok", "the kernel goes on"
