@@ -31,6 +31,7 @@ from .frontend import (
     render_markdown,
     terminal_width,
 )
+from .frontend._pending import PendingApprovals
 from .magics import MagicContext, MagicError, find_magic, parse_magic
 from .notebook import CellRecord, NotebookContext, expand_references
 
@@ -92,6 +93,10 @@ class CellDispatcher:
         self._kernel = kernel
         # Every output of every cell passes the session's redactor (API keys, tokens).
         self._redacting = RedactingPublisher(KernelPublisher(shell), self._redact)
+        self.pending = PendingApprovals(self._redact)
+        """The calls waiting for approval, for pages that lack their card (issue 27)."""
+        if kernel is not None:
+            self.pending.register(kernel.comm_manager)
         self.publisher: Publisher = self._redacting
         self.notebook = NotebookContext(shell)
         self.approvers: dict[str, Approver] = {}
@@ -157,7 +162,7 @@ class CellDispatcher:
 
             loop = asyncio.get_running_loop()
             approver = self.approvers.get("notebook") or (
-                WidgetApprover(self.publisher) if self._kernel is not None else policy
+                WidgetApprover(self.publisher, self.pending) if self._kernel is not None else policy
             )
             return NotebookFrontend(
                 self.publisher, approver, max_rate=rate, call_later=loop.call_later

@@ -19,6 +19,7 @@ from typing import Any
 from ..turn._approval import INTERRUPTED, decision_label
 from ..turn._frontend import ApprovalDecision, ApprovalRequest, ToolCallView
 from ._base import DECISION_TEXT, approval_text, wait_for_answer
+from ._pending import PendingApprovals
 from ._publisher import Publisher
 from ._toolcard import format_args
 
@@ -114,8 +115,10 @@ class ApprovalCard:
 class WidgetApprover:
     """Asks in the running cell with an ``ApprovalCard``; an ``Approver``."""
 
-    def __init__(self, publisher: Publisher) -> None:
+    def __init__(self, publisher: Publisher, pending: PendingApprovals | None = None) -> None:
+        """``pending``: where pages that lack the card (a reload, a second tab) find it."""
         self._pub = publisher
+        self._pending = pending
         self.cards: list[ApprovalCard] = []
 
     async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
@@ -132,6 +135,8 @@ class WidgetApprover:
         self.cards.append(card)
         display_id = uuid.uuid4().hex
         self._pub.display(card.bundle(), display_id=display_id)
+        if self._pending is not None:
+            self._pending.add(display_id, request, on_choice)
         try:
             choice = await wait_for_answer(answer, request.timeout)
         except asyncio.CancelledError:
@@ -143,3 +148,5 @@ class WidgetApprover:
     def _finish(self, card: ApprovalCard, decision: str, display_id: str) -> None:
         card.finish(decision)
         self._pub.display(card.bundle(), display_id=display_id, update=True)
+        if self._pending is not None:
+            self._pending.settle(display_id, decision)

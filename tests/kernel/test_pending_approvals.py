@@ -1,0 +1,154 @@
+"""Pending approvals through the ``co.approvals`` comm, over ZMQ (issue 27).
+
+The test plays a freshly loaded JupyterLab page: it has no card (it did not send the
+cell), opens the comm the extension opens on connect, reads the waiting calls and
+decides through it; and a page that clicks the card while another decides by comm.
+"""
+
+from __future__ import annotations
+
+import queue
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from tests.kernel_harness import WIDGET_VIEW, CoKernel
+
+
+def shell(cmd: str) -> dict[str, Any]:
+    return {"name": "run_shell_command", "arguments": {"cmd": cmd}}
+
+
+class Page:
+    """Everything the kernel publishes on iopub, read as a page that sent no cell does."""
+
+    def __init__(self, kernel: CoKernel) -> None:
+        self.kernel = kernel
+        self.messages: list[dict[str, Any]] = []
+
+    def until(self, predicate: Any, timeout: float = 90) -> dict[str, Any]:
+        """Read iopub until a message satisfies ``predicate``; returns it."""
+        for m in self.messages:
+            if predicate(m):
+                return m
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                m = self.kernel.kc.get_iopub_msg(timeout=0.05)
+            except queue.Empty:
+                continue
+            self.messages.append(m)
+            if predicate(m):
+                return m
+        raise TimeoutError("no such message")
+
+    def open_approvals(self) -> str:
+        comm_id = uuid.uuid4().hex
+        content = {"comm_id": comm_id, "target_name": "co.approvals", "data": {}}
+        self.kernel.kc.shell_channel.send(self.kernel.kc.session.msg("comm_open", content))
+        return comm_id
+
+    def comm_data(self, comm_id: str) -> list[dict[str, Any]]:
+        return [
+            m["content"]["data"]
+            for m in self.messages
+            if m["msg_type"] == "comm_msg" and m["content"]["comm_id"] == comm_id
+        ]
+
+    def next_data(self, comm_id: str, predicate: Any) -> dict[str, Any]:
+        found = self.until(
+            lambda m: m["msg_type"] == "comm_msg"
+            and m["content"]["comm_id"] == comm_id
+            and predicate(m["content"]["data"])
+        )
+        return found["content"]["data"]
+
+    def idle(self, msg_id: str) -> None:
+        self.until(
+            lambda m: m["parent_header"].get("msg_id") == msg_id
+            and m["msg_type"] == "status"
+            and m["content"]["execution_state"] == "idle"
+        )
+
+
+def is_card(msg_id: str) -> Any:
+    return lambda m: (
+        m["parent_header"].get("msg_id") == msg_id
+        and m["msg_type"] == "display_data"
+        and WIDGET_VIEW in m["content"]["data"]
+    )
+
+
+def test_a_fresh_page_reads_the_waiting_call_and_decides_it(kernel, model_server, workspace):
+    model_server.extend(
+        [
+            {"text": "Creating it.", "tool_calls": [shell("touch marker && echo made")]},
+            {"expect": {"tool_result_contains": "made"}, "text": "Done."},
+        ]
+    )
+    page = Page(kernel)
+    # A page connected before the call: it hears of it when it starts waiting.
+    early = page.open_approvals()
+    assert page.next_data(early, lambda d: "pending" in d) == {"pending": [], "decided": []}
+    cell = kernel.send("create a marker file")
+    page.until(is_card(cell))
+    shown = page.next_data(early, lambda d: d["pending"])
+    # A page loaded while the call waits gets it on open.
+    late = page.open_approvals()
+    [call] = page.next_data(late, lambda d: "pending" in d)["pending"]
+    assert call == shown["pending"][0]
+    assert call["tool"] == "run_shell_command"
+    assert "touch marker && echo made" in call["arguments"]
+    assert not (workspace / "marker").exists()
+
+    # Bad answers are refused with a message; the call still waits, the kernel lives.
+    send = kernel.send_comm_msg
+    send(late, {"decide": call["id"], "choice": "maybe"})
+    assert "Unknown choice 'maybe'" in page.next_data(late, lambda d: "error" in d)["error"]
+    send(late, {"nonsense": 1})
+    page.next_data(late, lambda d: "Expected" in d.get("error", ""))
+
+    send(late, {"decide": call["id"], "choice": "approve"})
+    page.idle(cell)
+    assert (workspace / "marker").exists()
+    for comm_id in (early, late):
+        [final] = [d for d in page.comm_data(comm_id) if d.get("decided")]
+        assert final["pending"] == []
+        assert [(o["id"], o["decision"]) for o in final["decided"]] == [(call["id"], "approved")]
+    markdown = "".join(
+        m["content"]["data"].get("text/markdown", "")
+        for m in page.messages
+        if m["parent_header"].get("msg_id") == cell and m["msg_type"] == "update_display_data"
+    )
+    assert "Done." in markdown
+    assert model_server.errors == []
+
+
+def test_card_and_comm_deciding_at_once_run_the_tool_once(kernel, model_server, workspace):
+    model_server.extend(
+        [
+            {"tool_calls": [shell("echo ran >> count")]},
+            {"text": "Appended."},
+        ]
+    )
+    page = Page(kernel)
+    cell = kernel.send("append a line")
+    page.until(is_card(cell))
+    approvals = page.open_approvals()
+    [call] = page.next_data(approvals, lambda d: "pending" in d)["pending"]
+    buttons = {
+        m["content"]["data"]["state"]["description"]: m["content"]["comm_id"]
+        for m in page.messages
+        if m["msg_type"] == "comm_open"
+        and m["content"]["data"].get("state", {}).get("_model_name") == "ButtonModel"
+    }
+    # The card's Approve, then (a second tab) Approve and Deny by comm, back to back.
+    kernel.click(buttons["Approve"])
+    kernel.send_comm_msg(approvals, {"decide": call["id"], "choice": "approve"})
+    kernel.send_comm_msg(approvals, {"decide": call["id"], "choice": "deny"})
+    page.idle(cell)
+    assert Path(workspace / "count").read_text() == "ran\n"
+    outcomes = [o for d in page.comm_data(approvals) for o in d.get("decided", [])]
+    assert [(o["id"], o["decision"]) for o in outcomes] == [(call["id"], "approved")]
+    assert model_server.errors == []
