@@ -67,6 +67,8 @@ class McpServer:
     """Tools not offered because their name is taken (reported once each)."""
     read_only: set[str] = field(default_factory=set)
     """Tools (prefixed names) the server marks ``readOnlyHint`` and not ``destructiveHint``."""
+    resources: list[Any] = field(default_factory=list)
+    """The resources it listed when it connected (pydantic-ai ``Resource``: uri, name, ...)."""
 
     @property
     def prefix(self) -> str:
@@ -319,6 +321,7 @@ class McpManager:
                 await connection.__aenter__()
                 entered = True
                 listed = await connection.list_tools()
+                resources = await connection.list_resources()
         except TimeoutError:
             reason = f"it did not answer within {spec.start_timeout:g} s (setting `start_timeout`)"
         except asyncio.CancelledError:
@@ -334,6 +337,7 @@ class McpManager:
                 f"{prefix}_{t.name}" if prefix else t.name: (t.description or "").strip()
                 for t in listed
             }
+            server.resources = list(resources)
             server.read_only = {
                 f"{prefix}_{t.name}" if prefix else t.name for t in listed if _read_only(t)
             }

@@ -71,3 +71,50 @@ def test_rules_apply_on_top_of_annotations(start_kernel, model_server, tmp_path:
     assert _ran(calls) == ["plain"]
     sent = json.dumps(model_server.requests)
     assert "denied by rule `hints_peek` (CO_PERMISSIONS)" in sent
+
+
+def test_resources_are_listed_and_read_and_offered_only_when_a_server_has_some(
+    start_kernel, model_server, tmp_path: Path
+):
+    """Issue 23, point 5: the model lists and reads a server's resources."""
+    calls = tmp_path / "calls.jsonl"
+    without = _server(tmp_path / "other.jsonl", "trust")
+    without["args"].append("--no-resources")
+    kernel = start_kernel(mcp_env({"bare": without}))
+    model_server.extend(
+        [{"expect": {"tools_exclude": ["list_mcp_resources"]}, "text": "nothing to list"}]
+    )
+    assert kernel.execute("anything?", mode="headless", timeout=120).status == "ok"
+    assert model_server.errors == []
+
+    kernel = start_kernel(mcp_env({"hints": _server(calls, "ask")}))
+    model_server.extend(
+        [
+            {
+                "expect": {"tools_include": ["list_mcp_resources", "read_mcp_resource"]},
+                "tool_calls": [{"name": "list_mcp_resources", "arguments": {}}],
+            },
+            {
+                "expect": {"tool_result_contains": "memo://today"},
+                "tool_calls": [
+                    {
+                        "name": "read_mcp_resource",
+                        "arguments": {"server": "hints", "uri": "memo://x"},
+                    }
+                ],
+            },
+            {
+                "expect": {"tool_result_contains": "lists no resource"},
+                "tool_calls": [
+                    {
+                        "name": "read_mcp_resource",
+                        "arguments": {"server": "hints", "uri": "memo://today"},
+                    }
+                ],
+            },
+            {"expect": {"tool_result_contains": "MEMO-CONTENT: buy milk"}, "text": "Buy milk."},
+        ]
+    )
+    result = kernel.execute("what is in today's memo?", mode="headless", timeout=120)
+    assert result.status == "ok", result.text()
+    assert model_server.errors == []

@@ -1,7 +1,8 @@
 """An MCP server whose tools carry the specification's hints, over stdio.
 
 ``peek`` is marked read-only, ``wipe`` destructive, ``odd`` read-only *and* destructive
-(contradictory hints: Co asks), ``plain`` has no hints. Every call is appended as a JSON
+(contradictory hints: Co asks), ``plain`` has no hints; one resource, ``memo://today``,
+which ``--no-resources`` leaves out. Every call is appended as a JSON
 line (tool, arguments) to the file named by ``--calls``, so a test sees what ran.
 Run: ``python annotated_server.py NAME --calls F``.
 """
@@ -20,6 +21,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("name")
     parser.add_argument("--calls", type=Path, required=True)
+    parser.add_argument("--no-resources", action="store_true")
     options = parser.parse_args()
     server = MCPServer(options.name)
 
@@ -47,6 +49,13 @@ def main() -> None:
     def plain(key: str) -> str:
         """No hints at all."""
         return record("plain", key=key)
+
+    if not options.no_resources:
+
+        @server.resource("memo://today", name="today", description="Today's memo.",
+                         mime_type="text/plain")  # fmt: skip
+        def today() -> str:
+            return "MEMO-CONTENT: buy milk"
 
     server.run()
 
