@@ -98,7 +98,9 @@ class CellHistory:
             with self._lock:
                 self._record(line, source)
         except (sqlite3.Error, OSError) as exc:
-            log.warning("cell not kept in the history (%s): %s", self.path, exc)
+            # Not a warning: a kernel's warnings print into the cell, and the cause (a data
+            # directory that can't be written) is what the cell's own store reports.
+            log.info("cell not kept in the history (%s): %s", self.path, exc)
 
     def _record(self, line: int, source: str) -> None:
         db = self._db()
