@@ -262,7 +262,9 @@ class Script:
                 raise ValueError(f"{path}: not valid JSON: {e}") from e
             return cls.from_steps(items, source=str(path))
         steps: list[Step] = []
-        for line_number, line in enumerate(text.splitlines(), start=1):
+        # Lines end at "\n" only: JSON keeps U+2028, U+0085 and the like raw inside strings,
+        # and str.splitlines would cut a recorded answer holding one in two.
+        for line_number, line in enumerate(text.split("\n"), start=1):
             if not line.strip():
                 continue
             where = f"{path}, line {line_number}"

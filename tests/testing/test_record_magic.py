@@ -12,7 +12,7 @@ from ..kernel_harness import CoKernel
 
 
 def _lines(path: Path) -> int:
-    return len([line for line in path.read_text().splitlines() if line.strip()])
+    return len([line for line in path.read_text().split("\n") if line.strip()])
 
 
 def test_record_starts_reports_and_stops(
@@ -58,7 +58,8 @@ def test_a_headless_policy_denial_replays_by_the_policy_with_the_same_message(
     recording = start_kernel({"CO_RECORD_PATH": "rec.jsonl"})
     assert recording.execute("Make x.", mode="headless").status == "ok"
     recording.shutdown()
-    steps = [json.loads(line) for line in (workspace / "rec.jsonl").read_text().splitlines()]
+    lines = (workspace / "rec.jsonl").read_text().split("\n")
+    steps = [json.loads(line) for line in lines if line.strip()]
     assert "decision" not in steps[0]["tool_calls"][0], "the policy's denial is not the person's"
     assert "approval_mode=deny" in steps[1]["expect"]["tool_result_contains"]
 

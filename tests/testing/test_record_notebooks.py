@@ -83,7 +83,7 @@ def _nbval(folder: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str
 
 
 def _steps(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [json.loads(line) for line in path.read_text().split("\n") if line.strip()]
 
 
 @pytest.fixture(scope="module")
