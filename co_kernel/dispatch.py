@@ -32,7 +32,7 @@ from .frontend import (
     terminal_width,
 )
 from .frontend._pending import PendingApprovals
-from .magics import MagicContext, MagicError, find_magic, parse_magic
+from .magics import MagicContext, MagicError, RunPrompt, find_magic, parse_magic
 from .notebook import CellRecord, NotebookContext, expand_references
 
 if TYPE_CHECKING:
@@ -295,6 +295,8 @@ class CellDispatcher:
                 usage = f" Usage: {find_magic(name).USAGE}"
             message = f"{exc}{usage if usage and usage.strip() not in str(exc) else ''}"
             return self.fail("MagicError", message)
+        if isinstance(output, RunPrompt):
+            return await self._run_turn(output.text, request)
         if output:
             self.show_markdown(output)
         return Outcome()

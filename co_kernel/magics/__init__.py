@@ -1,7 +1,8 @@
 """`%` magics: one module per magic, whose docstring is its `%help` text.
 
 A magic module defines ``USAGE`` (one line), optionally ``complete(ctx, arg_text)`` for Tab
-completion, and ``async def run(ctx, args: str) -> str | None`` returning Markdown to show.
+completion, and ``async def run(ctx, args: str) -> str | RunPrompt | None`` returning Markdown to show (or
+a prompt the cell runs as its turn).
 Bad arguments raise ``MagicError``; the kernel turns it into a one-line message with the
 usage. The registry is explicit (no decorators), as in seed 001's ``_commands.py``.
 """
@@ -17,7 +18,15 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..turn import ChatSession
 
-__all__ = ["MAGICS", "MagicContext", "MagicError", "find_magic", "magic_help", "parse_magic"]
+__all__ = [
+    "MAGICS",
+    "MagicContext",
+    "MagicError",
+    "RunPrompt",
+    "find_magic",
+    "magic_help",
+    "parse_magic",
+]
 
 # name -> module under co_kernel.magics
 MAGICS: dict[str, str] = {
@@ -45,6 +54,14 @@ MAGICS: dict[str, str] = {
 
 class MagicError(Exception):
     """Bad input to a magic; the message is shown on one line with the usage."""
+
+
+@dataclass(frozen=True)
+class RunPrompt:
+    """What a magic returns to make its cell a turn with this prompt (`%mcp prompt`)."""
+
+    text: str
+    """The prompt, as if typed in the cell."""
 
 
 @dataclass

@@ -6,7 +6,9 @@ run at once (`trust`), and whether it is connected, failed (with why) or stopped
 every tool it offers under its prefix. `%mcp restart <name>` closes one server and starts
 it again; `%mcp reload` reads the `mcp_servers` and `permissions` settings again and
 reconnects every server, so a server or a rule for its tools added to the settings needs
-no kernel restart. Env and header values are never shown.
+no kernel restart. `%mcp prompts` lists the servers' prompts and their arguments;
+`%mcp prompt <server> <name> key=value ...` gets one and runs it as this cell's prompt.
+Env and header values are never shown.
 """
 
 from __future__ import annotations
@@ -16,15 +18,15 @@ import difflib
 from typing import TYPE_CHECKING
 
 from ..exceptions import ConfigError
-from . import MagicContext, MagicError
+from . import MagicContext, MagicError, RunPrompt
 from ._render import table
 
 if TYPE_CHECKING:
     from ..mcp import McpManager
 
-USAGE = "%mcp [restart <name> | reload]"
+USAGE = "%mcp [restart <name> | reload | prompts | prompt <server> <name> [key=value ...]]"
 
-_SUBCOMMANDS = ("restart", "reload")
+_SUBCOMMANDS = ("restart", "reload", "prompts", "prompt")
 _MCP_SETTINGS = ("mcp_servers", "permissions", "permissions_accept_project")
 """What `%mcp reload` reads again."""
 
@@ -116,7 +118,56 @@ async def _reload(ctx: MagicContext) -> str:
     return text
 
 
-async def run(ctx: MagicContext, args: str) -> str:
+async def _prompts(manager: McpManager) -> str:
+    rows = []
+    for server in manager.connected():
+        assert server.connection is not None
+        for prompt in await server.connection.list_prompts():
+            arguments = ", ".join(
+                f"{a.name}{'' if a.required else '?'}" for a in prompt.arguments or []
+            )
+            rows.append(
+                (f"`{server.name}`", f"`{prompt.name}`", arguments, prompt.description or "")
+            )
+    if not rows:
+        return "No connected MCP server offers prompts."
+    return (
+        f"**MCP prompts** ({len(rows)}); run one with `%mcp prompt <server> <name> key=value`"
+        "\n\n" + table(["server", "prompt", "arguments (? optional)", "description"], rows)
+    )
+
+
+async def _prompt(manager: McpManager, text: str) -> RunPrompt:
+    import shlex
+
+    try:
+        words = shlex.split(text)
+    except ValueError as exc:
+        raise MagicError(f"Cannot read the arguments: {exc}.") from None
+    if len(words) < 2:
+        raise MagicError("Name the server and the prompt, e.g. `%mcp prompt docs summarize`.")
+    name = _server_name(manager, words[0])
+    server = manager.servers[name]
+    if server.state != "connected" or server.connection is None:
+        raise MagicError(f"MCP server `{name}` is not connected ({manager.state_text(server)}).")
+    arguments: dict[str, str] = {}
+    for word in words[2:]:
+        key, eq, value = word.partition("=")
+        if not eq or not key:
+            raise MagicError(f"Arguments are key=value, not '{word}'.")
+        arguments[key] = value
+    try:
+        result = await server.connection.get_prompt(words[1], arguments or None)
+    except Exception as exc:  # MCPError: an unknown prompt, a missing argument
+        raise MagicError(f"`{name}` could not give the prompt `{words[1]}`: {exc}") from None
+    parts = [getattr(m.content, "content", None) for m in result.messages]
+    prompt = "\n\n".join(p for p in parts if isinstance(p, str) and p.strip())
+    if not prompt:
+        raise MagicError(f"The prompt `{words[1]}` of `{name}` holds no text to send.")
+    return RunPrompt(prompt)
+
+
+async def run(ctx: MagicContext, args: str) -> str | RunPrompt:
     manager = ctx.session.mcp
     words = args.split()
     if not words:
@@ -133,6 +184,12 @@ async def run(ctx: MagicContext, args: str) -> str:
         if rest:
             raise MagicError(f"%mcp reload takes no more arguments (got '{' '.join(rest)}').")
         return await _reload(ctx)
+    if command == "prompts":
+        await manager.ready()
+        return await _prompts(manager)
+    if command == "prompt":
+        await manager.ready()
+        return await _prompt(manager, args.split(maxsplit=1)[1] if len(words) > 1 else "")
     if command == "restart":
         if len(rest) != 1:
             raise MagicError("Name the server to restart, e.g. `%mcp restart files`.")

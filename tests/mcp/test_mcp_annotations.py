@@ -118,3 +118,22 @@ def test_resources_are_listed_and_read_and_offered_only_when_a_server_has_some(
     result = kernel.execute("what is in today's memo?", mode="headless", timeout=120)
     assert result.status == "ok", result.text()
     assert model_server.errors == []
+
+
+def test_prompts_are_listed_and_one_runs_as_the_cells_turn(
+    start_kernel, model_server, tmp_path: Path
+):
+    """Issue 23, point 5: `%mcp prompts` lists them; `%mcp prompt` sends one as the prompt."""
+    kernel = start_kernel(mcp_env({"hints": _server(tmp_path / "calls.jsonl", "ask")}))
+    listed = kernel.execute("%mcp prompts", timeout=120).markdown()
+    assert "| `hints` | `poem` | topic, lines? | Ask for a short poem. |" in listed
+
+    model_server.extend(
+        [{"expect": {"last_user_contains": "Write a 2-line poem about tea."}, "text": "Tea, hot."}]
+    )
+    result = kernel.execute("%mcp prompt hints poem topic=tea lines=2", timeout=120)
+    assert result.status == "ok", result.text()
+    assert "Tea, hot." in result.markdown() and model_server.errors == []
+
+    missing = kernel.execute("%mcp prompt hints poem")
+    assert missing.status == "error" and "could not give the prompt `poem`" in missing.text()

@@ -2,7 +2,7 @@
 
 ``peek`` is marked read-only, ``wipe`` destructive, ``odd`` read-only *and* destructive
 (contradictory hints: Co asks), ``plain`` has no hints; one resource, ``memo://today``,
-which ``--no-resources`` leaves out. Every call is appended as a JSON
+and one prompt, ``poem``, which ``--no-resources`` leaves out. Every call is appended as a JSON
 line (tool, arguments) to the file named by ``--calls``, so a test sees what ran.
 Run: ``python annotated_server.py NAME --calls F``.
 """
@@ -56,6 +56,10 @@ def main() -> None:
                          mime_type="text/plain")  # fmt: skip
         def today() -> str:
             return "MEMO-CONTENT: buy milk"
+
+        @server.prompt(description="Ask for a short poem.")
+        def poem(topic: str, lines: str = "4") -> str:
+            return f"Write a {lines}-line poem about {topic}."
 
     server.run()
 
