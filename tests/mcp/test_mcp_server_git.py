@@ -1,0 +1,68 @@
+"""The reference `mcp-server-git` from PyPI under `approval: annotations` (issue 23, point
+4): the tools it marks read-only (git_status, git_log) run at once, git_commit asks (a
+headless run denies it), and a rule allows it after all. Effects are read from the repo."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from .conftest import mcp_env
+
+
+def _git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True)
+    return done.stdout
+
+
+def _repo(root: Path) -> Path:
+    repo = root / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "config", "user.email", "t@example.com")
+    _git(repo, "config", "user.name", "T")
+    (repo / "a.txt").write_text("one\n")
+    _git(repo, "add", "a.txt")
+    _git(repo, "commit", "-q", "-m", "first")
+    (repo / "a.txt").write_text("two\n")
+    _git(repo, "add", "a.txt")
+    return repo
+
+
+def _server(repo: Path) -> dict[str, Any]:
+    args = ["-m", "mcp_server_git", "--repository", str(repo)]
+    return {"command": sys.executable, "args": args, "approval": "annotations", "prefix": ""}
+
+
+def call(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"tool_calls": [{"name": name, "arguments": arguments}]}
+
+
+def test_read_only_git_tools_run_and_commit_asks(start_kernel, model_server, tmp_path: Path):
+    repo = _repo(tmp_path)
+    kernel = start_kernel(mcp_env({"git": _server(repo)}), cwd=tmp_path)
+    model_server.extend(
+        [
+            call("git_status", repo_path=str(repo)),
+            {"expect": {"tool_result_contains": "a.txt"}, **call("git_log", repo_path=str(repo))},
+            call("git_commit", repo_path=str(repo), message="second"),
+            {"expect": {"tool_result_contains": "denied"}, "text": "Not committed."},
+        ]
+    )
+    result = kernel.execute("status, log, commit", mode="headless", timeout=180)
+    assert result.status == "ok" and model_server.errors == [], result.text()
+    assert _git(repo, "log", "--oneline").count("\n") == 1, "git_commit must not have run"
+
+    rule = {"allow": ['git_commit({"message":"second"*)']}
+    kernel = start_kernel(
+        {**mcp_env({"git": _server(repo)}), "CO_PERMISSIONS": json.dumps(rule)}, cwd=tmp_path
+    )
+    model_server.extend(
+        [call("git_commit", repo_path=str(repo), message="second"), {"text": "Committed."}]
+    )
+    result = kernel.execute("commit", mode="headless", timeout=180)
+    assert result.status == "ok", result.text()
+    assert "second" in _git(repo, "log", "--oneline")
