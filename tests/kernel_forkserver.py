@@ -36,23 +36,51 @@ from jupyter_client.provisioning import LocalProvisioner
 REPO = Path(__file__).resolve().parents[1]
 KERNEL_MODULE = "co_kernel"
 
-# What a Co kernel imports before its first answer (co_kernel.kernel._WARM_MODULES and
-# what the session build pulls in). Importing starts no thread: the server checks.
+# What a Co kernel imports by its first answer besides the modules of Co's kernel side
+# (all of which the server imports) and the kernel's warm-up (which it runs): measured in
+# a kernel after a turn, a tool call and %status. Importing starts no thread: the server
+# checks before each fork.
 PRELOAD = (
     "ipykernel.kernelapp",
     "ipykernel.ipkernel",
-    "co_kernel.kernel",
-    "co_kernel.turn",
-    "co_kernel.magics",
-    "co_kernel.tools",
-    "co_kernel.telemetry._tracing",
-    "co_kernel.tools._definitions",
-    "co_kernel.turn._finish",
-    "pydantic_ai",
-    "pydantic_ai.models.openai",
-    "pydantic_ai.providers.openai",
-    "anyio._backends._asyncio",
+    "ipykernel.debugger",
+    "IPython.core.debugger",
+    "tornado.platform.asyncio",
+    "docker",
+    "requests",
+    "jiter",
+    "genai_prices.data",
+    "openai.resources.chat.completions",
+    "openai.lib.streaming.chat",
 )
+KERNEL_SIDE = tuple(
+    f"co_kernel.{name}"
+    for name in ("kernel", "status", "turn", "tools", "mcp", "memory", "magics", "sandbox", "store",
+                 "telemetry", "frontend", "notebook", "testing")
+)  # fmt: skip
+"""The packages of Co's kernel side, every module of which the server imports."""
+SKIPPED = ("__main__", "record_notebook")
+"""Modules run as programs, not imported."""
+
+
+def _preload() -> None:
+    import importlib
+    import pkgutil
+
+    for name in (*PRELOAD, *KERNEL_SIDE):
+        importlib.import_module(name)
+    # Every module of the packages the kernel has loaded: what later turns, magics and
+    # tools import on first use.
+    packages = [m for name, m in list(sys.modules.items()) if name.startswith("co_kernel.")]
+    for package in packages:
+        for module in pkgutil.iter_modules(
+            getattr(package, "__path__", []), f"{package.__name__}."
+        ):
+            if not module.name.endswith(SKIPPED):
+                importlib.import_module(module.name)
+    from co_kernel.kernel import _warm_imports
+
+    _warm_imports()
 
 
 def is_kernel_command(cmd: list[str]) -> bool:
@@ -123,10 +151,7 @@ def _become_kernel(launch: dict[str, Any], request_fd: int, reply_fd: int) -> No
 
 
 def main() -> None:
-    import importlib
-
-    for name in PRELOAD:
-        importlib.import_module(name)
+    _preload()
     request_fd, reply_fd = int(sys.argv[1]), int(sys.argv[2])
     with (
         os.fdopen(request_fd, "r", closefd=False) as requests,
@@ -151,6 +176,7 @@ class ForkServer:
         self._from_server, from_server_w = os.pipe()
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
+        env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"  # as the kernelspec sets it
         self._process = subprocess.Popen(
             [sys.executable, "-m", "tests.kernel_forkserver", str(to_server_r), str(from_server_w)],
             pass_fds=(to_server_r, from_server_w),
