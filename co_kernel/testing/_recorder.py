@@ -2,9 +2,10 @@
 
 A step holds what the model answered (text, tool calls with their ids and arguments,
 reasoning, usage) and an `expect` that ties it to what asked: the prompt's whole text for
-the first request of a turn, the start of the tool result for a follow-up. The person's decisions on tool
-calls are added to the calls they answer. Each step is redacted, appended and flushed as
-soon as its request completes, so a crash loses at most the request in flight.
+the first request of a turn, the start of the tool result for a follow-up. Decisions on
+tool calls (a person's, or a headless run's approval) are added to the calls they answer.
+Each step is redacted, appended and flushed as soon as its request completes, so a crash
+loses at most the request in flight.
 
 The same object hands a replay's recorded decisions to the approval path: a replay loads
 the decisions of its script's calls, and the turn asks for them by call id, tool and arguments.
