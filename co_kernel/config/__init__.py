@@ -243,6 +243,14 @@ class Settings(BaseSettings):
     sandbox_timeout: float = Field(120.0, gt=0)
     sandbox_max_timeout: float = Field(600.0, gt=0)
     sandbox_max_output: int = Field(1_000_000, ge=1024)
+    sandbox_workspace: Literal["auto", "bind", "copy"] = Field(
+        "auto",
+        description="How the Docker sandbox sees the workspace: bind-mounted, or copied in "
+        "and back around each command (auto: copy when DOCKER_HOST names a remote engine)",
+    )
+    sandbox_copy_limit_mb: float = Field(
+        500.0, gt=0, description="Largest workspace the copy mode copies into the sandbox"
+    )
 
     # --- history governance ---
     max_history_messages: int = Field(
