@@ -59,17 +59,23 @@ def format_tools(
     auto_confirm: bool,
     unavailable: str | None = None,
     rules: Sequence[PermissionRule] = (),
+    offered: set[str] | None = None,
 ) -> str:
     """The `%tools` report for a list of integration builds.
 
     ``unavailable`` says why the model gets no tools at all (a model without tool support);
-    ``rules`` are the permission rules in force.
+    ``rules`` are the permission rules in force; ``offered`` the names the model is offered
+    now (None: all registered), the others are named apart.
     """
     rows = []
+    held_back = []
     for build in builds:
         if build.toolset is None:
             continue
         for name, needs in sorted(_tools_of(build).items()):
+            if offered is not None and name not in offered:
+                held_back.append(f"`{name}`")
+                continue
             rows.append((f"`{name}`", build.name, _approval(name, needs, auto_confirm, rules)))
     missing = [(b.name, b.reason or "not configured") for b in builds if b.toolset is None]
     parts = []
@@ -82,6 +88,11 @@ def format_tools(
         parts.append(f"**No tools for this model.** {unavailable}")
     else:
         parts.append("No tools are registered: Co answers from the conversation alone.")
+    if held_back:
+        parts.append(
+            f"Registered but not offered right now: {', '.join(held_back)} (offered once they "
+            "can be used: a skill, a subagent exists)."
+        )
     if missing:
         parts.append("**Not registered**\n\n" + table(["integration", "why"], missing))
     return "\n\n".join(parts)
@@ -109,4 +120,29 @@ async def run(ctx: MagicContext, args: str) -> str:
         auto_confirm=session.deps.auto_confirm,
         unavailable=session.tools_unavailable,
         rules=active_rules(session.deps),
+        offered=await _offered(session, builds),
     )
+
+
+async def _offered(session: Any, builds: list[ToolsetBuild]) -> set[str] | None:
+    """The tools the model is offered now: each toolset asked as a turn asks it (a toolset
+    may hold tools back, the skill tools while no skill exists); None without a model."""
+    from pydantic_ai import RunContext
+    from pydantic_ai.usage import RunUsage
+
+    from ..exceptions import ConfigError
+
+    try:
+        _, handle = session.ensure_agent()
+    except ConfigError:
+        return None
+    ctx = RunContext(deps=session.deps, model=handle.model, usage=RunUsage())
+    names: set[str] = set()
+    for build in builds:
+        if build.toolset is None:
+            continue
+        try:
+            names |= set(await build.toolset.get_tools(ctx))
+        except Exception:  # cannot tell: list them as registered
+            names |= set(_tools_of(build))
+    return names

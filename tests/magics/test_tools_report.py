@@ -56,3 +56,21 @@ def test_permission_rules_show_in_each_tools_approval() -> None:
     only_some = Permissions(ask=["read_file(secret/*)"]).rules("session")
     report = format_tools(_builds(), auto_confirm=True, rules=only_some)
     assert "| `read_file` | shell | runs without asking; rules decide some calls |" in report
+
+
+def test_tools_not_offered_now_are_named_apart() -> None:
+    report = format_tools(_builds(), auto_confirm=False, offered={"run_shell"})
+    assert "**Tools Co may call** (1)" in report and "| `read_file` |" not in report
+    assert "Registered but not offered right now: `read_file`" in report
+
+
+def test_a_kernel_lists_the_skill_tools_only_once_a_skill_exists(kernel, workspace) -> None:
+    before = kernel.execute("%tools").markdown()
+    assert "| `load_skill` |" not in before
+    assert "not offered right now: `load_skill`, `read_skill_resource`, `delegate_task`" in before
+    skill = workspace / ".co" / "skills" / "greet"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: greet\ndescription: Say hello.\n---\nHello.\n")
+    after = kernel.execute("%tools").markdown()
+    assert "| `load_skill` | skills | runs without asking |" in after
+    assert "not offered right now: `delegate_task` (" in after  # no subagent yet
