@@ -8,6 +8,9 @@ secret files inside the workspace (``config.protected_paths``: settings files, t
 credentials, wherever the settings put them; ``.env*`` files) are covered by empty
 read-only mounts. A mount covers the inode it was put over, so when one of those files
 is replaced (renamed over) or appears, the container is recreated before the next command.
+With ``sandbox_workspace = copy`` (``auto`` when ``DOCKER_HOST`` names a remote engine)
+nothing is mounted: the workspace is copied in before each command and the command's
+changes copied back after it (``_copy.WorkspaceCopy``), secret files left out.
 
 Each command runs as a `docker exec` of a small /bin/sh wrapper that records its
 pid (the exec is a session leader under runc, so that pid is also its process
@@ -33,6 +36,7 @@ import os
 import secrets
 import socket
 import stat
+import tarfile
 import threading
 import time
 import warnings
@@ -41,8 +45,9 @@ from typing import TYPE_CHECKING, Any
 
 import docker  # type: ignore[import-untyped]
 import docker.errors  # type: ignore[import-untyped]
-from docker.types import Mount  # type: ignore[import-untyped]
+from docker.types import DriverConfig, Mount  # type: ignore[import-untyped]
 
+from ._copy import WorkspaceCopy
 from ._protocol import (
     EOF,
     GRACE_SECONDS,
@@ -64,6 +69,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_IMAGE = "python:3.12-slim"
 NETWORKS = ("none", "bridge")
+WORKSPACE_MODES = ("auto", "bind", "copy")
 WORKDIR = "/workspace"
 
 # reap MARKER PGID: kill every process of the group or carrying CO_EXEC=MARKER in its
@@ -216,6 +222,19 @@ def _masks(hidden: Secrets) -> list[Mount]:
     ]
 
 
+def _workspace_mode(setting: str, docker_host: str) -> str:
+    """``bind`` or ``copy``: ``auto`` copies when ``DOCKER_HOST`` names an engine elsewhere
+    (tcp://, ssh://), which cannot see the kernel's files; a local socket gets a bind mount."""
+    if setting not in WORKSPACE_MODES:
+        raise ValueError(
+            f"sandbox_workspace must be one of {', '.join(WORKSPACE_MODES)}, not {setting!r}"
+        )
+    if setting != "auto":
+        return setting
+    remote = docker_host.strip() and not docker_host.startswith(("unix://", "npipe://"))
+    return "copy" if remote else "bind"
+
+
 def _default_user() -> str:
     uid, gid = os.getuid(), os.getgid()
     return "1000:1000" if uid == 0 else f"{uid}:{gid}"
@@ -341,6 +360,8 @@ class DockerSandbox:
         max_timeout: float = 600,
         on_status: StatusCallback | None = None,
         settings: Settings | None = None,
+        workspace_mode: str = "auto",
+        copy_limit_mb: float = 500.0,
     ) -> None:
         if network not in NETWORKS:
             raise ValueError(
@@ -362,6 +383,17 @@ class DockerSandbox:
         self.settings = settings
         self.user = _default_user()
         self.container_name = f"co-sandbox-{session_id[:12]}"
+        self.workspace_mode = _workspace_mode(workspace_mode, os.environ.get("DOCKER_HOST", ""))
+        self._copy: WorkspaceCopy | None = None
+        if self.workspace_mode == "copy":
+            self._copy = WorkspaceCopy(
+                self.workspace.resolve(),
+                limit=int(copy_limit_mb * 1e6),
+                workdir=WORKDIR,
+                user=self.user,
+                protected=self._protected_here,
+            )
+        self._copy_lock = threading.Lock()
         self._client: Any = None
         self._container_id: str | None = None
         self._hidden: Secrets = {}  # what the container's masks cover
@@ -411,8 +443,11 @@ class DockerSandbox:
         except BaseException:
             # Cancelled (an interrupt) or on_output raised: kill the tree, then propagate.
             await asyncio.shield(self._abort(start, reader, marker, queue))
+            if start.done() and not start.cancelled() and start.exception() is None:
+                await asyncio.shield(self._copy_back(generation))  # what it did before
             raise
         duration = loop.time() - started
+        copy_note = await self._copy_back(generation)
 
         interrupted = generation != self._generation
         exhausted = (
@@ -434,6 +469,8 @@ class DockerSandbox:
             notes.append("[interrupted: the sandbox was closed]")
         if exhausted:
             notes.append("[the sandbox could no longer start processes; it was recreated]")
+        if copy_note:
+            notes.append(copy_note)
         notes += self._hints(buffer.text(), exit_code, timed_out)
         for line in notes:
             piece = buffer.note(line)
@@ -466,6 +503,7 @@ class DockerSandbox:
             "network": self.network,
             "user": self.user,
             "workspace": str(self.workspace),
+            "workspace_mode": self.workspace_mode,
             "read_only_root": True,
             "limits": {
                 "memory": self.memory,
@@ -527,12 +565,12 @@ class DockerSandbox:
 
     def _ensure_container(self, status: StatusCallback) -> str:
         with self._lock:
-            if self._container_id is not None and self._secrets_changed():
+            if self._copy is None and self._container_id is not None and self._secrets_changed():
                 # A mask covers the inode it was mounted over: a secret file replaced by
                 # rename (a token refresh, an editor's save) or new since would be readable.
                 status("Co's secret files in the workspace changed; recreating the sandbox…")
                 with contextlib.suppress(docker.errors.DockerException):
-                    self._get_client().api.remove_container(self._container_id, force=True)
+                    self._get_client().api.remove_container(self._container_id, force=True, v=True)
                 self._container_id = None
             if self._container_id is None:
                 self._container_id = self._create_container(self._get_client(), status)
@@ -553,7 +591,9 @@ class DockerSandbox:
         try:
             self._ensure_image(client, status)
             self._reap_orphans(client)
-            hidden = _secrets_in(workspace, _secret_paths(workspace, self.settings, walk=True))
+            hidden: Secrets = {}
+            if self._copy is None:
+                hidden = _secrets_in(workspace, _secret_paths(workspace, self.settings, walk=True))
             container = client.containers.create(
                 self.image,
                 ["sleep", "infinity"],
@@ -565,10 +605,7 @@ class DockerSandbox:
                 hostname="co-sandbox",
                 working_dir=WORKDIR,
                 environment={"HOME": "/tmp"},
-                mounts=[
-                    Mount(WORKDIR, str(workspace), type="bind", read_only=False),
-                    *_masks(hidden),
-                ],
+                mounts=self._mounts(workspace, hidden),
                 network_mode=self.network,
                 cap_drop=["ALL"],
                 security_opt=["no-new-privileges"],
@@ -590,12 +627,31 @@ class DockerSandbox:
             container.start()
         except docker.errors.DockerException as e:
             with contextlib.suppress(docker.errors.DockerException):
-                container.remove(force=True)
+                container.remove(force=True, v=True)
             raise SandboxUnavailable(
                 f"Could not start the sandbox container from {self.image}: {e}"
             ) from e
         self._hidden = hidden
+        if self._copy is not None:
+            with self._copy_lock:
+                self._copy.reset()
         return str(container.id)
+
+    def _mounts(self, workspace: Path, hidden: Secrets) -> list[Mount]:
+        """Bind mode: the workspace and the masks over its secrets. Copy mode: an empty
+        tmpfs volume owned by the sandbox user, as big as the copy limit (a volume, not a
+        tmpfs mount: ``put_archive`` refuses a tmpfs on a read-only root)."""
+        if self._copy is None:
+            return [Mount(WORKDIR, str(workspace), type="bind", read_only=False), *_masks(hidden)]
+        uid, gid = self.user.split(":")
+        options = f"uid={uid},gid={gid},mode=0755,size={self._copy.limit}"
+        tmpfs = DriverConfig("local", {"type": "tmpfs", "device": "tmpfs", "o": options})
+        return [Mount(WORKDIR, None, type="volume", driver_config=tmpfs)]
+
+    def _protected_here(self) -> set[str]:
+        """Co's secret files and folders in the workspace, relative to it (copy mode)."""
+        workspace = self.workspace.resolve()
+        return set(_secrets_in(workspace, _secret_paths(workspace, self.settings, walk=False)))
 
     def _labels(self) -> dict[str, str]:
         pid = os.getpid()
@@ -663,14 +719,14 @@ class DockerSandbox:
                 continue  # another sandbox of this same process
             log.info("removing orphaned sandbox container %s", c.name)
             with contextlib.suppress(docker.errors.NotFound, docker.errors.APIError):
-                c.remove(force=True)
+                c.remove(force=True, v=True)
 
     def _forget_container(self, api: Any, container_id: str) -> None:
         with self._lock:
             if self._container_id == container_id:
                 self._container_id = None
         with contextlib.suppress(docker.errors.DockerException):
-            api.remove_container(container_id, force=True)
+            api.remove_container(container_id, force=True, v=True)
 
     def _close_sync(self) -> None:
         with self._lock:
@@ -681,7 +737,7 @@ class DockerSandbox:
         try:
             if container_id is not None:
                 with contextlib.suppress(docker.errors.NotFound):
-                    client.api.remove_container(container_id, force=True)
+                    client.api.remove_container(container_id, force=True, v=True)
         except docker.errors.DockerException:
             log.warning("could not remove sandbox container %s", container_id, exc_info=True)
         finally:
@@ -696,6 +752,9 @@ class DockerSandbox:
             container_id = self._ensure_container(status)
             api = self._get_client().api
             try:
+                if self._copy is not None:
+                    with self._copy_lock:
+                        self._copy.push(api, container_id)
                 exec_id = api.exec_create(
                     container_id,
                     ["/bin/sh", "-c", _WRAPPER, "sh", command],
@@ -771,6 +830,28 @@ class DockerSandbox:
         return True
 
     # -- commands (event loop) ---------------------------------------------------
+
+    async def _copy_back(self, generation: int) -> str | None:
+        """Copy mode: apply the command's file changes on the host; a note when that failed."""
+        if self._copy is None or generation != self._generation:
+            return None
+        try:
+            copied = await asyncio.to_thread(self._pull)
+        except (docker.errors.DockerException, OSError, tarfile.TarError) as e:
+            log.warning("copy mode: copying the workspace back failed", exc_info=True)
+            return f"[copy mode: the command's file changes could not be copied back: {e}]"
+        if not copied:
+            return "[copy mode: the container was removed; the command's file changes are lost]"
+        return None
+
+    def _pull(self) -> bool:
+        with self._lock:
+            container_id, client = self._container_id, self._client
+        if container_id is None or client is None or self._copy is None:
+            return False
+        with self._copy_lock:
+            self._copy.pull(client.api, container_id)
+        return True
 
     async def _kill(self, marker: str) -> bool:
         try:

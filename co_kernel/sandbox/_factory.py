@@ -37,7 +37,8 @@ def create_sandbox(
     "auto" means Docker, decided on first use; when the engine does not answer,
     `run` raises SandboxUnavailable. Only "subprocess" ever runs on the host. The Docker
     sandbox hides the protected files of ``settings`` (without: the project settings and
-    ``.env*`` files only).
+    ``.env*`` files only). Its ``sandbox_workspace`` says whether the container mounts the
+    workspace or gets copies of it (for an engine that cannot see the kernel's files).
     """
     chosen = mode.strip().lower()
     if chosen == "subprocess":
@@ -56,6 +57,8 @@ def create_sandbox(
             max_timeout=max_timeout,
             on_status=on_status,
             settings=settings,
+            workspace_mode=settings.sandbox_workspace if settings is not None else "auto",
+            copy_limit_mb=settings.sandbox_copy_limit_mb if settings is not None else 500.0,
         )
     raise ValueError(
         f"Unknown sandbox mode {mode!r}: set sandbox to one of {', '.join(MODES)} "

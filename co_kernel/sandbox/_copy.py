@@ -1,0 +1,277 @@
+"""The Docker sandbox's copy mode: the workspace copied into the container and back.
+
+For an engine that cannot see the kernel's files (a remote ``DOCKER_HOST``, a VM), the
+container mounts no workspace. Before each command the files changed since the last
+copy go in with ``put_archive`` (files the host deleted are removed); after it the
+container's workspace comes back with ``get_archive`` and what the command created,
+changed or deleted is applied on the host. Protected files (``config.protected_paths``,
+``.env*``) are never sent, and never overwritten or deleted from the container's side.
+
+What the container holds is tracked per path: the host's (kind, size, mtime) when it was
+sent, which says what changed on the host, and a digest of the content, which says what
+the command changed (tar mtimes have whole seconds only).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import logging
+import os
+import posixpath
+import stat
+import tarfile
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ._protocol import SandboxUnavailable
+
+__all__ = ["WorkspaceCopy"]
+
+log = logging.getLogger(__name__)
+
+Fingerprint = tuple[str, int, int]
+"""A host path's kind ("f", "d" or "l"), size and mtime (ns); folders are ("d", 0, 0)."""
+
+
+def _fingerprint(st: os.stat_result) -> Fingerprint | None:
+    if stat.S_ISDIR(st.st_mode):
+        return ("d", 0, 0)
+    if stat.S_ISREG(st.st_mode):
+        return ("f", st.st_size, st.st_mtime_ns)
+    if stat.S_ISLNK(st.st_mode):
+        return ("l", st.st_size, st.st_mtime_ns)
+    return None  # sockets, fifos, devices: not copied
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class WorkspaceCopy:
+    """What one container's workspace holds, and the two copies that keep it in step."""
+
+    def __init__(
+        self,
+        workspace: Path,
+        *,
+        limit: int,
+        workdir: str,
+        user: str,
+        protected: Callable[[], set[str]],
+    ) -> None:
+        self.workspace = workspace
+        self.limit = limit
+        self.workdir = workdir
+        self.uid, self.gid = (int(n) for n in user.split(":"))
+        self._protected = protected  # paths relative to the workspace, read at each copy
+        self.sent: dict[str, tuple[Fingerprint, str]] = {}
+
+    def reset(self) -> None:
+        """A new container: its workspace is empty."""
+        self.sent = {}
+
+    # -- host -> container ----------------------------------------------------
+
+    def _is_protected(self, rel: str, protected: set[str]) -> bool:
+        from ..config import is_protected_name
+
+        parts = rel.split("/")
+        return is_protected_name(parts[-1]) or any(
+            "/".join(parts[: i + 1]) in protected for i in range(len(parts))
+        )
+
+    def scan(self, protected: set[str]) -> dict[str, Fingerprint]:
+        """The host workspace (links not followed, protected paths left out); raises
+        SandboxUnavailable past the size limit."""
+        root = str(self.workspace)
+        found: dict[str, Fingerprint] = {}
+        total = 0
+        for top, dirs, files in os.walk(root):
+            base = os.path.relpath(top, root)
+            for name in [*dirs, *files]:
+                rel = name if base == "." else f"{base}/{name}"
+                if self._is_protected(rel, protected):
+                    if name in dirs:
+                        dirs.remove(name)
+                    continue
+                try:
+                    fp = _fingerprint(os.lstat(os.path.join(top, name)))
+                except OSError:
+                    continue
+                if fp is None:
+                    continue
+                found[rel] = fp
+                total += fp[1] if fp[0] == "f" else 0
+                if total > self.limit:
+                    raise SandboxUnavailable(
+                        f"The workspace {self.workspace} holds more than "
+                        f"{self.limit / 1e6:g} MB, the limit of the sandbox's copy mode "
+                        "(sandbox_copy_limit_mb), which copies it into the container before "
+                        "each command. Raise sandbox_copy_limit_mb, move big files out of the "
+                        "workspace, or, with a local Docker engine, set sandbox_workspace = bind."
+                    )
+        return found
+
+    def push(self, api: Any, container_id: str) -> None:
+        """Send what changed on the host since the last copy; remove what the host removed."""
+        protected = self._protected()
+        current = self.scan(protected)
+        gone = sorted(rel for rel in self.sent if rel not in current)
+        if gone:
+            self._exec(api, container_id, ["rm", "-rf", "--", *gone])
+            for rel in gone:
+                del self.sent[rel]
+        changed = sorted(
+            rel for rel, fp in current.items() if rel not in self.sent or self.sent[rel][0] != fp
+        )
+        if not changed:
+            return
+        with tempfile.TemporaryFile() as archive:
+            with tarfile.open(fileobj=archive, mode="w", format=tarfile.PAX_FORMAT) as tar:
+                for rel in changed:
+                    entry = self._add(tar, rel, current[rel])
+                    if entry is not None:
+                        self.sent[rel] = entry
+            archive.seek(0)
+            api.put_archive(container_id, self.workdir, archive)
+
+    def _add(
+        self, tar: tarfile.TarFile, rel: str, fp: Fingerprint
+    ) -> tuple[Fingerprint, str] | None:
+        path = os.path.join(self.workspace, rel)
+        info = tarfile.TarInfo(rel)
+        info.uid, info.gid = self.uid, self.gid
+        try:
+            st = os.lstat(path)
+            info.mtime = int(st.st_mtime)
+            info.mode = stat.S_IMODE(st.st_mode)
+            if fp[0] == "d":
+                info.type = tarfile.DIRTYPE
+                tar.addfile(info)
+                return fp, ""
+            if fp[0] == "l":
+                info.type = tarfile.SYMTYPE
+                info.linkname = os.readlink(path)
+                tar.addfile(info)
+                return fp, info.linkname
+            with open(path, "rb", opener=lambda p, f: os.open(p, f | os.O_NOFOLLOW)) as f:
+                data = f.read()
+        except OSError:
+            return None  # gone since the scan: the next copy sees it
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+        return fp, _digest(data)
+
+    def _exec(self, api: Any, container_id: str, argv: list[str]) -> None:
+        exec_id = api.exec_create(container_id, argv, workdir=self.workdir)["Id"]
+        api.exec_start(exec_id)
+
+    # -- container -> host ----------------------------------------------------
+
+    def pull(self, api: Any, container_id: str) -> None:
+        """Apply on the host what the container's workspace created, changed or deleted."""
+        protected = self._protected()
+        chunks, _ = api.get_archive(container_id, f"{self.workdir}/.")
+        seen: set[str] = set()
+        with tempfile.TemporaryFile() as archive:
+            for chunk in chunks:
+                archive.write(chunk)
+            archive.seek(0)
+            with tarfile.open(fileobj=archive, mode="r") as tar:
+                for member in tar:
+                    rel = posixpath.normpath(member.name)
+                    if rel == "." or rel.startswith(("/", "../")) or rel == "..":
+                        continue
+                    if self._is_protected(rel, protected):
+                        continue
+                    seen.add(rel)
+                    self._receive(tar, member, rel)
+        for rel in sorted(set(self.sent) - seen, reverse=True):  # children before parents
+            self._delete(rel)
+
+    def _host_path(self, rel: str) -> str | None:
+        """Where ``rel`` lies on the host, if no link on the way leads out of its folder."""
+        root = os.path.realpath(self.workspace)
+        parent = os.path.dirname(rel)
+        if os.path.realpath(os.path.join(root, parent)) != os.path.normpath(
+            os.path.join(root, parent)
+        ):
+            log.warning("copy mode: not copying %s back: a link on its way", rel)
+            return None
+        return os.path.join(root, rel)
+
+    def _receive(self, tar: tarfile.TarFile, member: tarfile.TarInfo, rel: str) -> None:
+        old = self.sent.get(rel)
+        if member.isdir():
+            if old is None or old[0][0] != "d":
+                path = self._host_path(rel)
+                if path is not None:
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(path, 0o755)
+                    self._record(rel, path, "")
+            return
+        if member.issym():
+            if old is None or old[1] != member.linkname:
+                path = self._host_path(rel)
+                if path is not None:
+                    self._replace(path, lambda tmp: os.symlink(member.linkname, tmp))
+                    self._record(rel, path, member.linkname)
+            return
+        if not member.isfile():
+            return
+        source = tar.extractfile(member)
+        data = source.read() if source is not None else b""
+        digest = _digest(data)
+        if old is not None and old[1] == digest:
+            return
+        path = self._host_path(rel)
+        if path is None:
+            return
+
+        def write(tmp: str) -> None:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, stat.S_IMODE(member.mode))
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+
+        self._replace(path, write)
+        self._record(rel, path, digest)
+
+    def _replace(self, path: str, make: Callable[[str], None]) -> None:
+        """Make the new file beside ``path`` and rename it over: a link at ``path`` is
+        replaced, never followed."""
+        folder = os.path.dirname(path)
+        os.makedirs(folder, exist_ok=True)
+        tmp = os.path.join(folder, f".co-copy-{os.getpid()}-{os.path.basename(path)}")
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        make(tmp)
+        if os.path.isdir(path) and not os.path.islink(path):
+            os.rmdir(path)  # a folder became a file in the container
+        os.replace(tmp, path)
+
+    def _record(self, rel: str, path: str, digest: str) -> None:
+        with contextlib.suppress(OSError):
+            fp = _fingerprint(os.lstat(path))
+            if fp is not None:
+                self.sent[rel] = (fp, digest)
+
+    def _delete(self, rel: str) -> None:
+        """The command deleted ``rel``: delete it on the host too, unless the host changed
+        it meanwhile."""
+        fp, _ = self.sent.pop(rel)
+        path = self._host_path(rel)
+        if path is None:
+            return
+        try:
+            if _fingerprint(os.lstat(path)) != fp:
+                return
+            if fp[0] == "d":
+                os.rmdir(path)
+            else:
+                os.unlink(path)
+        except OSError:
+            pass  # gone already, or a folder the host filled

@@ -1,0 +1,176 @@
+"""The Docker sandbox's copy mode (issue 26, point 2): no workspace mount; the workspace is
+copied in before each command and the command's changes copied back after it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from co_kernel.config import Settings
+from co_kernel.sandbox import DockerSandbox, SandboxUnavailable
+from co_kernel.sandbox._docker import _workspace_mode
+
+# Prints every file under /workspace with its content, as JSON, and every folder.
+DUMP = (
+    "python3 -c 'import json,os\n"
+    "t={}\n"
+    'for top,ds,fs in os.walk("."):\n'
+    "  for d in ds: t[os.path.relpath(os.path.join(top,d))]=None\n"
+    "  for f in fs: t[os.path.relpath(os.path.join(top,f))]=open(os.path.join(top,f)).read()\n"
+    'print("TREE"+json.dumps(t,sort_keys=True))\''
+)
+
+
+def _host_tree(root: Path) -> dict[str, str | None]:
+    tree: dict[str, str | None] = {}
+    for top, dirs, files in os.walk(root):
+        for d in dirs:
+            tree[os.path.relpath(os.path.join(top, d), root)] = None
+        for f in files:
+            tree[os.path.relpath(os.path.join(top, f), root)] = Path(top, f).read_text()
+    return tree
+
+
+def _container_tree(sandbox: DockerSandbox) -> dict[str, str | None]:
+    result = asyncio.run(sandbox.run(DUMP, timeout=60))
+    assert result.exit_code == 0, result.output
+    line = next(x for x in result.output.splitlines() if x.startswith("TREE"))
+    return json.loads(line[4:])
+
+
+def _run(sandbox: DockerSandbox, command: str) -> str:
+    result = asyncio.run(sandbox.run(command, timeout=60))
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.mark.docker
+def test_both_sides_agree_after_each_command(
+    make_sandbox: Callable[..., DockerSandbox], workspace: Path
+) -> None:
+    """Files created, changed and deleted on either side, folders too, end up the same on
+    both; the container's /workspace is its own tmpfs, not a mount of the host's."""
+    (workspace / "keep.txt").write_text("from host\n")
+    (workspace / "sub").mkdir()
+    (workspace / "sub" / "edit.txt").write_text("v1\n")
+    (workspace / "gone.txt").write_text("delete me in the container\n")
+    sandbox = make_sandbox(workspace_mode="copy")
+    assert _container_tree(sandbox) == _host_tree(workspace)
+
+    _run(
+        sandbox,
+        "echo made > new.txt && echo v2 > sub/edit.txt && rm gone.txt && "
+        "mkdir -p deep/er && echo x > deep/er/f.txt && mount | grep ' /workspace ' | grep -q tmpfs",
+    )
+    assert (workspace / "new.txt").read_text() == "made\n"
+    assert (workspace / "sub" / "edit.txt").read_text() == "v2\n"
+    assert not (workspace / "gone.txt").exists()
+    assert (workspace / "deep" / "er" / "f.txt").read_text() == "x\n"
+    assert _container_tree(sandbox) == _host_tree(workspace)
+
+    # The host side changes: the next command sees it.
+    (workspace / "new.txt").write_text("host changed it, same size?\n")
+    (workspace / "keep.txt").unlink()
+    (workspace / "sub" / "added.txt").write_text("host added\n")
+    out = _run(sandbox, "cat new.txt sub/added.txt; ls")
+    assert "host changed it" in out and "host added" in out and "keep.txt" not in out
+    assert _container_tree(sandbox) == _host_tree(workspace)
+
+    # A folder deleted in the container goes on the host too.
+    _run(sandbox, "rm -r deep && printf 'same' > sub/edit.txt")
+    assert not (workspace / "deep").exists()
+    assert _container_tree(sandbox) == _host_tree(workspace)
+    assert sandbox.describe()["workspace_mode"] == "copy"
+
+
+@pytest.mark.docker
+def test_an_interrupted_command_leaves_both_sides_agreeing(
+    make_sandbox: Callable[..., DockerSandbox], workspace: Path
+) -> None:
+    """Cancelled mid-command (an interrupt): what it wrote before is copied back, and the
+    next command works on the same files."""
+    sandbox = make_sandbox(workspace_mode="copy")
+
+    async def interrupt() -> None:
+        started = asyncio.Event()
+
+        def seen(stream: str, text: str) -> None:
+            if "started" in text:
+                started.set()
+
+        task = asyncio.create_task(
+            sandbox.run(
+                "echo half > partial.txt; echo started; sleep 60", timeout=120, on_output=seen
+            )
+        )
+        await started.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(interrupt())
+    assert (workspace / "partial.txt").read_text() == "half\n"
+    assert "half" in _run(sandbox, "cat partial.txt")
+    assert _container_tree(sandbox) == _host_tree(workspace)
+
+
+@pytest.mark.docker
+def test_a_workspace_over_the_limit_is_refused_clearly(
+    make_sandbox: Callable[..., DockerSandbox], workspace: Path
+) -> None:
+    (workspace / "big.bin").write_bytes(b"x" * 5000)
+    sandbox = make_sandbox(workspace_mode="copy", copy_limit_mb=0.004)
+
+    with pytest.raises(SandboxUnavailable, match="sandbox_copy_limit_mb"):
+        asyncio.run(sandbox.run("ls", timeout=60))
+
+    (workspace / "big.bin").write_bytes(b"x" * 100)
+    assert "big.bin" in _run(sandbox, "ls")
+    # In the container the workspace cannot grow past the limit either.
+    result = asyncio.run(sandbox.run("head -c 10000 /dev/zero > huge.bin", timeout=60))
+    assert result.exit_code != 0
+    assert "No space left" in result.output
+
+
+@pytest.mark.docker
+def test_protected_files_never_reach_the_container_nor_are_overwritten(
+    make_sandbox: Callable[..., DockerSandbox], workspace: Path
+) -> None:
+    (workspace / ".co").mkdir()
+    (workspace / ".co" / "settings.json").write_text('{"k": "SECRET-SETTINGS"}\n')
+    (workspace / ".env").write_text("KEY=SECRET-ENV\n")
+    (workspace / "creds").mkdir()
+    (workspace / "creds" / "sa.json").write_text("SECRET-FOLDER\n")
+    (workspace / "tok.json").write_text("SECRET-TOKEN\n")
+    (workspace / "plain.txt").write_text("visible\n")
+    settings = Settings(google_token_path=workspace / "tok.json",
+                        google_client_secrets=workspace / "creds")  # fmt: skip
+    sandbox = make_sandbox(workspace_mode="copy", settings=settings)
+
+    out = _run(sandbox, "cat plain.txt; ls -AR; grep -r SECRET . || true")
+    assert "visible" in out and "SECRET" not in out
+    assert ".env" not in out and "tok.json" not in out and "sa.json" not in out
+
+    # What the container writes at those paths never lands on the host.
+    _run(sandbox, "echo FAKE > .env && echo FAKE > tok.json && mkdir -p .co creds && "
+                  "echo FAKE > .co/settings.json && echo FAKE > creds/sa.json")  # fmt: skip
+    assert (workspace / ".env").read_text() == "KEY=SECRET-ENV\n"
+    assert (workspace / "tok.json").read_text() == "SECRET-TOKEN\n"
+    assert (workspace / ".co" / "settings.json").read_text() == '{"k": "SECRET-SETTINGS"}\n'
+    assert (workspace / "creds" / "sa.json").read_text() == "SECRET-FOLDER\n"
+
+
+def test_auto_copies_only_for_a_remote_engine() -> None:
+    assert _workspace_mode("auto", "tcp://docker.example:2376") == "copy"
+    assert _workspace_mode("auto", "ssh://me@engine") == "copy"
+    assert _workspace_mode("auto", "unix:///var/run/docker.sock") == "bind"
+    assert _workspace_mode("auto", "") == "bind"
+    assert _workspace_mode("bind", "tcp://x:2375") == "bind"
+    assert _workspace_mode("copy", "") == "copy"
+    with pytest.raises(ValueError, match="sandbox_workspace must be one of"):
+        _workspace_mode("mount", "")
