@@ -10,6 +10,7 @@ import type { INotebookTracker } from '@jupyterlab/notebook';
 import type { ApprovalChoice } from './approval';
 import { findPendingButton } from './approval';
 import { CommandIDs } from './keys';
+import type { CoStatusModel } from './statusbar';
 
 const PALETTE_CATEGORY = 'Co';
 
@@ -27,12 +28,24 @@ function searchRoots(tracker: INotebookTracker): HTMLElement[] {
   return [...(active ? [active] : []), ...others].map(cell => cell.node);
 }
 
-/** Press the pending approval's button for `choice`; says so when none waits. */
+/**
+ * Press the pending approval's button for `choice`; without a card on the
+ * page (a reload, a second tab), answer the first call the kernel says waits.
+ * Says so when none waits.
+ */
 export function answerPendingApproval(
   tracker: INotebookTracker,
-  choice: ApprovalChoice
+  choice: ApprovalChoice,
+  model?: CoStatusModel
 ): boolean {
   const button = findPendingButton(searchRoots(tracker), choice);
+  const panel = tracker.currentWidget;
+  if (!button && panel && model) {
+    const [first] = model.pendingIn(panel);
+    if (first && model.decide(panel, first.id, choice)) {
+      return true;
+    }
+  }
   if (!button) {
     Notification.info('No Co tool call is waiting for approval here.', {
       autoClose: 3000
@@ -48,7 +61,8 @@ export function addCommands(
   app: JupyterFrontEnd,
   tracker: INotebookTracker,
   palette: ICommandPalette | null,
-  openActivity: () => Promise<void>
+  openActivity: () => Promise<void>,
+  model?: CoStatusModel
 ): void {
   const hasNotebook = (): boolean => tracker.currentWidget !== null;
   const answers: Array<[string, ApprovalChoice, string, string]> = [
@@ -77,7 +91,7 @@ export function addCommands(
       caption,
       describedBy: NO_ARGS,
       isEnabled: hasNotebook,
-      execute: () => answerPendingApproval(tracker, choice)
+      execute: () => answerPendingApproval(tracker, choice, model)
     });
   }
   app.commands.addCommand(CommandIDs.openActivity, {

@@ -12,8 +12,10 @@ import type {
 } from '@jupyterlab/application';
 import { ILabShell } from '@jupyterlab/application';
 import { ICommandPalette } from '@jupyterlab/apputils';
+import type { NotebookPanel } from '@jupyterlab/notebook';
 import { INotebookTracker } from '@jupyterlab/notebook';
-import { IStatusBar } from '@jupyterlab/statusbar';
+import { IStatusBar, showPopup } from '@jupyterlab/statusbar';
+import type { Widget } from '@lumino/widgets';
 
 import type { ActivityPanel } from './activity';
 import { fetchActivity } from './api';
@@ -22,6 +24,23 @@ import { CommandIDs } from './keys';
 // Needed at activation: the status bar item follows notebooks from the start.
 // eslint-disable-next-line jupyter/prefer-lazy-imports
 import { CoStatusModel, CoStatusWidget } from './statusbar';
+import { PendingPanel } from './pending';
+
+/** The small panel over the status item with the notebook's waiting calls. */
+function showPendingPopup(
+  model: CoStatusModel,
+  notebook: NotebookPanel,
+  anchor: Widget
+): void {
+  const body = new PendingPanel(
+    () => model.pendingIn(notebook),
+    (id, choice) => model.decide(notebook, id, choice)
+  );
+  const popup = showPopup({ body, anchor, align: 'left' });
+  const refresh = (): void => body.refresh();
+  model.changed.connect(refresh);
+  popup.disposed.connect(() => model.changed.disconnect(refresh));
+}
 
 const plugin: JupyterFrontEndPlugin<void> = {
   id: 'co-kernel-lab:plugin',
@@ -62,14 +81,23 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
     });
 
-    addCommands(app, tracker, palette, openActivity);
+    addCommands(app, tracker, palette, openActivity, model);
 
-    const showActivity = (): void => {
-      void app.commands.execute(CommandIDs.openActivity);
+    // A click on the item: the calls waiting for approval if any, else the activity.
+    const onItemClick = (anchor: Widget): void => {
+      const notebook = tracker.currentWidget;
+      if (notebook && model.pendingIn(notebook).length) {
+        showPendingPopup(model, notebook, anchor);
+      } else {
+        void app.commands.execute(CommandIDs.openActivity);
+      }
     };
     if (statusBar) {
+      const item: CoStatusWidget = new CoStatusWidget(model, () =>
+        onItemClick(item)
+      );
       statusBar.registerStatusItem('co-kernel-lab:status', {
-        item: new CoStatusWidget(model, showActivity),
+        item,
         align: 'left',
         rank: 4,
         isActive: () => model.isCo,
@@ -79,10 +107,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
       // No status bar (Notebook 7): the item goes into each notebook's toolbar.
       void import('./toolbar').then(({ addToolbarItem }) => {
         tracker.forEach(notebook => {
-          addToolbarItem(notebook, model, showActivity);
+          const item = addToolbarItem(notebook, model, () => onItemClick(item));
         });
         tracker.widgetAdded.connect((_, notebook) => {
-          addToolbarItem(notebook, model, showActivity);
+          const item = addToolbarItem(notebook, model, () => onItemClick(item));
         });
       });
     }

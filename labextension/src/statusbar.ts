@@ -10,6 +10,9 @@ import { Signal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
 
 import type { ICoStatus } from './api';
+import type { ApprovalChoice } from './approval';
+import type { IApprovalsMessage, IPendingCall } from './pending';
+import { APPROVALS_TARGET, parseApprovals } from './pending';
 import { approvalFromMessage, statusFromInfo, statusFromMessage } from './api';
 import { statusText, statusTitle, waitingText } from './format';
 
@@ -63,9 +66,72 @@ export class CoStatusModel {
     return this._status.get(panel) ?? null;
   }
 
-  /** Tools of a notebook's calls that wait for a decision, in asking order. */
+  /** Fires with each message of a notebook kernel's `co.approvals` comm. */
+  get approvals(): ISignal<this, [NotebookPanel, IApprovalsMessage]> {
+    return this._approvals;
+  }
+
+  /**
+   * Tools of a notebook's calls that wait for a decision, in asking order:
+   * from the cards on the page and from the kernel's own list (the calls a
+   * reloaded page or a second tab has no card for).
+   */
   waitingIn(panel: NotebookPanel): string[] {
-    return [...(this._waiting.get(panel)?.values() ?? [])];
+    return [
+      ...(this._waiting.get(panel)?.values() ?? []),
+      ...this.pendingIn(panel).map(call => call.tool)
+    ];
+  }
+
+  /** The calls a notebook's kernel says wait for a decision. */
+  pendingIn(panel: NotebookPanel): IPendingCall[] {
+    return this._pending.get(panel) ?? [];
+  }
+
+  /** Answer a waiting call through the kernel's comm; false without one. */
+  decide(panel: NotebookPanel, id: string, choice: ApprovalChoice): boolean {
+    const comm = this._comms.get(panel);
+    if (!comm || comm.isDisposed) {
+      return false;
+    }
+    comm.send({ decide: id, choice });
+    return true;
+  }
+
+  /** Open the kernel's `co.approvals` comm: it sends what waits, now and later. */
+  private _openApprovals(
+    panel: NotebookPanel,
+    kernel: Kernel.IKernelConnection
+  ): void {
+    if (this._comms.has(panel) || kernel.name !== 'co' || kernel.isDisposed) {
+      return;
+    }
+    const comm = kernel.createComm(APPROVALS_TARGET);
+    comm.onMsg = msg => {
+      const message = parseApprovals(msg.content.data);
+      if (message) {
+        this._pending.set(panel, message.pending);
+        this._changed.emit();
+        this._approvals.emit([panel, message]);
+      }
+    };
+    comm.onClose = () => this._dropApprovals(panel, comm);
+    this._comms.set(panel, comm);
+    comm.open();
+  }
+
+  private _dropApprovals(panel: NotebookPanel, comm?: Kernel.IComm): void {
+    const current = this._comms.get(panel);
+    if (!current || (comm && comm !== current)) {
+      return;
+    }
+    this._comms.delete(panel);
+    if (!comm && !current.isDisposed) {
+      current.dispose();
+    }
+    if (this._pending.delete(panel)) {
+      this._changed.emit();
+    }
   }
 
   private _watch(panel: NotebookPanel): void {
@@ -80,9 +146,15 @@ export class CoStatusModel {
       }
     };
     // A kernel that dies or restarts answers no question it asked.
+    // After a restart the kernel forgot the comm: open it again once it answers.
     const onStatus = (connection: Kernel.IKernelConnection): void => {
-      if (GONE.has(connection.status) && this._waiting.delete(panel)) {
-        this._changed.emit();
+      if (GONE.has(connection.status)) {
+        this._dropApprovals(panel);
+        if (this._waiting.delete(panel)) {
+          this._changed.emit();
+        }
+      } else if (connection.status === 'idle' || connection.status === 'busy') {
+        this._openApprovals(panel, connection);
       }
     };
     const attach = (): void => {
@@ -91,12 +163,15 @@ export class CoStatusModel {
       kernel = context.session?.kernel ?? null;
       this._status.delete(panel);
       this._waiting.delete(panel);
+      this._dropApprovals(panel);
       this._changed.emit();
       if (!kernel) {
         return;
       }
       kernel.anyMessage.connect(onMessage);
       kernel.statusChanged.connect(onStatus);
+      // Sent once the connection is up (the kernel connection queues it).
+      this._openApprovals(panel, kernel);
       const current = kernel;
       void current.info
         .then(info => {
@@ -115,6 +190,7 @@ export class CoStatusModel {
       kernel?.statusChanged.disconnect(onStatus);
       this._status.delete(panel);
       this._waiting.delete(panel);
+      this._dropApprovals(panel);
       this._changed.emit();
     });
     attach();
@@ -170,6 +246,11 @@ export class CoStatusModel {
   private _tracker: INotebookTracker;
   private _status = new Map<NotebookPanel, ICoStatus>();
   private _waiting = new Map<NotebookPanel, Map<string, string>>();
+  private _pending = new Map<NotebookPanel, IPendingCall[]>();
+  private _comms = new Map<NotebookPanel, Kernel.IComm>();
+  private _approvals = new Signal<this, [NotebookPanel, IApprovalsMessage]>(
+    this
+  );
   private _changed = new Signal<this, void>(this);
   private _cellDone = new Signal<this, ICoStatus>(this);
 }
