@@ -217,6 +217,11 @@ class Settings(BaseSettings):
         "deny", description="What a headless run (nbclient, nbval) does with approvals"
     )
     approval_timeout: float | None = Field(None, gt=0, description="Deny after this many seconds")
+    approval_timeout_unseen: float | None = Field(
+        600,
+        gt=0,
+        description="Deny a call no page shows (all JupyterLab tabs closed) after this many seconds",
+    )
     permissions: PermissionRules = Field(
         default_factory=list,
         description='Rules per tool and argument: {"allow": [...], "ask": [...], "deny": [...]}',
