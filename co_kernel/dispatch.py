@@ -161,6 +161,7 @@ class CellDispatcher:
             import asyncio
 
             loop = asyncio.get_running_loop()
+            self.pending.unseen_timeout = settings.approval_timeout_unseen
             approver = self.approvers.get("notebook") or (
                 WidgetApprover(self.publisher, self.pending) if self._kernel is not None else policy
             )

@@ -12,7 +12,14 @@ answers with the calls waiting now and sends the list again after every change:
   message the kernel cannot read.
 - page -> kernel: ``{"decide": id, "choice": "approve" | "deny" | "approve_all" |
   "always_allow"}``. It settles the same future as the card's buttons, so a call is
-  decided once however many tabs (and the card) answer.
+  decided once however many tabs (and the card) answer. ``{"seen": true}``: the page
+  is still open (the extension says so every few seconds while something waits).
+
+Nothing waits forever unseen: once a page with the extension has connected, a call that
+no page has watched for ``approval_timeout_unseen`` seconds (every tab closed or
+reloaded without the extension) is denied as ``timed out``; its outcome carries the
+``reason``, and the next page to open the comm receives it. A kernel no such page ever
+reached (another client) cannot tell who watches, so there it waits as before.
 
 Comm messages may be handled on another thread than the turn's loop (a subshell), so
 the registry is guarded by a lock and a decision reaches the turn only through the
@@ -21,7 +28,9 @@ thread-safe callback the approver registered.
 
 from __future__ import annotations
 
+import asyncio
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, get_args
@@ -44,6 +53,12 @@ class _Waiting:
     """The call as pages receive it."""
     decide: Callable[[ApprovalDecision], None]
     """Hands a choice to the waiting turn; safe from any thread, ignored once decided."""
+    since: float
+    """When it started waiting (``time.monotonic``): the asking page saw it then."""
+    reason: str | None = None
+    """Why the kernel decided it itself, when it did."""
+    watchdog: asyncio.Task[None] | None = None
+    """Denies it once no page has watched for ``unseen_timeout``."""
 
 
 class PendingApprovals:
@@ -54,6 +69,12 @@ class PendingApprovals:
         self._lock = threading.Lock()
         self._waiting: dict[str, _Waiting] = {}
         self._comms: dict[str, Any] = {}
+        self.unseen_timeout: float | None = None
+        """``approval_timeout_unseen``; the dispatcher sets it from the settings."""
+        self._watched_at: float | None = None
+        """When a page last opened the comm or said it is open; None: never."""
+        self._missed: list[dict[str, Any]] = []
+        """Outcomes of calls decided while no page watched, for the next page."""
 
     def register(self, comm_manager: Any) -> None:
         """Answer the extension's ``co.approvals`` comms (the kernel's comm manager)."""
@@ -75,9 +96,27 @@ class PendingApprovals:
             "agent": call.agent,
             "rule": self._redact(request.rule) if request.rule else None,
         }
+        waiting = _Waiting(view, decide, time.monotonic())
+        if self.unseen_timeout is not None:
+            waiting.watchdog = asyncio.get_running_loop().create_task(
+                self._deny_unseen(pending_id, self.unseen_timeout)
+            )
         with self._lock:
-            self._waiting[pending_id] = _Waiting(view, decide)
+            self._waiting[pending_id] = waiting
         self._broadcast([])
+
+    async def _deny_unseen(self, pending_id: str, timeout: float) -> None:
+        while True:
+            with self._lock:
+                waiting, watched = self._waiting.get(pending_id), self._watched_at
+            if waiting is None or watched is None:
+                return  # decided, or no page with the extension ever came: can't tell
+            remaining = max(waiting.since, watched) + timeout - time.monotonic()
+            if remaining <= 0:
+                waiting.reason = f"no open page showed it for {timeout:g} s"
+                waiting.decide("timed_out")
+                return
+            await asyncio.sleep(remaining)
 
     def settle(self, pending_id: str, decision: str) -> None:
         """The call was decided (``decision`` is its card label) or its turn ended."""
@@ -85,12 +124,18 @@ class PendingApprovals:
             waiting = self._waiting.pop(pending_id, None)
         if waiting is None:
             return
+        if waiting.watchdog is not None and waiting.watchdog is not asyncio.current_task():
+            waiting.watchdog.cancel()
         outcome = {
             "id": pending_id,
             "tool": waiting.call["tool"],
             "decision": decision,
             "text": DECISION_TEXT.get(decision, decision),
+            "reason": waiting.reason,
         }
+        if waiting.reason:
+            with self._lock:
+                self._missed.append(outcome)
         self._broadcast([outcome])
 
     def waiting(self) -> list[dict[str, Any]]:
@@ -105,7 +150,9 @@ class PendingApprovals:
         comm.on_close(lambda _m: self._forget(comm))
         with self._lock:
             self._comms[comm.comm_id] = comm
-        comm.send({"pending": self.waiting(), "decided": []})
+            self._watched_at = time.monotonic()
+            missed, self._missed = self._missed, []
+        comm.send({"pending": self.waiting(), "decided": missed})
 
     def _forget(self, comm: Any) -> None:
         with self._lock:
@@ -113,6 +160,10 @@ class PendingApprovals:
 
     def _message(self, comm: Any, msg: Any) -> None:
         data = msg.get("content", {}).get("data")
+        with self._lock:
+            self._watched_at = time.monotonic()
+        if isinstance(data, dict) and data.get("seen") is True:
+            return
         if not isinstance(data, dict) or "decide" not in data:
             comm.send({"error": "Expected {decide: <id>, choice: <approve|deny|approve_all>}."})
             return

@@ -152,3 +152,33 @@ def test_card_and_comm_deciding_at_once_run_the_tool_once(kernel, model_server, 
     outcomes = [o for d in page.comm_data(approvals) for o in d.get("decided", [])]
     assert [(o["id"], o["decision"]) for o in outcomes] == [(call["id"], "approved")]
     assert model_server.errors == []
+
+
+def test_a_call_no_page_watches_is_denied_and_the_next_page_is_told(
+    start_kernel, model_server, workspace
+):
+    kernel = start_kernel({"CO_APPROVAL_TIMEOUT_UNSEEN": "1"})
+    model_server.extend(
+        [
+            {"tool_calls": [shell("touch marker")]},
+            {"expect": {"tool_result_contains": "Nobody answered"}, "text": "Not done."},
+        ]
+    )
+    page = Page(kernel)
+    # A page with the extension was here once, then every tab closed (no more pings).
+    gone = page.open_approvals()
+    page.next_data(gone, lambda d: "pending" in d)
+    cell = kernel.send("make a marker")
+    page.idle(cell)
+    assert not (workspace / "marker").exists()
+    assert model_server.errors == []
+
+    # The next page to connect hears what was decided and why, once.
+    later = page.open_approvals()
+    told = page.next_data(later, lambda d: "pending" in d)
+    assert told["pending"] == []
+    [outcome] = told["decided"]
+    assert (outcome["tool"], outcome["decision"]) == ("run_shell_command", "timed out")
+    assert outcome["reason"] == "no open page showed it for 1 s"
+    again = page.open_approvals()
+    assert page.next_data(again, lambda d: "pending" in d)["decided"] == []
