@@ -10,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from co_kernel.config import Settings
 from co_kernel.sandbox import DockerSandbox, SandboxUnavailable
@@ -163,6 +165,43 @@ def test_protected_files_never_reach_the_container_nor_are_overwritten(
     assert (workspace / "tok.json").read_text() == "SECRET-TOKEN\n"
     assert (workspace / ".co" / "settings.json").read_text() == '{"k": "SECRET-SETTINGS"}\n'
     assert (workspace / "creds" / "sa.json").read_text() == "SECRET-FOLDER\n"
+
+
+NAMES = ("a.txt", "b.txt", "d/c.txt", "d/e.txt")
+CONTENT = st.text(alphabet="xy", min_size=2, max_size=2) | st.just("")  # same sizes: mtimes lie
+HOST_OP = st.tuples(st.sampled_from(NAMES), st.none() | CONTENT)  # None: delete
+CONTAINER_OP = st.tuples(st.sampled_from(NAMES), st.none() | CONTENT)
+
+
+def _container_command(ops: list[tuple[str, str | None]]) -> str:
+    parts = ["mkdir -p d"]
+    for name, content in ops:
+        parts.append(f"rm -f {name}" if content is None else f"printf '{content}' > {name}")
+    return " && ".join(parts)
+
+
+@pytest.mark.docker
+def test_any_mix_of_changes_on_both_sides_ends_in_agreement(
+    make_sandbox: Callable[..., DockerSandbox], workspace: Path
+) -> None:
+    """Property: after host changes then a command's changes (creates, rewrites of the same
+    size, deletes), host and container hold the same files; one sandbox across examples,
+    so each starts from the state the last one left."""
+    (workspace / "d").mkdir()
+    sandbox = make_sandbox(workspace_mode="copy")
+
+    @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(st.lists(HOST_OP, max_size=3), st.lists(CONTAINER_OP, min_size=1, max_size=3))
+    def check(host_ops: list[tuple[str, str | None]], ops: list[tuple[str, str | None]]) -> None:
+        for name, content in host_ops:
+            if content is None:
+                (workspace / name).unlink(missing_ok=True)
+            else:
+                (workspace / name).write_text(content)
+        _run(sandbox, _container_command(ops))
+        assert _container_tree(sandbox) == _host_tree(workspace)
+
+    check()
 
 
 def test_auto_copies_only_for_a_remote_engine() -> None:
