@@ -18,7 +18,8 @@ answers with the calls waiting now and sends the list again after every change:
 Nothing waits forever unseen: once a page with the extension has connected, a call that
 no page has watched for ``approval_timeout_unseen`` seconds (every tab closed or
 reloaded without the extension) is denied as ``timed out``; its outcome carries the
-``reason``, and the next page to open the comm receives it. A kernel no such page ever
+``reason``, and every page that opens the comm receives it until one answers
+``{"told": [id, ...]}`` (it showed it to the person). A kernel no such page ever
 reached (another client) cannot tell who watches, so there it waits as before.
 
 Comm messages may be handled on another thread than the turn's loop (a subshell), so
@@ -151,7 +152,7 @@ class PendingApprovals:
         with self._lock:
             self._comms[comm.comm_id] = comm
             self._watched_at = time.monotonic()
-            missed, self._missed = self._missed, []
+            missed = list(self._missed)
         comm.send({"pending": self.waiting(), "decided": missed})
 
     def _forget(self, comm: Any) -> None:
@@ -163,6 +164,10 @@ class PendingApprovals:
         with self._lock:
             self._watched_at = time.monotonic()
         if isinstance(data, dict) and data.get("seen") is True:
+            return
+        if isinstance(data, dict) and isinstance(data.get("told"), list):
+            with self._lock:
+                self._missed = [o for o in self._missed if o["id"] not in data["told"]]
             return
         if not isinstance(data, dict) or "decide" not in data:
             comm.send({"error": "Expected {decide: <id>, choice: <approve|deny|approve_all>}."})

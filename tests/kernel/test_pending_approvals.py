@@ -58,17 +58,21 @@ class Page:
 
     def next_data(self, comm_id: str, predicate: Any) -> dict[str, Any]:
         found = self.until(
-            lambda m: m["msg_type"] == "comm_msg"
-            and m["content"]["comm_id"] == comm_id
-            and predicate(m["content"]["data"])
+            lambda m: (
+                m["msg_type"] == "comm_msg"
+                and m["content"]["comm_id"] == comm_id
+                and predicate(m["content"]["data"])
+            )
         )
         return found["content"]["data"]
 
     def idle(self, msg_id: str) -> None:
         self.until(
-            lambda m: m["parent_header"].get("msg_id") == msg_id
-            and m["msg_type"] == "status"
-            and m["content"]["execution_state"] == "idle"
+            lambda m: (
+                m["parent_header"].get("msg_id") == msg_id
+                and m["msg_type"] == "status"
+                and m["content"]["execution_state"] == "idle"
+            )
         )
 
 
@@ -173,12 +177,13 @@ def test_a_call_no_page_watches_is_denied_and_the_next_page_is_told(
     assert not (workspace / "marker").exists()
     assert model_server.errors == []
 
-    # The next page to connect hears what was decided and why, once.
+    # The next page to connect hears what was decided and why, until it says it told.
     later = page.open_approvals()
     told = page.next_data(later, lambda d: "pending" in d)
     assert told["pending"] == []
     [outcome] = told["decided"]
     assert (outcome["tool"], outcome["decision"]) == ("run_shell_command", "timed out")
     assert outcome["reason"] == "no open page showed it for 1 s"
+    kernel.send_comm_msg(later, {"told": [outcome["id"]]})
     again = page.open_approvals()
     assert page.next_data(again, lambda d: "pending" in d)["decided"] == []
