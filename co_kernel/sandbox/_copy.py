@@ -168,7 +168,11 @@ class WorkspaceCopy:
 
     def _exec(self, api: Any, container_id: str, argv: list[str]) -> None:
         exec_id = api.exec_create(container_id, argv, workdir=self.workdir)["Id"]
-        api.exec_start(exec_id)
+        output = api.exec_start(exec_id)
+        if api.exec_inspect(exec_id).get("ExitCode") != 0:
+            raise SandboxUnavailable(
+                f"Copy mode could not remove deleted files in the sandbox: {output!r}"
+            )
 
     # -- container -> host ----------------------------------------------------
 

@@ -649,9 +649,16 @@ class DockerSandbox:
         return [Mount(WORKDIR, None, type="volume", driver_config=tmpfs)]
 
     def _protected_here(self) -> set[str]:
-        """Co's secret files and folders in the workspace, relative to it (copy mode)."""
+        """Where Co's secret files and folders are or would be in the workspace, relative to
+        it (copy mode): a command cannot create one there either."""
         workspace = self.workspace.resolve()
-        return set(_secrets_in(workspace, _secret_paths(workspace, self.settings, walk=False)))
+        prefix = str(workspace).rstrip("/") + "/"
+        found = set()
+        for path in _secret_paths(workspace, self.settings, walk=False):
+            real = os.path.realpath(path)
+            if real.startswith(prefix):
+                found.add(real[len(prefix) :])
+        return found
 
     def _labels(self) -> dict[str, str]:
         pid = os.getpid()

@@ -167,6 +167,22 @@ def test_protected_files_never_reach_the_container_nor_are_overwritten(
     assert (workspace / "creds" / "sa.json").read_text() == "SECRET-FOLDER\n"
 
 
+@pytest.mark.docker
+def test_a_command_cannot_create_a_protected_file_that_does_not_exist_yet(
+    make_sandbox: Callable[..., DockerSandbox], workspace: Path
+) -> None:
+    """The token file a setting names, absent on the host: one the command writes there
+    (a planted token) stays in the container."""
+    settings = Settings(google_token_path=workspace / "tok.json",
+                        google_client_secrets=workspace / "cs.json")  # fmt: skip
+    sandbox = make_sandbox(workspace_mode="copy", settings=settings)
+
+    _run(sandbox, "echo PLANTED > tok.json && echo PLANTED > cs.json && echo ok > fine.txt")
+
+    assert not (workspace / "tok.json").exists() and not (workspace / "cs.json").exists()
+    assert (workspace / "fine.txt").read_text() == "ok\n"
+
+
 NAMES = ("a.txt", "b.txt", "d/c.txt", "d/e.txt")
 CONTENT = st.text(alphabet="xy", min_size=2, max_size=2) | st.just("")  # same sizes: mtimes lie
 HOST_OP = st.tuples(st.sampled_from(NAMES), st.none() | CONTENT)  # None: delete
