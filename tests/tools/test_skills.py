@@ -128,5 +128,7 @@ def test_percent_skills_lists_name_description_source_and_problems(kernel, skill
     help_text = kernel.execute("%help").markdown()
     assert "| `%skills` |" in help_text
     tools = kernel.execute("%tools").markdown()
-    for name in ("load_skill", "read_skill_resource", "write_todos", "read_todos", "delegate_task"):
+    for name in ("load_skill", "read_skill_resource", "write_todos", "read_todos"):
         assert f"| `{name}` |" in tools
+    # Offered only when a subagent is defined, and %tools lists what the model is offered.
+    assert "| `delegate_task` |" not in tools
