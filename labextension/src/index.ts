@@ -11,7 +11,7 @@ import type {
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
 import { ILabShell } from '@jupyterlab/application';
-import { ICommandPalette } from '@jupyterlab/apputils';
+import { ICommandPalette, Notification } from '@jupyterlab/apputils';
 import type { NotebookPanel } from '@jupyterlab/notebook';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { IStatusBar, showPopup } from '@jupyterlab/statusbar';
@@ -82,6 +82,18 @@ const plugin: JupyterFrontEndPlugin<void> = {
     });
 
     addCommands(app, tracker, palette, openActivity, model);
+
+    // A call the kernel denied because no page showed it: say so on the next page.
+    model.approvals.connect((_, [, message]) => {
+      for (const outcome of message.decided) {
+        if (outcome.reason) {
+          Notification.warning(
+            `Co: ${outcome.tool} was ${outcome.decision}: ${outcome.reason}.`,
+            { autoClose: false }
+          );
+        }
+      }
+    });
 
     // A click on the item: the calls waiting for approval if any, else the activity.
     const onItemClick = (anchor: Widget): void => {

@@ -38,7 +38,12 @@ export interface IDecided {
   decision: string;
   /** How a card words it. */
   text: string;
+  /** Why the kernel decided it itself (nobody saw it), or null. */
+  reason: string | null;
 }
+
+/** How often an open page tells the kernel it still shows what waits (ms). */
+export const SEEN_INTERVAL_MS = 20_000;
 
 /** One message of the comm: the calls waiting now and what was just decided. */
 export interface IApprovalsMessage {
@@ -85,7 +90,8 @@ export function parseApprovals(data: unknown): IApprovalsMessage | null {
               id,
               decision,
               tool: str(item.tool) ?? '?',
-              text: str(item.text) ?? decision
+              text: str(item.text) ?? decision,
+              reason: str(item.reason)
             }
           ]
         : [];

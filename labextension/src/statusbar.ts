@@ -12,7 +12,7 @@ import { Widget } from '@lumino/widgets';
 import type { ICoStatus } from './api';
 import type { ApprovalChoice } from './approval';
 import type { IApprovalsMessage, IPendingCall } from './pending';
-import { APPROVALS_TARGET, parseApprovals } from './pending';
+import { APPROVALS_TARGET, parseApprovals, SEEN_INTERVAL_MS } from './pending';
 import { approvalFromMessage, statusFromInfo, statusFromMessage } from './api';
 import { statusText, statusTitle, waitingText } from './format';
 
@@ -110,9 +110,16 @@ export class CoStatusModel {
     comm.onMsg = msg => {
       const message = parseApprovals(msg.content.data);
       if (message) {
+        // While something waits, say this page still shows it: the kernel denies a
+        // call no page has shown for `approval_timeout_unseen`.
+        this._seen(panel, comm, message.pending.length > 0);
         this._pending.set(panel, message.pending);
         this._changed.emit();
         this._approvals.emit([panel, message]);
+        const told = message.decided.filter(o => o.reason).map(o => o.id);
+        if (told.length) {
+          comm.send({ told });
+        }
       }
     };
     comm.onClose = () => this._dropApprovals(panel, comm);
@@ -120,11 +127,31 @@ export class CoStatusModel {
     comm.open();
   }
 
+  private _seen(
+    panel: NotebookPanel,
+    comm: Kernel.IComm,
+    waiting: boolean
+  ): void {
+    const timer = this._pings.get(panel);
+    if (waiting && timer === undefined) {
+      const ping = (): void => {
+        if (!comm.isDisposed) {
+          comm.send({ seen: true });
+        }
+      };
+      this._pings.set(panel, window.setInterval(ping, SEEN_INTERVAL_MS));
+    } else if (!waiting && timer !== undefined) {
+      window.clearInterval(timer);
+      this._pings.delete(panel);
+    }
+  }
+
   private _dropApprovals(panel: NotebookPanel, comm?: Kernel.IComm): void {
     const current = this._comms.get(panel);
     if (!current || (comm && comm !== current)) {
       return;
     }
+    this._seen(panel, current, false);
     this._comms.delete(panel);
     if (!comm && !current.isDisposed) {
       current.dispose();
@@ -248,6 +275,7 @@ export class CoStatusModel {
   private _waiting = new Map<NotebookPanel, Map<string, string>>();
   private _pending = new Map<NotebookPanel, IPendingCall[]>();
   private _comms = new Map<NotebookPanel, Kernel.IComm>();
+  private _pings = new Map<NotebookPanel, number>();
   private _approvals = new Signal<this, [NotebookPanel, IApprovalsMessage]>(
     this
   );

@@ -35,7 +35,8 @@ describe('pending approvals', () => {
           id: 'a0',
           tool: 'run_shell_command',
           decision: 'denied',
-          text: 'denied'
+          text: 'denied',
+          reason: null
         }
       ]
     });

@@ -88,3 +88,47 @@ def test_reload_unsaved_then_approve_from_the_status_item(tmp_path: Path) -> Non
         finally:
             lab.stop()
         assert server.errors == []
+
+
+def test_all_tabs_closed_the_unseen_call_is_denied_and_the_next_page_says_so(
+    tmp_path: Path,
+) -> None:
+    ensure_kernelspec()
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    home = tmp_path / "co-home"
+    home.mkdir()
+    notebook = notebooks / "unseen.ipynb"
+    write_notebook(notebook, ["Make a file"])
+    script = [
+        {"tool_calls": [shell("touch made")]},
+        {"expect": {"tool_result_contains": "Nobody answered"}, "text": "Not made."},
+    ]
+    with ScriptedModelServer(script) as server:
+        env = {**scripted_env(home, server), "CO_APPROVAL_TIMEOUT_UNSEEN": "2"}
+        lab = start_server(notebooks, env=env, base=tmp_path / "jupyter")
+        try:
+            with chromium_page() as page:
+                page.on("dialog", lambda dialog: dialog.accept())
+                page.goto(lab.url(f"lab/tree/{notebook.name}", reset=""))
+                page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=90_000)
+                page.get_by_text("Co | Idle").wait_for(timeout=90_000)
+                cell = page.locator(".jp-Notebook .jp-Cell").first
+                cell.locator(".cm-content").click()
+                page.keyboard.press("Shift+Enter")
+                cell.get_by_role("button", name="Approve", exact=True).wait_for(timeout=90_000)
+                page.goto("about:blank")  # every tab closed: nobody sees the card
+
+                deadline = time.monotonic() + 60
+                while len(server.requests) < 2:  # the model heard of the denial
+                    assert time.monotonic() < deadline, "the unseen call was never denied"
+                    time.sleep(0.2)
+                page.goto(lab.url(f"lab/tree/{notebook.name}"))
+                page.get_by_text(
+                    "Co: run_shell_command was timed out: no open page showed it for 2 s."
+                ).wait_for(timeout=90_000)
+                page.screenshot(path=str(ARTIFACTS / "pending-unseen.png"))
+                assert not (notebooks / "made").exists()
+        finally:
+            lab.stop()
+        assert server.errors == []
