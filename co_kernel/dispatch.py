@@ -92,12 +92,12 @@ class CellDispatcher:
         self._session: ChatSession | None = None
         self._kernel = kernel
         # Every output of every cell passes the session's redactor (API keys, tokens).
-        self._redacting = RedactingPublisher(KernelPublisher(shell), self._redact)
-        self.pending = PendingApprovals(self._redact)
+        self.redacting = RedactingPublisher(KernelPublisher(shell), self.redact)
+        self.pending = PendingApprovals(self.redact)
         """The calls waiting for approval, for pages that lack their card (issue 27)."""
         if kernel is not None:
             self.pending.register(kernel.comm_manager)
-        self.publisher: Publisher = self._redacting
+        self.publisher: Publisher = self.redacting
         self.notebook = NotebookContext(shell)
         self.approvers: dict[str, Approver] = {}
         self._warned_settings = False
@@ -128,7 +128,8 @@ class CellDispatcher:
             self._session.deps.notebook = self.notebook
         return self._session
 
-    def _redact(self, text: str) -> str:
+    def redact(self, text: str) -> str:
+        """Text with the session's known secrets replaced (the environment's without one)."""
         try:
             return self.session.telemetry.redact(text)
         except Exception:  # no session (settings failed to load): the environment's secrets
@@ -200,9 +201,9 @@ class CellDispatcher:
             # An interrupt outside a turn (a turn ends itself): a magic, a model loading.
             outcome = self.fail("KeyboardInterrupt", INTERRUPTED)
         finally:
-            self._redacting.drain()
+            self.redacting.drain()
         if outcome.evalue:
-            outcome.evalue = self._redact(outcome.evalue)
+            outcome.evalue = self.redact(outcome.evalue)
         return outcome
 
     async def _execute(self, request: CellRequest) -> Outcome:
