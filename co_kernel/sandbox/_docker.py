@@ -907,7 +907,13 @@ class DockerSandbox:
                 f"(exit code 137: the process was killed, most likely for going over the "
                 f"sandbox memory limit of {self.memory}; sandbox_memory raises it)"
             )
-        if failed and "permission denied" in text and not _writable_by(self.workspace, self.user):
+        bind = self._copy is None  # in copy mode the container's workspace is the user's own
+        if (
+            bind
+            and failed
+            and "permission denied" in text
+            and not _writable_by(self.workspace, self.user)
+        ):
             hints.append(
                 f"(the workspace {self.workspace} is not writable by uid {self.user.split(':')[0]}, "
                 "the sandbox user: change its owner or mode, or run the kernel as its owner)"

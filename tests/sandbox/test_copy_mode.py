@@ -183,6 +183,23 @@ def test_a_command_cannot_create_a_protected_file_that_does_not_exist_yet(
     assert (workspace / "fine.txt").read_text() == "ok\n"
 
 
+@pytest.mark.docker
+def test_the_workspace_permission_hint_is_for_bind_mode_only(
+    make_sandbox: Callable[..., DockerSandbox], workspace: Path
+) -> None:
+    """In copy mode the container's workspace is its own, writable whatever the host
+    folder's mode: a "permission denied" there is not the host folder's doing."""
+    command = "echo 'touch: x: Permission denied' >&2; exit 1"
+    workspace.chmod(0o555)
+    try:
+        bind = asyncio.run(make_sandbox(workspace_mode="bind").run(command, timeout=60))
+        copy = asyncio.run(make_sandbox(workspace_mode="copy").run(command, timeout=60))
+    finally:
+        workspace.chmod(0o755)
+    assert "is not writable by uid" in bind.output
+    assert "is not writable by uid" not in copy.output
+
+
 NAMES = ("a.txt", "b.txt", "d/c.txt", "d/e.txt")
 CONTENT = st.text(alphabet="xy", min_size=2, max_size=2) | st.just("")  # same sizes: mtimes lie
 HOST_OP = st.tuples(st.sampled_from(NAMES), st.none() | CONTENT)  # None: delete
