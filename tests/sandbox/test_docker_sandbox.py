@@ -48,6 +48,17 @@ def processes(sandbox: DockerSandbox) -> str:
     return run(sandbox, "ps -eo args").output
 
 
+async def running(container: Any, args: str, timeout: float = 30) -> None:
+    """Wait until a process with these arguments runs in the container (``docker top``)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        top = await asyncio.to_thread(container.top)
+        if any(args in " ".join(row) for row in top.get("Processes") or []):
+            return
+        await asyncio.sleep(0.05)
+    raise TimeoutError(f"{args!r} did not start in the container")
+
+
 @docker_test
 def test_output_streams_as_it_arrives_on_the_loop_thread(make_sandbox: MakeSandbox) -> None:
     sandbox = make_sandbox()
@@ -436,13 +447,14 @@ def test_close_removes_the_container_and_is_idempotent(
 
 
 @docker_test
-def test_close_during_a_run_interrupts_it(make_sandbox: MakeSandbox) -> None:
+def test_close_during_a_run_interrupts_it(make_sandbox: MakeSandbox, docker_client: Any) -> None:
     sandbox = make_sandbox()
     run(sandbox, "true")
+    container = container_of(docker_client, sandbox)
 
     async def scenario() -> CommandResult:
         task = asyncio.create_task(sandbox.run("sleep 306", timeout=60))
-        await asyncio.sleep(0.5)
+        await running(container, "sleep 306")
         await sandbox.close()
         return await asyncio.wait_for(task, 10)
 
@@ -583,7 +595,7 @@ def test_container_is_removed_when_the_kill_cannot_run(
 
     async def scenario() -> CommandResult:
         task = asyncio.create_task(sandbox.run("sleep 307", timeout=2))
-        await asyncio.sleep(0.5)
+        await running(first, "sleep 307")
         # A paused container refuses every exec, including the one that kills.
         await asyncio.to_thread(first.pause)
         return await task
