@@ -4,8 +4,12 @@ workspace over the copy limit gets one clear message while the kernel stays usab
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import socket
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -84,3 +88,60 @@ def test_cells_keep_the_workspace_and_the_container_in_step(
     assert not (workspace / "never.txt").exists()
     (workspace / "big.bin").unlink()
     assert kernel.execute(LIST).stdout == _host_listing(workspace)
+
+
+def _pipe(source: socket.socket, sink: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        while data := source.recv(65536):
+            sink.sendall(data)
+    with contextlib.suppress(OSError):
+        sink.shutdown(socket.SHUT_WR)
+
+
+@pytest.fixture
+def tcp_engine() -> Iterator[str]:
+    """The local engine's socket forwarded from a TCP port on 127.0.0.1: to Co, an engine
+    named by ``DOCKER_HOST=tcp://``, as a remote one is."""
+    engine = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+    if not engine.startswith("unix://"):
+        pytest.skip(f"the engine is not a local socket: {engine}")
+    listener = socket.create_server(("127.0.0.1", 0))
+    opened: list[socket.socket] = [listener]
+
+    def serve() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                client, _ = listener.accept()
+                upstream = socket.socket(socket.AF_UNIX)
+                upstream.connect(engine.removeprefix("unix://"))
+                opened.extend([client, upstream])
+                for a, b in ((client, upstream), (upstream, client)):
+                    threading.Thread(target=_pipe, args=(a, b), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    yield f"tcp://127.0.0.1:{listener.getsockname()[1]}"
+    for sock in opened:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+        sock.close()
+
+
+def test_auto_copies_for_an_engine_named_by_tcp(
+    start_kernel,
+    workspace: Path,
+    tcp_engine: str,
+    docker_client,  # noqa: F811 - fixture use
+) -> None:
+    """With the default sandbox_workspace (auto) and DOCKER_HOST=tcp://..., Co copies."""
+    if os.getuid() == 0:
+        os.chown(workspace, SANDBOX_UID, SANDBOX_UID)
+    (workspace / "in.txt").write_text("from the host\n")
+    kernel = start_kernel(
+        {"CO_SANDBOX": "docker", "CO_SANDBOX_IMAGE": TEST_IMAGE, "DOCKER_HOST": tcp_engine}
+    )
+    # The container's /workspace is another folder than the host's (a bind mount would
+    # show the host folder's inode), and files still go both ways.
+    cell = kernel.execute("!stat -c %i /workspace; cat in.txt; echo back > out.txt", timeout=180)
+    inode, text = cell.stdout.splitlines()
+    assert int(inode) != workspace.stat().st_ino and text == "from the host", cell.text()
+    assert (workspace / "out.txt").read_text() == "back\n"
