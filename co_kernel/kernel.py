@@ -28,9 +28,6 @@ __all__ = ["CoKernel"]
 
 log = logging.getLogger(__name__)
 
-_SHUTDOWN_GRACE = 3.0
-"""Seconds a restart or shutdown waits for the running cell to save its turn."""
-
 _WARM_MODULES = (
     "pydantic_ai",
     "pydantic_ai.models.openai",
@@ -84,8 +81,6 @@ class CoKernel(IPythonKernel):
         self._warmed = False
         self._busy_lock = threading.Lock()
         self._running_cell: dict[str, Any] | None = None
-        self._cell_task: asyncio.Task[Outcome] | None = None
-        """The running cell's task (``_interruptible``), which a restart ends first."""
         # History is kept per notebook (jupyter_server names it), else per folder.
         scope = os.environ.get("JPY_SESSION_NAME") or os.getcwd()
         self._history = CellHistory(history_path(), scope, self._kernel_id())
@@ -131,7 +126,6 @@ class CoKernel(IPythonKernel):
         return metadata
 
     async def do_shutdown(self, restart: bool) -> dict[str, Any]:  # type: ignore[override]
-        await self._end_running_cell()
         await self._dispatcher.close()
         self._history.close()
         return super().do_shutdown(restart)
@@ -194,23 +188,6 @@ class CoKernel(IPythonKernel):
         )  # fmt: skip
         return {"status": "ok", "history": history}
 
-    async def _end_running_cell(self) -> None:
-        """A restart or shutdown while a cell runs (say, a turn waiting for approval): cancel
-        it as an interrupt does, so the turn saves its prompt and what became of its calls,
-        and give it a moment to. The request comes on the control thread, the cell runs on
-        the shell's loop."""
-        task = self._cell_task
-        if task is None or task.done():
-            return
-
-        async def end() -> None:
-            task.cancel()
-            await asyncio.wait({task}, timeout=_SHUTDOWN_GRACE)
-
-        ended = asyncio.run_coroutine_threadsafe(end(), task.get_loop())
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(asyncio.wrap_future(ended), _SHUTDOWN_GRACE + 1)
-
     async def _interruptible(self, coro: Any) -> Outcome:
         """Run a cell as a task that SIGINT (signal or interrupt_request) cancels at once.
 
@@ -219,7 +196,6 @@ class CoKernel(IPythonKernel):
         through ``call_soon_threadsafe`` wakes it.
         """
         task = asyncio.ensure_future(coro)
-        self._cell_task = task
         loop = asyncio.get_running_loop()
 
         notebook = self._dispatcher.notebook
