@@ -427,9 +427,10 @@ CONTEXT_PREFIX = "[Co: context for this message]\n"
 
 
 def _with_context(
-    messages: list[ModelMessage], views: GovernedViews, context: Callable[[str], str]
+    messages: list[ModelMessage], views: GovernedViews | None, context: Callable[[str], str]
 ) -> list[ModelMessage]:
-    """Each prompt preceded by its turn's context, built once per prompt and kept.
+    """Each prompt preceded by its turn's context, built once per prompt and kept (in
+    ``views``; without, built again, as an estimate of what was sent).
 
     Per-turn context in the system prompt would change the very start of every request;
     after its own prompt, it is part of the prefix later requests share.
@@ -447,6 +448,8 @@ def _with_context(
         parts.insert(at, UserPromptPart(CONTEXT_PREFIX + extra))
         return dataclasses.replace(msg, parts=parts)
 
+    if views is None:
+        return [build(m) if _has_prompt(m) else m for m in messages]
     return [
         views.view(m, "context", None, lambda m=m: build(m)) if _has_prompt(m) else m
         for m in messages
@@ -461,11 +464,12 @@ def govern_history(
 ) -> list[ModelMessage]:
     """What the model is sent: the window, then old tool outputs and runaway answers cut.
 
-    With ``views`` and ``context`` (a prompt's per-turn context, such as the memories
-    relevant to it), each prompt is preceded by its context, as it was when first sent.
+    With ``context`` (a prompt's per-turn context, such as the memories relevant to it),
+    each prompt is preceded by its context: with ``views``, as it was when first sent.
     """
     if views is None:
-        return _govern(messages, settings, None)
+        governed = _govern(messages, settings, None)
+        return governed if context is None else _with_context(governed, None, context)
     with views.one_pass():
         governed = _govern(messages, settings, views)
         return governed if context is None else _with_context(governed, views, context)
@@ -504,13 +508,16 @@ _SAMPLES = 6
 
 
 def token_calibration(
-    history: Sequence[ModelMessage], settings: Settings
+    history: Sequence[ModelMessage],
+    settings: Settings,
+    context: Callable[[str], str] | None = None,
 ) -> tuple[float, float] | None:
     """(scale, offset): billed prompt tokens ≈ scale × estimate + offset; None before any
     request reported its count (llama.cpp, Ollama and the cloud providers all do).
 
     Each reported request's estimate is made as ``estimate_tokens`` makes the next one
-    (the governed history plus the instructions it was sent with), so the fit carries
+    (the governed history with each prompt's ``context``, plus the instructions it was
+    sent with), so the fit carries
     what the estimate cannot see: the model's tokenizer (the scale) and the tool
     definitions, chat template and context put with each prompt (the offset). It is fitted
     on the last few requests when their sizes differ enough; else the last request's
@@ -527,7 +534,7 @@ def token_calibration(
         sent = history[:i]
         request = sent[-1]
         instructions = request.instructions if isinstance(request, ModelRequest) else None
-        estimate = estimate_tokens(govern_history(sent, settings))
+        estimate = estimate_tokens(govern_history(sent, settings, context=context))
         estimate += len(instructions or "") // _CHARS_PER_TOKEN
         samples.append((estimate, msg.usage.input_tokens))
         if len(samples) == _SAMPLES:

@@ -7,6 +7,7 @@ The session keeps the whole conversation; the model is sent the governed view of
 
 from __future__ import annotations
 
+import functools
 import logging
 import sqlite3
 import uuid
@@ -290,6 +291,7 @@ class ChatSession:
         from pydantic_ai.messages import ModelRequest, UserPromptPart
 
         from ..config import paths
+        from ..tools.memory import memory_prompt
         from ._prompt import build_system_prompt
 
         pending = list(self.history)
@@ -301,10 +303,12 @@ class ChatSession:
             config_dir=paths().config_dir,
             compact=self._handle is not None and self._handle.compact_prompt,
         )
-        view = govern_history(pending, self.settings)
+        # With the memories each prompt is sent with (the same prompts recur below).
+        context = functools.cache(functools.partial(memory_prompt, self.deps))
+        view = govern_history(pending, self.settings, context=context)
         estimate = estimate_tokens(view) + len(instructions) // 4
         # Calibrated by what the provider reported for the last requests (its tokenizer).
-        calibration = token_calibration(self.history, self.settings)
+        calibration = token_calibration(self.history, self.settings, context)
         if calibration is None:
             return estimate
         scale, offset = calibration
