@@ -184,6 +184,24 @@ def test_a_command_cannot_create_a_protected_file_that_does_not_exist_yet(
 
 
 @pytest.mark.docker
+def test_links_are_copied_as_links_never_followed(
+    make_sandbox: Callable[..., DockerSandbox], workspace: Path, tmp_path: Path
+) -> None:
+    """A host link to a file outside the workspace goes in as a link (not the file's
+    content), and a link the command makes comes back as a link."""
+    outside = tmp_path / "outside.txt"
+    outside.write_text("OUTSIDE-CONTENT\n")
+    (workspace / "out").symlink_to(outside)
+    sandbox = make_sandbox(workspace_mode="copy")
+
+    out = _run(sandbox, "readlink out; cat out 2>&1 || true; ln -s /etc/hostname made")
+
+    assert str(outside) in out and "OUTSIDE-CONTENT" not in out
+    assert os.readlink(workspace / "made") == "/etc/hostname"
+    assert outside.read_text() == "OUTSIDE-CONTENT\n"
+
+
+@pytest.mark.docker
 def test_the_workspace_permission_hint_is_for_bind_mode_only(
     make_sandbox: Callable[..., DockerSandbox], workspace: Path
 ) -> None:
