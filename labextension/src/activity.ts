@@ -10,7 +10,7 @@ import type {
   IActivityRow,
   ISessionSummary
 } from './api';
-import { ALLOWED_DECISIONS, DECISION_TITLES, formatTime } from './format';
+import { decisionAllows, decisionTitle, formatTime } from './format';
 
 /** The time windows the panel offers, in seconds (0 = all time). */
 export const SINCE_CHOICES: ReadonlyArray<[string, number]> = [
@@ -120,8 +120,8 @@ export function renderRows(
     row.dataset.tool = r.tool;
     row.dataset.decision = r.decision;
     const decision = cell(doc, 'td', r.decision, 'co-Activity-decision');
-    decision.dataset.allowed = String(ALLOWED_DECISIONS.has(r.decision));
-    decision.title = DECISION_TITLES[r.decision] ?? r.decision;
+    decision.dataset.allowed = String(decisionAllows(r.decision));
+    decision.title = decisionTitle(r.decision) ?? r.decision;
     const target = cell(doc, 'td', r.target ?? '', 'co-Activity-mono');
     target.title = r.target ?? '';
     row.append(

@@ -20,6 +20,8 @@ export const DECISION_TITLES: Record<string, string> = {
   approved: 'Approved in the notebook',
   'approved all':
     'Approved in the notebook, with every later call of this session (yolo)',
+  'always allowed':
+    'Approved in the notebook with Always allow, which added a session rule',
   denied: 'Denied: the model was told and could propose something else',
   yolo: 'Approved automatically: session yolo is on',
   'safe-prefix': 'Approved automatically: a read-only command',
@@ -36,9 +38,39 @@ export const ALLOWED_DECISIONS = new Set([
   'auto',
   'approved',
   'approved all',
+  'always allowed',
   'yolo',
   'safe-prefix'
 ]);
+
+/** What a replay appends to a decision it took from its script. */
+const RECORDED = ' (recorded)';
+/** How the label of a call an allow rule approved starts. */
+const BY_RULE = 'allowed by rule';
+
+function baseDecision(decision: string): string {
+  return decision.endsWith(RECORDED)
+    ? decision.slice(0, -RECORDED.length)
+    : decision;
+}
+
+/** Whether a decision let the call run (a replayed one as its recorded original). */
+export function decisionAllows(decision: string): boolean {
+  const base = baseDecision(decision);
+  return ALLOWED_DECISIONS.has(base) || base.startsWith(BY_RULE);
+}
+
+/** The tooltip of a decision, or undefined for one this extension does not know. */
+export function decisionTitle(decision: string): string | undefined {
+  const base = baseDecision(decision);
+  const title = base.startsWith(BY_RULE)
+    ? 'Approved automatically by a permission rule'
+    : DECISION_TITLES[base];
+  if (title === undefined || base === decision) {
+    return title;
+  }
+  return `${title}; taken from the replay script`;
+}
 
 /** 1234 -> "1.2k", 1234567 -> "1.2M"; small numbers stay exact. */
 export function formatCount(n: number): string {

@@ -6,9 +6,9 @@
 import type { IToolCall } from './api';
 import { isUnifiedDiff, diffStats, parseDiff, renderDiff } from './diff';
 import {
-  ALLOWED_DECISIONS,
-  DECISION_TITLES,
   STATUS_LABELS,
+  decisionAllows,
+  decisionTitle,
   formatArgs,
   formatDuration,
   shortArgs
@@ -67,8 +67,8 @@ function summary(doc: Document, call: IToolCall): HTMLElement {
   );
   if (call.decision && call.decision !== call.status) {
     const decision = el(doc, 'span', 'co-ToolCard-decision', call.decision);
-    decision.dataset.allowed = String(ALLOWED_DECISIONS.has(call.decision));
-    decision.title = DECISION_TITLES[call.decision] ?? call.decision;
+    decision.dataset.allowed = String(decisionAllows(call.decision));
+    decision.title = decisionTitle(call.decision) ?? call.decision;
     node.appendChild(decision);
   }
   if (call.duration !== null) {
@@ -154,8 +154,8 @@ export function renderToolCard(
         'div',
         'co-ToolCard-footer',
         `Decision: ${call.decision}` +
-          (DECISION_TITLES[call.decision]
-            ? ` (${DECISION_TITLES[call.decision]})`
+          (decisionTitle(call.decision)
+            ? ` (${decisionTitle(call.decision)})`
             : '')
       )
     );

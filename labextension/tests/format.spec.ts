@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 
 import { parseCoStatus } from '../src/api';
 import {
+  decisionAllows,
+  decisionTitle,
   formatArgs,
   formatCount,
   formatDuration,
@@ -90,5 +92,37 @@ describe('status bar text', () => {
     expect(title).toContain('Model: compat:scripted');
     expect(title).toContain('Session tokens: 1,200 in, 34 out over 2 turn(s)');
     expect(title).toContain('YOLO: every tool call is approved without asking');
+  });
+});
+
+describe('decisions', () => {
+  it('counts rule, always-allow and replayed approvals as allowed', () => {
+    for (const d of [
+      'approved',
+      'always allowed',
+      'allowed by rule `run_shell_command(git status*)` (user)',
+      'approved (recorded)',
+      'approved all (recorded)'
+    ]) {
+      expect(decisionAllows(d)).toBe(true);
+    }
+    for (const d of [
+      'denied',
+      'denied (recorded)',
+      'timed out',
+      'policy-denied'
+    ]) {
+      expect(decisionAllows(d)).toBe(false);
+    }
+  });
+
+  it('titles a replayed decision as its original, from the script', () => {
+    expect(decisionTitle('approved (recorded)')).toBe(
+      'Approved in the notebook; taken from the replay script'
+    );
+    expect(decisionTitle('allowed by rule `web_search` (session)')).toBe(
+      'Approved automatically by a permission rule'
+    );
+    expect(decisionTitle('something new')).toBeUndefined();
   });
 });
