@@ -212,8 +212,13 @@ def test_save_memory_approved_feeds_the_next_prompt(start_kernel, model_server, 
             {"expect": {"tool_result_contains": "Saved memory 1"}, "text": "Noted."},
             {
                 "expect": {
-                    "system_contains": f"- [1] {fact} (prefs)",
-                    "messages_contain": ["The user works in Lisbon.", "This project uses uv."],
+                    # The memory goes with the prompt it is relevant to, not into the
+                    # system prompt, which stays the same bytes every request (issue 28).
+                    "messages_contain": [
+                        f"- [1] {fact} (prefs)",
+                        "The user works in Lisbon.",
+                        "This project uses uv.",
+                    ],
                 },
                 "text": "Teal.",
             },
@@ -225,6 +230,11 @@ def test_save_memory_approved_feeds_the_next_prompt(start_kernel, model_server, 
     assert [(c["tool"], c["status"]) for c in _cards(saved)] == [("save_memory", "ok")]
     answer = kernel.execute("What colour do I like?", mode="headless")
     assert answer.status == "ok" and model_server.errors == []
+    systems = [
+        [m["content"] for m in r["messages"] if m["role"] == "system"]
+        for r in model_server.requests
+    ]
+    assert systems[0] == systems[-1] and fact not in json.dumps(systems[-1])
     store = MemoryStore(co_home / "data" / "memory.db")
     try:
         assert [(m.id, m.text, m.tags) for m in store.list()] == [(1, fact, ["prefs"])]
