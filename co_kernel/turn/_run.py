@@ -503,7 +503,12 @@ class _TurnRunner:
                 try:
                     deferred = await self._decide(result.output)
                 except asyncio.CancelledError:  # interrupted while waiting for a decision
-                    return self._interrupted(self.messages)
+                    tools = ", ".join(dict.fromkeys(c.tool_name for c in result.output.approvals))
+                    waiting = (
+                        f"{INTERRUPTED_TOOL_RETURN} It was interrupted while waiting for "
+                        f"approval of {tools}."
+                    )
+                    return self._interrupted(self.messages, waiting)
                 user_input = None
                 continue
             return self._end()
@@ -617,8 +622,11 @@ class _TurnRunner:
         self.messages = messages
         return self._end(error=message)
 
-    def _interrupted(self, messages: list[ModelMessage]) -> TurnResult:
-        """History after an interrupt: keep the partial answer, answer dangling calls."""
+    def _interrupted(
+        self, messages: list[ModelMessage], dangling: str = INTERRUPTED_TOOL_RETURN
+    ) -> TurnResult:
+        """History after an interrupt: keep the partial answer, answer dangling calls
+        (with ``dangling``: what they were doing when it came)."""
         from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
 
         task = asyncio.current_task()
@@ -644,7 +652,7 @@ class _TurnRunner:
         if partial:
             self.text_parts.append(partial)
         self.response_text = self.pending_text = ""
-        self.messages = self._answer_dangling(messages, INTERRUPTED_TOOL_RETURN, "interrupted")
+        self.messages = self._answer_dangling(messages, dangling, "interrupted")
         return self._end(interrupted=True)
 
     def _answer_dangling(

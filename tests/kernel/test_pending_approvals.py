@@ -187,3 +187,29 @@ def test_a_call_no_page_watches_is_denied_and_the_next_page_is_told(
     kernel.send_comm_msg(later, {"told": [outcome["id"]]})
     again = page.open_approvals()
     assert page.next_data(again, lambda d: "pending" in d)["decided"] == []
+
+
+def test_a_restart_while_a_call_waits_saves_the_turn_for_resume(kernel, model_server, workspace):
+    model_server.extend(
+        [
+            {"text": "Let me.", "tool_calls": [shell("touch marker")]},
+            {"text": "The restart stopped it."},
+        ]
+    )
+    page = Page(kernel)
+    cell = kernel.send("please make the marker file")
+    page.until(is_card(cell))
+    kernel.restart()
+    resumed = kernel.execute("%resume", timeout=120)
+    assert "1 turn(s)" in resumed.markdown()
+    assert "> please make the marker file" in resumed.markdown()
+    # The saved turn says what the call was waiting for when the kernel went.
+    assert kernel.execute("what happened?", timeout=120).status == "ok"
+    assert not (workspace / "marker").exists()
+    [tool_result] = [
+        m["content"] for m in model_server.requests[-1]["messages"] if m["role"] == "tool"
+    ]
+    assert tool_result == (
+        "Interrupted by user. It was interrupted while waiting for approval of run_shell_command."
+    )
+    assert model_server.errors == []

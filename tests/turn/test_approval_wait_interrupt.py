@@ -105,6 +105,10 @@ async def _interrupt_while_waiting(workspace: Path) -> None:
         assert follow.error is None and follow.output == "Carrying on."
         (body,) = server.requests
         assert dangling_tool_calls(body) == []
-        assert INTERRUPTED_TOOL_RETURN in tool_results(body).values()
+        # What the call was doing when the interrupt came (issue 27).
+        assert (
+            f"{INTERRUPTED_TOOL_RETURN} It was interrupted while waiting for approval of write_note."
+            in (tool_results(body).values())
+        )
         await handle.model.client.close()  # type: ignore[attr-defined]
         handle.close()
