@@ -56,10 +56,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         server.start()
     except (ValueError, OSError) as e:
         parser.exit(2, f"error: {e}\n")
-    for stop_on in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(stop_on, _stop)
-    print(server.base_url, flush=True)
     try:
+        # Inside the try: a signal may come as soon as the URL is out, while print is
+        # still returning, and must stop the server like any later one.
+        for stop_on in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(stop_on, _stop)
+        print(server.base_url, flush=True)
         # In slices: a signal the OS hands to the server's thread only sets Python's
         # flag, which the main thread acts on when it next runs Python code.
         while True:
