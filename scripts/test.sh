@@ -62,8 +62,9 @@ before="$(status_of_checkout)"
 set +e
 # A test that fails is run again once: on 2 cores some kernel tests still miss their
 # deadlines under the load of four workers. Reruns show as R in the log and are counted
-# in the last line ("N rerun"): they are flakes to fix, not passes to trust.
-.venv/bin/python -m pytest --nbval tests notebooks -n "$workers" --dist loadgroup --reruns 1 "$@"
+# in the last line ("N rerun"), and named in the summary above it (-rR): they are flakes
+# to fix, not passes to trust.
+.venv/bin/python -m pytest --nbval tests notebooks -n "$workers" --dist loadgroup --reruns 1 -raR "$@"
 code=$?
 set -e
 after="$(status_of_checkout)"
