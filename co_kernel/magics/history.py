@@ -2,9 +2,10 @@
 
 The model is sent a governed view: past `max_history_messages` the oldest turns are left
 out (cut back to half the window, so requests share their start), and older tool outputs
-are cut to `tool_output_trim_chars`. Token counts are calibrated by the prompt tokens the
-provider reported for the last request. When the prompt passes `auto_compact_ratio` of
-`context_window_tokens`, Co compacts first.
+are cut to `tool_output_trim_chars`. The tokens of a request are counted by the model's own
+tokenizer where its server counts them (a local model, once loaded); elsewhere they are
+estimated and calibrated by the prompt tokens the provider reported for the last requests.
+When the prompt passes `auto_compact_ratio` of `context_window_tokens`, Co compacts first.
 """
 
 from __future__ import annotations
@@ -21,6 +22,13 @@ if TYPE_CHECKING:
 USAGE = "%history"
 
 _RECENT = 10
+
+_HOW = {
+    "tokenizer": "counted by the model's tokenizer (its llama.cpp server's chat template "
+    "and /tokenize)",
+    "calibrated": "calibrated by the prompt tokens the last requests were billed",
+    "estimated": "four characters a token (no request has reported its count yet)",
+}
 
 
 def _tool_calls(messages: Sequence[ModelMessage]) -> int:
@@ -51,12 +59,9 @@ async def run(ctx: MagicContext, args: str) -> str:
     calibration = token_calibration(history, settings)
     scale = 1.0 if calibration is None else calibration[0]
     full_tokens = round(estimate_tokens(history) * scale)
-    sent_tokens = session.estimated_prompt_tokens()
-    counted = (
-        "four characters a token (no request has reported its count yet)"
-        if calibration is None
-        else "calibrated by the prompt tokens the last requests were billed"
-    )
+    sent = await session.prompt_tokens()
+    sent_tokens = sent.tokens
+    counted = _HOW[sent.how]
     window = session.context_window
     limit = int(settings.auto_compact_ratio * window)
     turns = f"{len(live)}"

@@ -29,7 +29,13 @@ if TYPE_CHECKING:
     from ..tools import ToolsetBuild
     from ._providers import ModelHandle
 
-__all__ = ["SessionAgent", "build_agent", "build_session_agent", "session_toolsets"]
+__all__ = [
+    "SessionAgent",
+    "build_agent",
+    "build_session_agent",
+    "co_instructions",
+    "session_toolsets",
+]
 
 
 @dataclass
@@ -102,6 +108,25 @@ def build_session_agent(
     return SessionAgent(agent, handle, builds, unavailable)
 
 
+def co_instructions(deps: CoDeps, *, compact: bool, config_dir: Path | None = None) -> str:
+    """The system prompt Co's agent sends with every request (token counts build it too).
+
+    The same on every request unless a file or setting changed: the memories relevant to
+    a prompt follow that prompt instead (GovernHistory's turn_context).
+    """
+    from ..tools.skills import prompt_entries as skill_entries
+    from ..tools.subagents import prompt_entries as subagent_entries
+
+    return build_system_prompt(
+        personality=deps.settings.personality,
+        project_dir=deps.workspace,
+        config_dir=paths().config_dir if config_dir is None else config_dir,
+        compact=compact,
+        skills=[] if compact else skill_entries(deps),
+        subagents=[] if compact else subagent_entries(deps),
+    )
+
+
 def build_agent(
     model: Model,
     settings: Settings,
@@ -129,19 +154,7 @@ def build_agent(
 
     async def instructions(ctx: RunContext[CoDeps]) -> str:
         # async: a sync function would cost a thread hop on every request
-        from ..tools.skills import prompt_entries as skill_entries
-        from ..tools.subagents import prompt_entries as subagent_entries
-
-        # The same on every request unless a file or setting changed: the memories
-        # relevant to a prompt follow that prompt instead (GovernHistory's turn_context).
-        return build_system_prompt(
-            personality=ctx.deps.settings.personality,
-            project_dir=ctx.deps.workspace,
-            config_dir=config_dir,
-            compact=compact_prompt,
-            skills=[] if compact_prompt else skill_entries(ctx.deps),
-            subagents=[] if compact_prompt else subagent_entries(ctx.deps),
-        )
+        return co_instructions(ctx.deps, compact=compact_prompt, config_dir=config_dir)
 
     return Agent(
         model,

@@ -3,7 +3,8 @@
 llama.cpp adds ``timings`` (tokens and milliseconds of prompt and generation) to the last
 chunk of a stream and to a whole response; pydantic-ai drops fields the Chat Completions
 API does not define, so this subclass copies them into ``provider_details["timings"]``,
-where `%status` reads the speed of the last turn.
+where `%status` reads the speed of the last turn. It also counts a request's prompt
+tokens before sending it, with the server's own chat template and tokenizer.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from pydantic_ai import RunContext
     from pydantic_ai.messages import ModelMessage, ModelResponse
     from pydantic_ai.settings import ModelSettings
+    from pydantic_ai.usage import RequestUsage
 
 __all__ = ["LlamaCppChatModel", "LocalServerModel", "ModelRuntime", "timings_of"]
 
@@ -33,6 +35,9 @@ class ModelRuntime(Protocol):
 
     async def prepare(self) -> None: ...
 
+
+_COUNT_TIMEOUT = 30.0
+"""Seconds a count may take: the server answers it between decoding steps of a turn."""
 
 _TIMING_KEYS = ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "predicted_per_second")
 
@@ -64,6 +69,48 @@ class LlamaCppChatModel(CustomizesOnce, OpenAIChatModel):
         if timings:
             details["timings"] = timings
         return details or None
+
+    async def count_tokens(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> RequestUsage:
+        """The prompt tokens of a request as the server will see it: the messages mapped as
+        a request maps them, put through the model's chat template (``/apply-template``),
+        then its tokenizer (``/tokenize``), which is how llama.cpp builds the prompt.
+
+        Tool definitions are left out (the template renders them only with ``--jinja``);
+        the caller accounts for them. Raises ``httpx.HTTPError`` when the server does not
+        answer, ``ValueError`` when it answers something else.
+        """
+        import httpx
+        from pydantic_ai.usage import RequestUsage
+
+        model_settings, model_request_parameters = self.prepare_request(
+            model_settings, model_request_parameters
+        )
+        mapped = await self._map_messages(
+            messages, model_request_parameters, model_settings=model_settings
+        )
+        server = str(self.client.base_url).rstrip("/").removesuffix("/v1")
+        async with httpx.AsyncClient(base_url=server, timeout=_COUNT_TIMEOUT) as client:
+            templated = await client.post("/apply-template", json={"messages": mapped})
+            templated.raise_for_status()
+            prompt = templated.json().get("prompt")
+            if not isinstance(prompt, str):
+                raise ValueError(
+                    f"/apply-template answered without a prompt: {templated.text[:200]}"
+                )
+            # As the server tokenizes a chat prompt: special tokens added and parsed.
+            tokenized = await client.post(
+                "/tokenize", json={"content": prompt, "add_special": True}
+            )
+            tokenized.raise_for_status()
+            tokens = tokenized.json().get("tokens")
+            if not isinstance(tokens, list):
+                raise ValueError(f"/tokenize answered without tokens: {tokenized.text[:200]}")
+        return RequestUsage(input_tokens=len(tokens))
 
 
 class LocalServerModel(WrapperModel):

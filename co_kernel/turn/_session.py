@@ -13,7 +13,7 @@ import sqlite3
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..deps import CoDeps
 from ..exceptions import ConfigError
@@ -24,6 +24,8 @@ from ._providers import build_model, parse_model_string
 from ._run import TurnResult, run_turn
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pydantic_ai import Agent
     from pydantic_ai.messages import ModelMessage
 
@@ -35,7 +37,7 @@ if TYPE_CHECKING:
     from ._frontend import FrontendProtocol
     from ._providers import ModelHandle
 
-__all__ = ["ChatSession", "CompactReport", "TurnRecord"]
+__all__ = ["ChatSession", "CompactReport", "TokenCount", "TurnRecord"]
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +59,29 @@ class CompactReport:
     """Estimated tokens it is sent now."""
     summary: str
     """The summary text."""
+
+
+@dataclass(frozen=True)
+class TokenCount:
+    """Prompt tokens of the next request, and how they were counted."""
+
+    tokens: int
+    """The count."""
+    how: Literal["tokenizer", "calibrated", "estimated"]
+    """By the model's own tokenizer (its server), estimated and calibrated by what the
+    provider reported for the last requests, or estimated alone (nothing reported yet)."""
+
+
+def _last_reported(history: list[ModelMessage]) -> tuple[int, int] | None:
+    """(index, prompt tokens) of the last response whose provider reported its prompt
+    tokens, or None."""
+    from pydantic_ai.messages import ModelResponse
+
+    for i in range(len(history) - 1, 0, -1):
+        msg = history[i]
+        if isinstance(msg, ModelResponse) and msg.usage.input_tokens > 0:
+            return i, msg.usage.input_tokens
+    return None
 
 
 @dataclass
@@ -285,34 +310,77 @@ class ChatSession:
         """The history as the model is sent it (window and trimming applied)."""
         return govern_history(self.history, self.settings)
 
-    def estimated_prompt_tokens(self, prompt: str | None = None) -> int:
-        """Tokens of the next request (instructions, governed history, prompt), estimated
-        and calibrated by the tokens the provider reported for the previous one."""
+    def _next_request(
+        self, prompt: str | None
+    ) -> tuple[list[ModelMessage], str, Callable[[str], str]]:
+        """(governed messages, instructions, per-prompt context) of the next request, with
+        ``prompt`` as its prompt (None: the conversation as it stands)."""
         from pydantic_ai.messages import ModelRequest, UserPromptPart
 
-        from ..config import paths
         from ..tools.memory import memory_prompt
-        from ._prompt import build_system_prompt
+        from ._agent import co_instructions
 
         pending = list(self.history)
         if prompt is not None:
             pending.append(ModelRequest(parts=[UserPromptPart(prompt)]))
-        instructions = build_system_prompt(
-            personality=self.settings.personality,
-            project_dir=self.deps.workspace,
-            config_dir=paths().config_dir,
-            compact=self._handle is not None and self._handle.compact_prompt,
-        )
+        compact = self._handle is not None and self._handle.compact_prompt
+        instructions = co_instructions(self.deps, compact=compact)
         # With the memories each prompt is sent with (the same prompts recur below).
         context = functools.cache(functools.partial(memory_prompt, self.deps))
-        view = govern_history(pending, self.settings, context=context)
+        return govern_history(pending, self.settings, context=context), instructions, context
+
+    def estimated_prompt_tokens(self, prompt: str | None = None) -> int:
+        """Tokens of the next request (instructions, governed history, prompt), estimated
+        and calibrated by the tokens the provider reported for the previous one."""
+        return self._estimate(*self._next_request(prompt)).tokens
+
+    def _estimate(
+        self, view: list[ModelMessage], instructions: str, context: Callable[[str], str]
+    ) -> TokenCount:
         estimate = estimate_tokens(view) + len(instructions) // 4
         # Calibrated by what the provider reported for the last requests (its tokenizer).
         calibration = token_calibration(self.history, self.settings, context)
         if calibration is None:
-            return estimate
+            return TokenCount(estimate, "estimated")
         scale, offset = calibration
-        return max(0, round(scale * estimate + offset))
+        return TokenCount(max(0, round(scale * estimate + offset)), "calibrated")
+
+    async def prompt_tokens(self, prompt: str | None = None) -> TokenCount:
+        """Tokens of the next request: counted by the model's own tokenizer where its server
+        counts them (the local model's llama.cpp, once started), else estimated and
+        calibrated (``estimated_prompt_tokens``). Auto-compaction and `%history` use it."""
+        view, instructions, context = self._next_request(prompt)
+        counted = await self._tokenizer_count(view, instructions)
+        if counted is None:
+            return self._estimate(view, instructions, context)
+        # What the count cannot see (tool definitions) is what the provider reported for
+        # the last request beyond the count of that request.
+        extra = 0
+        last = _last_reported(self.history)
+        if last is not None:
+            at, reported = last
+            sent = govern_history(self.history[:at], self.settings, context=context)
+            before = await self._tokenizer_count(sent, instructions)
+            extra = 0 if before is None else max(0, reported - before)
+        return TokenCount(counted + extra, "tokenizer")
+
+    async def _tokenizer_count(self, view: list[ModelMessage], instructions: str) -> int | None:
+        """The prompt tokens of ``view`` with ``instructions`` by the model's own tokenizer,
+        or None where no running server counts them."""
+        import httpx
+        from pydantic_ai.messages import InstructionPart
+        from pydantic_ai.models import ModelRequestParameters
+
+        handle = self._handle
+        if handle is None or handle.local is None or not handle.local.server.running:
+            return None
+        parameters = ModelRequestParameters(instruction_parts=[InstructionPart(instructions)])
+        try:
+            usage = await handle.model.count_tokens(view, None, parameters)
+        except (httpx.HTTPError, ValueError, NotImplementedError) as exc:
+            log.info("the local server did not count the prompt's tokens: %s", exc)
+            return None
+        return usage.input_tokens
 
     def resume(self, session_id: str | None) -> SessionInfo:
         """Replace the conversation with a saved one (an id prefix, or None for the latest).
@@ -444,7 +512,7 @@ class ChatSession:
                 f"{len(self.live_turns)} turn(s) and the last {keep} always stay as they are"
             )
         cut, folded = split
-        before = self.estimated_prompt_tokens()
+        before = (await self.prompt_tokens()).tokens
         model, provider, label, close = self._summary_model()
         try:
             window = self.context_window
@@ -474,7 +542,7 @@ class ChatSession:
             folded_turns=folded,
             kept_turns=len(self.live_turns),
             tokens_before=before,
-            tokens_after=self.estimated_prompt_tokens(),
+            tokens_after=(await self.prompt_tokens()).tokens,
             summary=summary.text,
         )
 
@@ -497,7 +565,7 @@ class ChatSession:
         limit = int(settings.auto_compact_ratio * window)
         if not self.history:
             return
-        estimate = self.estimated_prompt_tokens(prompt)
+        estimate = (await self.prompt_tokens(prompt)).tokens
         if (
             estimate <= limit
             or split_for_compaction(self.history, settings.compact_keep_turns) is None
