@@ -140,6 +140,17 @@ def _looks_exhausted(output: str, exit_code: int | None) -> bool:
 _HOST = socket.gethostname()
 
 
+def _user_name(uid: int) -> str:
+    """The login name of ``uid`` (the uid itself where there is none, as in a container
+    started with an arbitrary ``--user``)."""
+    import pwd  # Unix only, as the engine's socket is
+
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
 def _boot_id() -> str:
     try:
         return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
@@ -670,6 +681,10 @@ class DockerSandbox:
             "co.pid_start": process_start(pid),
             "co.host": _HOST,
             "co.boot": _boot_id(),
+            # Whose kernel: on a shared engine (JupyterHub users on one host) a kernel
+            # reaps only its own user's leftovers.
+            "co.uid": str(os.getuid()),
+            "co.user": _user_name(os.getuid()),
         }
 
     def _ensure_image(self, client: Any, status: StatusCallback) -> None:
@@ -707,10 +722,11 @@ class DockerSandbox:
         )
 
     def _reap_orphans(self, client: Any) -> None:
-        """Remove containers of kernels on this host that died without cleaning up."""
+        """Remove containers of this user's kernels on this host that died without cleaning up."""
         boot = _boot_id()
         mine = self._labels()
-        for c in client.containers.list(all=True, filters={"label": "co.kernel=1"}):
+        filters = {"label": ["co.kernel=1", f"co.uid={mine['co.uid']}"]}
+        for c in client.containers.list(all=True, filters=filters):
             labels = c.labels
             if labels.get("co.host") != _HOST:
                 continue  # another machine or pid namespace: its pids mean nothing here

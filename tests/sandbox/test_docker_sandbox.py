@@ -406,6 +406,33 @@ def test_container_of_a_killed_kernel_is_reaped_by_the_next(
 
 
 @docker_test
+def test_a_dead_kernels_container_of_another_user_is_left_alone(
+    make_sandbox: MakeSandbox, docker_client: Any
+) -> None:
+    """Under JupyterHub every user's kernels share one engine: a kernel reaps only its own
+    user's leftovers (``co.uid``), never another user's, even one whose kernel is gone."""
+    sandbox = make_sandbox()
+    run(sandbox, "true")
+    mine = container_of(docker_client, sandbox).labels
+    assert mine["co.uid"] == str(os.getuid())
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a pid whose process is gone, as the other user's crashed kernel's
+    other_uid = str(os.getuid() + 4242)
+    labels = {**mine, "co.pid": str(gone.pid), "co.uid": other_uid, "co.user": "someone-else"}
+    labels["co.session"] = f"other{uuid.uuid4().hex}"
+    theirs = docker_client.containers.run(
+        TEST_IMAGE, ["sleep", "infinity"], detach=True, labels=labels, init=True
+    )
+    try:
+        run(make_sandbox(), "true")  # a new sandbox reaps its user's orphans first
+
+        theirs.reload()
+        assert theirs.status == "running"
+    finally:
+        theirs.remove(force=True)
+
+
+@docker_test
 def test_output_over_max_output_is_cut_but_the_command_completes(
     make_sandbox: MakeSandbox, workspace: Path
 ) -> None:
