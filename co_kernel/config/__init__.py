@@ -33,6 +33,7 @@ from ._permissions import (
     Permissions,
     merge_permission_layers,
 )
+from ._private import private_file
 from ._protected import is_protected, is_protected_name, protected_paths
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
     "merge_server_layers",
     "parse_model_string",
     "paths",
+    "private_file",
     "protected_paths",
 ]
 

@@ -13,6 +13,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..config import private_file
+
 __all__ = ["connect", "set_aside", "write"]
 
 BUSY_TIMEOUT_MS = 10_000
@@ -20,7 +22,7 @@ BUSY_TIMEOUT_MS = 10_000
 
 def connect(path: Path, schema: str, version: int) -> sqlite3.Connection:
     """Open (creating if needed) a database and bring its schema to ``version``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_file(path)
     conn = sqlite3.connect(
         path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
     )

@@ -22,6 +22,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..config import private_file
+
 __all__ = ["DECISIONS", "AuditEvent", "AuditLog", "audit_target"]
 
 log = logging.getLogger(__name__)
@@ -106,7 +108,7 @@ class AuditLog:
         self.listeners: list[Callable[[AuditEvent], None]] = []
         """Called with every recorded event (after redaction)."""
         self._local = threading.local()
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_file(path)
         with self._connect() as db:
             db.executescript(_SCHEMA)
             columns = {row["name"] for row in db.execute("PRAGMA table_info(agent_actions)")}

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..config import private_file
+
 __all__ = ["SPAN_KINDS", "SpanRow", "connect", "max_span_id", "read_spans"]
 
 SPAN_KINDS = ("turn", "agent", "model", "tool", "other")
@@ -52,7 +54,7 @@ CREATE INDEX IF NOT EXISTS spans_kind ON spans(kind, start_ns);
 def connect(path: Path, *, create: bool = True) -> sqlite3.Connection:
     """A connection in WAL mode with the spans table present."""
     if create:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_file(path)
     db = sqlite3.connect(path, timeout=10, isolation_level=None, check_same_thread=False)
     db.row_factory = sqlite3.Row
     db.execute("PRAGMA journal_mode=WAL")

@@ -285,7 +285,7 @@ def accept_project_rules(deps: CoDeps) -> list[PermissionRule]:
         accepted = _accepted(deps)
         accepted[_project_key(deps)] = _digest(rules)
         target = _accepted_file()
-        target.parent.mkdir(parents=True, exist_ok=True)
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         temporary = target.with_name(f".{target.name}.tmp")
         temporary.write_text(json.dumps(accepted, indent=1), encoding="utf-8")
         temporary.replace(target)
