@@ -31,6 +31,12 @@ if [ ${#missing[@]} -gt 0 ]; then
     as_root apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
+# tests/hub runs a real JupyterHub, whose proxy is an npm package.
+if ! command -v configurable-http-proxy >/dev/null 2>&1; then
+    say "installing configurable-http-proxy (npm) for the JupyterHub test"
+    as_root npm install -g --no-audit --no-fund --loglevel=error configurable-http-proxy
+fi
+
 scripts/start-docker.sh
 scripts/build-sandbox-image.sh co-sandbox-test:bookworm
 

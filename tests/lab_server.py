@@ -29,7 +29,7 @@ LABEXTENSION = REPO / "co_kernel" / "labextension"
 EXTENSION_NAME = "co-kernel-lab"
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -118,13 +118,18 @@ class JupyterServer:
         return self.log_path.read_text(errors="replace")
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+        stop_process(self.process, 20)
+
+
+def stop_process(process: subprocess.Popen[bytes], timeout: float) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within ``timeout`` seconds."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
 
 
 def start_server(
@@ -138,7 +143,7 @@ def start_server(
     """Start JupyterLab (or Notebook 7, or jupyter_server) on 127.0.0.1 and wait until it answers."""
     base = base or Path(tempfile.mkdtemp(prefix="co-jupyter-"))
     full_env = jupyter_environment(base, env)
-    port = _free_port()
+    port = free_port()
     token = secrets.token_hex(16)
     module = {"lab": "jupyterlab", "notebook": "notebook", "server": "jupyter_server"}[app]
     argv = [
