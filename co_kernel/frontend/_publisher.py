@@ -7,7 +7,16 @@ import sys
 from collections.abc import Callable
 from typing import Any, Protocol
 
-__all__ = ["KernelPublisher", "Publisher", "RedactingPublisher"]
+__all__ = ["OUTPUT_TAG", "KernelPublisher", "Publisher", "RedactingPublisher"]
+
+OUTPUT_TAG = "co"
+"""Key of every Co output's metadata: ``{"request": msg_id, "display_id": id}``.
+
+A notebook keeps an output's metadata but never its transient display id, and a page
+drops iopub output whose request it did not send. With this tag the JupyterLab
+extension of a reloaded page or a second tab finds the cell a turn writes to (by the
+execute request's id) and the output a display update replaces (issue 27).
+"""
 
 
 class Publisher(Protocol):
@@ -48,7 +57,13 @@ class KernelPublisher:
         update: bool = False,
     ) -> None:
         transient = {"display_id": display_id} if display_id else None
-        self._pub.publish(data, metadata or {}, transient=transient, update=update)
+        tag = {**(metadata or {}).get(OUTPUT_TAG, {})}
+        tag["request"] = self._pub.parent_header.get("msg_id")
+        if display_id:
+            tag["display_id"] = display_id
+        self._pub.publish(
+            data, {**(metadata or {}), OUTPUT_TAG: tag}, transient=transient, update=update
+        )
 
     def stream(self, name: str, text: str) -> None:
         (sys.stderr if name == "stderr" else sys.stdout).write(text)

@@ -20,7 +20,7 @@ from ..turn._approval import INTERRUPTED, decision_label
 from ..turn._frontend import ApprovalDecision, ApprovalRequest, ToolCallView
 from ._base import DECISION_TEXT, approval_text, wait_for_answer
 from ._pending import PendingApprovals
-from ._publisher import Publisher
+from ._publisher import OUTPUT_TAG, Publisher
 from ._toolcard import format_args
 
 __all__ = ["BUTTONS", "ApprovalCard", "WidgetApprover"]
@@ -98,6 +98,14 @@ class ApprovalCard:
             button.disabled = True
         self.status.value = f"<b>{html.escape(DECISION_TEXT.get(decision, decision))}</b>"
 
+    def metadata(self) -> dict[str, Any]:
+        """Marks the output as an approval card, waiting or decided.
+
+        A page whose kernel restarted draws a waiting card as cancelled and a decided
+        one without its widget view (its widgets died with the kernel).
+        """
+        return {OUTPUT_TAG: {"approval": self.decision or "waiting"}}
+
     def bundle(self) -> dict[str, Any]:
         """The widget view plus fallbacks that carry the decision without widget state."""
         data: dict[str, Any] = dict(self.box._repr_mimebundle_())
@@ -134,7 +142,7 @@ class WidgetApprover:
         card = ApprovalCard(request.call, on_choice, request.rule)
         self.cards.append(card)
         display_id = uuid.uuid4().hex
-        self._pub.display(card.bundle(), display_id=display_id)
+        self._pub.display(card.bundle(), card.metadata(), display_id=display_id)
         if self._pending is not None:
             self._pending.add(display_id, request, on_choice)
         try:
@@ -147,6 +155,6 @@ class WidgetApprover:
 
     def _finish(self, card: ApprovalCard, decision: str, display_id: str) -> None:
         card.finish(decision)
-        self._pub.display(card.bundle(), display_id=display_id, update=True)
+        self._pub.display(card.bundle(), card.metadata(), display_id=display_id, update=True)
         if self._pending is not None:
             self._pending.settle(display_id, decision)

@@ -72,6 +72,36 @@ def test_approve_click_runs_the_tool_and_the_answer_continues(kernel, model_serv
     assert model_server.errors == []
 
 
+def test_every_output_names_its_request_and_display_for_a_page_that_did_not_ask(
+    kernel, model_server, workspace
+):
+    # A reloaded page or a second tab gets the turn's iopub output without having sent
+    # the request, and a saved notebook keeps metadata but not the transient display id:
+    # the tag lets the extension find the cell and the output to update (issue 27).
+    model_server.extend(
+        [
+            {"text": "I will create it.", "tool_calls": [shell("touch marker")]},
+            {"text": "Done."},
+        ]
+    )
+    result = kernel.execute("create a marker file", on_message=WidgetClicker(["Approve"]))
+    assert result.status == "ok"
+    request = result.reply["parent_header"]["msg_id"]
+    shown = result.of_type("display_data", "update_display_data")
+    assert shown
+    for m in shown:
+        tag = m["content"]["metadata"]["co"]
+        assert tag["request"] == request
+        assert tag["display_id"] == m["content"]["transient"]["display_id"]
+    approvals = [
+        m["content"]["metadata"]["co"]["approval"]
+        for m in shown
+        if WIDGET_VIEW in m["content"]["data"]
+    ]
+    assert approvals == ["waiting", "approved"]
+    assert model_server.errors == []
+
+
 def test_deny_click_keeps_the_tool_from_running_and_tells_the_model(
     kernel, model_server, workspace
 ):
