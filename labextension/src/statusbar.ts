@@ -2,6 +2,8 @@
  * The status bar item of Co notebooks: provider:model, session tokens, a YOLO
  * badge, refreshed from every `execute_reply` the notebook receives, and the
  * tools waiting for an approval click, from the cards the kernel shows.
+ * It also puts the output of turns another page started into their cells and
+ * cancels the cards of a kernel that restarted (`outputs.ts`).
  */
 import type { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import type { Kernel, KernelMessage } from '@jupyterlab/services';
@@ -13,6 +15,8 @@ import type { ICoStatus } from './api';
 import type { ApprovalChoice } from './approval';
 import type { IApprovalsMessage, IPendingCall } from './pending';
 import { APPROVALS_TARGET, parseApprovals, SEEN_INTERVAL_MS } from './pending';
+import type { IOutputList } from './outputs';
+import { cancelCards, placeOutput } from './outputs';
 import { approvalFromMessage, statusFromInfo, statusFromMessage } from './api';
 import { statusText, statusTitle, waitingText } from './format';
 
@@ -165,16 +169,20 @@ export class CoStatusModel {
     const context = panel.sessionContext;
     let kernel: Kernel.IKernelConnection | null = null;
     const onMessage = (
-      _: Kernel.IKernelConnection,
+      connection: Kernel.IKernelConnection,
       args: Kernel.IAnyMessageArgs
     ): void => {
       if (args.direction === 'recv') {
         this._onMessage(panel, args.msg);
+        this._placeForeign(panel, connection, args.msg);
       }
     };
     // A kernel that dies or restarts answers no question it asked.
     // After a restart the kernel forgot the comm: open it again once it answers.
     const onStatus = (connection: Kernel.IKernelConnection): void => {
+      if (RESTARTED.has(connection.status)) {
+        cancelCards(outputLists(panel));
+      }
       if (GONE.has(connection.status)) {
         this._dropApprovals(panel);
         if (this._waiting.delete(panel)) {
@@ -221,6 +229,31 @@ export class CoStatusModel {
       this._changed.emit();
     });
     attach();
+  }
+
+  /**
+   * Output of a turn another page (or this page before a reload) started: the
+   * page drops it, so put it into the cell it belongs to. Once per notebook
+   * model, however many views of it are open.
+   */
+  private _placeForeign(
+    panel: NotebookPanel,
+    kernel: Kernel.IKernelConnection,
+    msg: KernelMessage.IMessage
+  ): void {
+    const model = panel.content.model;
+    const parent = msg.parent_header as Partial<KernelMessage.IHeader>;
+    if (
+      !model ||
+      msg.channel !== 'iopub' ||
+      !parent.session ||
+      parent.session === kernel.clientId ||
+      this._placed.get(model) === msg.header.msg_id
+    ) {
+      return;
+    }
+    this._placed.set(model, msg.header.msg_id);
+    placeOutput(outputLists(panel), msg);
   }
 
   private _onMessage(panel: NotebookPanel, msg: KernelMessage.IMessage): void {
@@ -276,6 +309,7 @@ export class CoStatusModel {
   private _pending = new Map<NotebookPanel, IPendingCall[]>();
   private _comms = new Map<NotebookPanel, Kernel.IComm>();
   private _pings = new Map<NotebookPanel, number>();
+  private _placed = new WeakMap<object, string>();
   private _approvals = new Signal<this, [NotebookPanel, IApprovalsMessage]>(
     this
   );
@@ -291,6 +325,32 @@ const GONE = new Set<string>([
   'terminating',
   'unknown'
 ]);
+
+/**
+ * Kernel states after which none of its widgets or waiting calls live: it
+ * restarted, died, or (seen from a page that did not restart it) a new
+ * process starts.
+ */
+const RESTARTED = new Set<string>([
+  'dead',
+  'restarting',
+  'autorestarting',
+  'starting'
+]);
+
+/** The outputs of each code cell of a notebook. */
+function outputLists(panel: NotebookPanel): IOutputList[] {
+  const cells = panel.content.model?.cells;
+  const lists: IOutputList[] = [];
+  for (let i = 0; i < (cells?.length ?? 0); i++) {
+    const outputs = (cells?.get(i) as { outputs?: IOutputList } | undefined)
+      ?.outputs;
+    if (outputs) {
+      lists.push(outputs);
+    }
+  }
+  return lists;
+}
 
 /**
  * Draw a status into an item's node (kept apart for unit tests): the status

@@ -8,12 +8,17 @@ Chromium is Debian's (``/usr/bin/chromium``); Playwright never downloads a brows
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from co_kernel.testing import ScriptedModelServer
+
+from ..kernel_harness import ensure_kernelspec
+from ..lab_server import JupyterServer, start_server
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -72,3 +77,70 @@ def chromium_page() -> Iterator[Any]:
             yield page
         finally:
             browser.close()
+
+
+def open_notebook(page: Any, url: str, *, idle: bool = True) -> Any:
+    """Go to a notebook's URL and wait for its first cell (and, with ``idle``, its kernel)."""
+    page.goto(url)
+    page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=90_000)
+    if idle:
+        # The kernel must be up before Shift+Enter, or the run request is lost.
+        page.get_by_text("Co | Idle").wait_for(timeout=90_000)
+    return page.locator(".jp-Notebook .jp-Cell").first
+
+
+def run_cell(page: Any, index: int) -> Any:
+    """Run the notebook's cell ``index`` with Shift+Enter; returns its locator."""
+    cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
+    cell.locator(".cm-content").click()
+    page.keyboard.press("Shift+Enter")
+    return cell
+
+
+def save_notebook(page: Any, path: Path, timeout: float = 20) -> None:
+    """Ctrl+S, then wait until the file on disk changed."""
+    before = path.stat().st_mtime_ns
+    page.keyboard.press("Control+s")
+    deadline = time.monotonic() + timeout
+    while path.stat().st_mtime_ns == before:
+        assert time.monotonic() < deadline, f"{path.name} was not saved"
+        time.sleep(0.1)
+
+
+@dataclass
+class CoLab:
+    """A JupyterLab server whose Co kernels talk to a scripted model, and a page on it."""
+
+    lab: JupyterServer
+    notebook: Path
+    """The one notebook written for the test; its folder is the server's root."""
+    page: Any
+    server: ScriptedModelServer
+    """The scripted model: what it was asked is in ``server.requests``."""
+
+    @property
+    def url(self) -> str:
+        return self.lab.url(f"lab/tree/{self.notebook.name}")
+
+
+@contextmanager
+def co_lab(
+    tmp_path: Path, cells: list[str], script: list[dict[str, Any]], **env: str
+) -> Iterator[CoLab]:
+    """Serve a notebook of ``cells`` with Co answering from ``script``; the model saw no error."""
+    ensure_kernelspec()
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    home = tmp_path / "co-home"
+    home.mkdir()
+    notebook = notebooks / "co.ipynb"
+    write_notebook(notebook, cells)
+    with ScriptedModelServer(script) as server:
+        env = {**scripted_env(home, server), **env}
+        lab = start_server(notebooks, env=env, base=tmp_path / "jupyter")
+        try:
+            with chromium_page() as page:
+                yield CoLab(lab, notebook, page, server)
+        finally:
+            lab.stop()
+        assert server.errors == []

@@ -13,7 +13,7 @@ from co_kernel.testing import ScriptedModelServer
 from tests.kernel_harness import ensure_kernelspec
 
 from ..lab_server import start_server
-from .jupyterlab import chromium_page, scripted_env, write_notebook
+from .jupyterlab import chromium_page, run_cell, save_notebook, scripted_env, write_notebook
 
 pytestmark = pytest.mark.browser
 
@@ -23,13 +23,6 @@ MIME_TOOL_CALL = "application/vnd.co.tool-call+json"
 
 def shell(cmd: str) -> dict[str, Any]:
     return {"name": "run_shell_command", "arguments": {"cmd": cmd}}
-
-
-def run_cell(page: Any, index: int) -> Any:
-    cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
-    cell.locator(".cm-content").click()
-    page.keyboard.press("Shift+Enter")
-    return cell
 
 
 def wait_for_prompt(cell: Any, expected: str, timeout: float = 30) -> None:
@@ -99,11 +92,7 @@ def test_approve_then_deny_in_jupyterlab(tmp_path: Path) -> None:
                 page.screenshot(path=str(ARTIFACTS / "approval-denied.png"))
 
                 # Saved, the notebook keeps each decision without any widget state.
-                before = notebook.stat().st_mtime_ns
-                page.keyboard.press("Control+s")
-                deadline = time.monotonic() + 20
-                while notebook.stat().st_mtime_ns == before and time.monotonic() < deadline:
-                    time.sleep(0.1)
+                save_notebook(page, notebook)
                 assert saved_decisions(notebook) == [("ok", "approved"), ("denied", "denied")]
         finally:
             lab.stop()

@@ -1,0 +1,207 @@
+/**
+ * Co's outputs on a page that did not send the turn's request (issue 27).
+ *
+ * JupyterLab hands a request's iopub output only to the page that sent it: a
+ * reloaded page or a second tab on the same notebook never shows the rest of
+ * a turn that resumes after an approval. Every Co output carries
+ * `metadata.co = {request, display_id}` (`OUTPUT_TAG` in
+ * `co_kernel/frontend/_publisher.py`) and a saved notebook keeps it, so such a
+ * page finds the cell by the request's id and the output an update replaces by
+ * its display id.
+ *
+ * An approval card is an ipywidgets view, and its widgets die with the kernel:
+ * after a restart a waiting card is drawn cancelled, a decided one by its
+ * static fallback.
+ */
+import type { KernelMessage } from '@jupyterlab/services';
+
+import { TOOL_CALL_MIME } from './api';
+
+/** The metadata key of the kernel's tag on each Co output. */
+export const OUTPUT_TAG = 'co';
+
+/** ipywidgets' MIME type for a widget view. */
+export const WIDGET_VIEW_MIME = 'application/vnd.jupyter.widget-view+json';
+
+/** What a card cut by a restart says instead of "Decision: waiting". */
+export const CANCELLED_TEXT = 'Decision: ⏹ Cancelled (the kernel restarted)';
+
+/** An output as a notebook stores it (nbformat), as far as used here. */
+export interface IOutputJSON {
+  output_type: string;
+  data?: unknown;
+  metadata?: unknown;
+}
+
+/** The part of JupyterLab's `IOutputAreaModel` used here. */
+export interface IOutputList {
+  readonly length: number;
+  get(index: number): { toJSON(): IOutputJSON };
+  set(index: number, output: IOutputJSON): void;
+  add(output: IOutputJSON): number;
+}
+
+/** The kernel's tag on a Co output. */
+export interface IOutputTag {
+  /** The msg_id of the execute request whose turn showed it. */
+  request: string | null;
+  /** Its display id: the updates that replace it name it. */
+  displayId: string | null;
+  /** On an approval card: "waiting" or the decision label. */
+  approval: string | null;
+}
+
+type JSONObject = Record<string, unknown>;
+
+function isObject(value: unknown): value is JSONObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function str(value: unknown): string | null {
+  return typeof value === 'string' ? value : null;
+}
+
+/** An output's Co tag; null on any other output. */
+export function outputTag(output: IOutputJSON): IOutputTag | null {
+  const tag = isObject(output.metadata) ? output.metadata[OUTPUT_TAG] : null;
+  if (!isObject(tag)) {
+    return null;
+  }
+  return {
+    request: str(tag.request),
+    displayId: str(tag.display_id),
+    approval: str(tag.approval)
+  };
+}
+
+/** The output an iopub message adds or replaces; null for other messages. */
+export function outputOf(msg: KernelMessage.IMessage): IOutputJSON | null {
+  const content = msg.content as JSONObject;
+  const shown = { data: content.data ?? {}, metadata: content.metadata ?? {} };
+  switch (msg.header.msg_type) {
+    case 'display_data':
+    case 'update_display_data':
+      return { output_type: 'display_data', ...shown };
+    case 'execute_result':
+      return {
+        output_type: 'execute_result',
+        execution_count: content.execution_count ?? null,
+        ...shown
+      } as IOutputJSON;
+    case 'stream':
+      return {
+        output_type: 'stream',
+        name: content.name,
+        text: content.text
+      } as IOutputJSON;
+    case 'error':
+      return {
+        output_type: 'error',
+        ename: content.ename,
+        evalue: content.evalue,
+        traceback: content.traceback
+      } as IOutputJSON;
+    default:
+      return null;
+  }
+}
+
+function* outputs(
+  lists: readonly IOutputList[]
+): Generator<[IOutputList, number, IOutputJSON]> {
+  for (const list of lists) {
+    for (let i = 0; i < list.length; i++) {
+      yield [list, i, list.get(i).toJSON()];
+    }
+  }
+}
+
+/**
+ * Put an iopub message of a request this page did not send where it belongs
+ * (`lists`: the outputs of each code cell): an update replaces the outputs
+ * with its display id, anything else joins the cell holding an output of the
+ * same request. Returns whether it found a place.
+ */
+export function placeOutput(
+  lists: readonly IOutputList[],
+  msg: KernelMessage.IMessage
+): boolean {
+  const output = outputOf(msg);
+  if (!output) {
+    return false;
+  }
+  if (msg.header.msg_type === 'update_display_data') {
+    const transient = (msg.content as JSONObject).transient;
+    const displayId = isObject(transient) ? str(transient.display_id) : null;
+    const targets = [...outputs(lists)].filter(
+      ([, , shown]) => displayId && outputTag(shown)?.displayId === displayId
+    );
+    targets.forEach(([list, index]) => list.set(index, output));
+    return targets.length > 0;
+  }
+  const request = (msg.parent_header as Partial<KernelMessage.IHeader>).msg_id;
+  for (const [list, , shown] of outputs(lists)) {
+    if (request && outputTag(shown)?.request === request) {
+      list.add(output);
+      return true;
+    }
+  }
+  return false;
+}
+
+/**
+ * The kernel restarted: its waiting calls and their widgets are gone. A
+ * waiting approval card becomes its text record saying it was cancelled, a
+ * decided one loses its (dead) widget view, and a tool call still waiting or
+ * running is drawn interrupted. Returns how many outputs changed.
+ */
+export function cancelCards(lists: readonly IOutputList[]): number {
+  let changed = 0;
+  for (const [list, index, shown] of outputs(lists)) {
+    const data = isObject(shown.data) ? shown.data : {};
+    const tag = outputTag(shown);
+    const call = data[TOOL_CALL_MIME];
+    if (tag?.approval && WIDGET_VIEW_MIME in data) {
+      const rest: JSONObject = { ...data };
+      delete rest[WIDGET_VIEW_MIME];
+      const waiting = tag.approval === 'waiting';
+      const plain = str(data['text/plain']) ?? '';
+      const metadata = isObject(shown.metadata) ? shown.metadata : {};
+      list.set(index, {
+        ...shown,
+        data: waiting
+          ? {
+              'text/plain': plain.replace(/Decision: waiting$/, CANCELLED_TEXT)
+            }
+          : rest,
+        metadata: waiting
+          ? {
+              ...metadata,
+              [OUTPUT_TAG]: {
+                ...(metadata[OUTPUT_TAG] as JSONObject),
+                approval: 'cancelled'
+              }
+            }
+          : metadata
+      });
+      changed++;
+    } else if (
+      isObject(call) &&
+      (call.status === 'waiting' || call.status === 'running')
+    ) {
+      list.set(index, {
+        ...shown,
+        data: {
+          ...data,
+          [TOOL_CALL_MIME]: {
+            ...call,
+            status: 'interrupted',
+            decision: call.decision ?? 'interrupted'
+          }
+        }
+      });
+      changed++;
+    }
+  }
+  return changed;
+}

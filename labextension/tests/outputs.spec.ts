@@ -1,0 +1,181 @@
+import type { KernelMessage } from '@jupyterlab/services';
+import { describe, expect, it } from 'vitest';
+
+import { TOOL_CALL_MIME } from '../src/api';
+import type { IOutputJSON, IOutputList } from '../src/outputs';
+import {
+  CANCELLED_TEXT,
+  WIDGET_VIEW_MIME,
+  cancelCards,
+  outputTag,
+  placeOutput
+} from '../src/outputs';
+
+/** A cell's outputs, as JupyterLab's output area model keeps them. */
+class Outputs implements IOutputList {
+  constructor(public items: IOutputJSON[] = []) {}
+  get length(): number {
+    return this.items.length;
+  }
+  get(index: number): { toJSON(): IOutputJSON } {
+    const item = this.items[index];
+    return { toJSON: () => item };
+  }
+  set(index: number, output: IOutputJSON): void {
+    this.items[index] = output;
+  }
+  add(output: IOutputJSON): number {
+    return this.items.push(output);
+  }
+}
+
+function message(
+  type: string,
+  content: Record<string, unknown>,
+  request = 'req-1'
+): KernelMessage.IMessage {
+  return {
+    channel: 'iopub',
+    header: { msg_id: `m-${Math.random()}`, msg_type: type, session: 'k' },
+    parent_header: { msg_id: request, session: 'other-page' },
+    metadata: {},
+    content
+  } as unknown as KernelMessage.IMessage;
+}
+
+function shown(
+  data: Record<string, unknown>,
+  tag: Record<string, unknown>
+): IOutputJSON {
+  return { output_type: 'display_data', data, metadata: { co: tag } };
+}
+
+describe('outputs of a turn another page started', () => {
+  const chip = (status: string): IOutputJSON =>
+    shown(
+      { [TOOL_CALL_MIME]: { call_id: 'c1', tool: 'run', status } },
+      { request: 'req-1', display_id: 'chip' }
+    );
+
+  it('replaces the output an update names and adds the rest to its cell', () => {
+    const other = new Outputs([
+      shown({ 'text/plain': 'x' }, { request: 'req-0', display_id: 'a' })
+    ]);
+    const cell = new Outputs([chip('waiting')]);
+    const update = message('update_display_data', {
+      data: { [TOOL_CALL_MIME]: { call_id: 'c1', tool: 'run', status: 'ok' } },
+      metadata: { co: { request: 'req-1', display_id: 'chip' } },
+      transient: { display_id: 'chip' }
+    });
+    expect(placeOutput([other, cell], update)).toBe(true);
+    expect(cell.items[0].data).toEqual({
+      [TOOL_CALL_MIME]: { call_id: 'c1', tool: 'run', status: 'ok' }
+    });
+    const answer = message('display_data', {
+      data: { 'text/markdown': 'Done.' },
+      metadata: { co: { request: 'req-1', display_id: 'answer' } },
+      transient: { display_id: 'answer' }
+    });
+    expect(placeOutput([other, cell], answer)).toBe(true);
+    expect(cell.items).toHaveLength(2);
+    expect(other.items).toHaveLength(1);
+    // The saved form keeps the tag (metadata), never the transient part.
+    expect(outputTag(cell.items[1])?.displayId).toBe('answer');
+    expect(cell.items[1]).not.toHaveProperty('transient');
+    expect(
+      placeOutput(
+        [other, cell],
+        message('stream', { name: 'stdout', text: 'hi' })
+      )
+    ).toBe(true);
+    expect(cell.items[2]).toEqual({
+      output_type: 'stream',
+      name: 'stdout',
+      text: 'hi'
+    });
+  });
+
+  it('leaves alone what belongs to no cell on the page', () => {
+    const cell = new Outputs([chip('waiting')]);
+    const stranger = message(
+      'display_data',
+      { data: { 'text/plain': 'x' }, metadata: {} },
+      'req-9'
+    );
+    expect(placeOutput([cell], stranger)).toBe(false);
+    const unknownUpdate = message('update_display_data', {
+      data: { 'text/plain': 'x' },
+      metadata: {},
+      transient: { display_id: 'nowhere' }
+    });
+    expect(placeOutput([cell], unknownUpdate)).toBe(false);
+    expect(
+      placeOutput([cell], message('status', { execution_state: 'idle' }))
+    ).toBe(false);
+    expect(cell.items).toEqual([chip('waiting')]);
+  });
+});
+
+describe('cards of a kernel that restarted', () => {
+  const card = (approval: string, plain: string): IOutputJSON =>
+    shown(
+      {
+        [WIDGET_VIEW_MIME]: { model_id: 'w1' },
+        'text/html': '<div class="co-approval">…</div>',
+        'text/plain': plain
+      },
+      { request: 'req-1', display_id: 'card', approval }
+    );
+
+  it('draws a waiting card cancelled and a decided one without its widgets', () => {
+    const cell = new Outputs([
+      card('waiting', 'Co wants to run run_shell_command\nDecision: waiting'),
+      card('approved', 'Co wants to run ls\nDecision: ✅ Approved'),
+      shown({ 'text/markdown': 'Hi' }, { request: 'req-1', display_id: 'm' })
+    ]);
+    expect(cancelCards([cell])).toBe(2);
+    expect(cell.items[0].data).toEqual({
+      'text/plain': `Co wants to run run_shell_command\n${CANCELLED_TEXT}`
+    });
+    expect(outputTag(cell.items[0])?.approval).toBe('cancelled');
+    expect(outputTag(cell.items[0])?.displayId).toBe('card');
+    expect(cell.items[1].data).toEqual({
+      'text/html': '<div class="co-approval">…</div>',
+      'text/plain': 'Co wants to run ls\nDecision: ✅ Approved'
+    });
+    expect(cell.items[2].data).toEqual({ 'text/markdown': 'Hi' });
+    // Done once: nothing left to change.
+    expect(cancelCards([cell])).toBe(0);
+  });
+
+  it('draws a tool call still waiting or running as interrupted', () => {
+    const cell = new Outputs([
+      shown(
+        {
+          [TOOL_CALL_MIME]: { tool: 'run', status: 'waiting', decision: null }
+        },
+        {}
+      ),
+      shown(
+        {
+          [TOOL_CALL_MIME]: {
+            tool: 'run',
+            status: 'running',
+            decision: 'approved'
+          }
+        },
+        {}
+      ),
+      shown({ [TOOL_CALL_MIME]: { tool: 'run', status: 'ok' } }, {})
+    ]);
+    expect(cancelCards([cell])).toBe(2);
+    const calls = cell.items.map(
+      o => (o.data as Record<string, Record<string, unknown>>)[TOOL_CALL_MIME]
+    );
+    expect(calls.map(c => [c.status, c.decision])).toEqual([
+      ['interrupted', 'interrupted'],
+      ['interrupted', 'approved'],
+      ['ok', undefined]
+    ]);
+  });
+});
