@@ -9,6 +9,7 @@ creates for its stores are 0700 and its databases 0600 (SQLite gives a database'
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -18,5 +19,7 @@ __all__ = ["private_file"]
 def private_file(path: Path) -> Path:
     """Create ``path`` empty with mode 0600, and its folder with 0700, where missing."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+    # O_EXCL: an existing file is not opened at all (it may be another's, read-only).
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     return path
