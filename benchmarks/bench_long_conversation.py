@@ -12,8 +12,10 @@ latency and memory over 100 turns (issue 28).
    (one per four characters of the messages and tool definitions, as it bills).
 2. The bundled SmolLM2-135M model (this checkout only; ``--local-turns``, 0 to skip): a
    conversation of short prompts; median first-text latency of turns 11-20 against
-   91-100, and the memory of the session's process plus the model server after turns 10
-   and 100, with the load average. CPU heavy: about 10 minutes on 2 busy cores.
+   91-100, the memory of the session's process plus the model server after turns 10
+   and 100, with the load average, and the error of Co's count of each request (made
+   before the turn, by the model's tokenizer) against the prompt tokens llama.cpp
+   reports. CPU heavy: about 10 minutes on 2 busy cores.
 
 Run: PYTHONPATH=. .venv/bin/python benchmarks/bench_long_conversation.py [--turns 200]
      [--window 40] [--baseline-ref 89ebbc3~1] [--local-turns 100] [--local-max-tokens 48]
@@ -70,6 +72,14 @@ def _rss_kb(pid: int) -> int:
     return 0
 
 
+async def _count(session: Any, prompt: str) -> int:
+    """The session's count of the next request, as auto-compaction makes it (the
+    baseline tree has only the estimate)."""
+    if hasattr(session, "prompt_tokens"):
+        return int((await session.prompt_tokens(prompt)).tokens)
+    return int(session.estimated_prompt_tokens(prompt))
+
+
 def _session(home: Path, settings: dict[str, Any]) -> Any:
     """A Co session as the kernel makes one, in this process (imports the tree on the path)."""
     os.environ["CO_HOME"] = str(home)
@@ -111,7 +121,7 @@ def side_scripted(turns: int, window: int) -> dict[str, Any]:
             agent, _ = session.ensure_agent()
             async with agent:
                 for n in range(turns):
-                    estimates.append(session.estimated_prompt_tokens(_prompt(n)))
+                    estimates.append(await _count(session, _prompt(n)))
                     await session.run_prompt(
                         _prompt(n), cell_id=f"c{n}", frontend=RecordingFrontend()
                     )
@@ -160,16 +170,21 @@ def side_local(turns: int, max_tokens: int) -> dict[str, Any]:
     latency: list[float] = []
     memory: dict[int, dict[str, int]] = {}
     loads: dict[int, str] = {}
+    counts: list[tuple[int, int, str]] = []  # (count before the turn, reported, how)
 
     async def run() -> None:
         agent, handle = session.ensure_agent()
         async with agent:
             for n in range(1, turns + 1):
                 frontend = Timed()
+                count = await session.prompt_tokens(_prompt(n)) if n > 1 else None
                 started = time.monotonic()
                 await session.run_prompt(_prompt(n), cell_id=f"c{n}", frontend=frontend)
                 end = frontend.first_text or time.monotonic()
                 latency.append(end - started)
+                turn = session.turns[-1]
+                if count is not None and turn.requests == 1 and turn.input_tokens:
+                    counts.append((count.tokens, turn.input_tokens, count.how))
                 if n in (10, turns):
                     assert handle.local is not None and handle.local.server.pid is not None
                     memory[n] = {
@@ -183,7 +198,7 @@ def side_local(turns: int, max_tokens: int) -> dict[str, Any]:
         asyncio.run(run())
     finally:
         session.close()
-    return {"latency": latency, "memory": memory, "loads": loads}
+    return {"latency": latency, "memory": memory, "loads": loads, "counts": counts}
 
 
 def _worktree(ref: str) -> Path:
@@ -306,6 +321,9 @@ def main() -> None:
     mem = {int(k): v for k, v in local["memory"].items()}
     last = args.local_turns
 
+    count_error = [abs(c - r) / r for c, r, _ in local["counts"]]
+    hows = ", ".join(sorted({how for _, _, how in local["counts"]}))
+
     def total(n: int) -> float:
         return (mem[n]["session_kb"] + mem[n]["server_kb"]) / 1024
 
@@ -333,6 +351,18 @@ def main() -> None:
                 "<= 200 MB",
                 f"{total(last) - total(10):+,.0f} MB",
                 verdict(total(last) - total(10) <= 200),
+            ],
+            [
+                f"token count error vs reported, median ({hows})",
+                "<= 15 %",
+                f"{median(count_error):.1%}",
+                verdict(median(count_error) <= 0.15),
+            ],
+            [
+                "token count error vs reported, worst",
+                "",
+                f"{max(count_error):.1%}",
+                verdict(max(count_error) <= 0.15),
             ],
         ],
     )
