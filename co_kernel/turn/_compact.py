@@ -159,8 +159,14 @@ async def summarise(
     timeout: float,
     provider: str,
     label: str,
+    model_settings: dict[str, Any] | None = None,
 ) -> Summary:
-    """Ask the model for a summary; CompactError with a readable reason on failure."""
+    """Ask the model for a summary; CompactError with a readable reason on failure.
+
+    ``model_settings`` are the model's own request settings (a local model's sampling,
+    repeat penalty and generation cap): without them the bundled model wrote a summary
+    of 1,500 tokens in a 2,048-token context, and the next request overflowed it.
+    """
     from pydantic_ai import Agent
 
     from ._provider_errors import classify_provider_error
@@ -174,7 +180,8 @@ async def summarise(
         model,
         output_type=str,
         instructions=_INSTRUCTIONS,
-        model_settings={"max_retries": 0, "timeout": timeout},
+        # The model's own timeout wins: a local model's allows for a slow CPU.
+        model_settings={"timeout": timeout, **(model_settings or {}), "max_retries": 0},
     )
     try:
         result = await agent.run(prompt)

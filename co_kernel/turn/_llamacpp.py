@@ -37,7 +37,7 @@ class ModelRuntime(Protocol):
 
 
 _COUNT_TIMEOUT = 30.0
-"""Seconds a count may take: the server answers it between decoding steps of a turn."""
+"""Seconds a count may take (templating and tokenizing only, but on a busy CPU)."""
 
 _TIMING_KEYS = ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "predicted_per_second")
 

@@ -513,17 +513,18 @@ class ChatSession:
             )
         cut, folded = split
         before = (await self.prompt_tokens()).tokens
-        model, provider, label, close = self._summary_model()
+        handle, close = self._summary_model()
         try:
             window = self.context_window
             transcript = render_transcript(self.history[:cut], max_chars=window * 2)
             summary = await summarise(
-                model,
+                handle.model,
                 transcript,
                 focus=focus,
                 timeout=self.settings.request_timeout,
-                provider=provider,
-                label=label,
+                provider=handle.provider,
+                label=handle.label,
+                model_settings=handle.model_settings,
             )
         finally:
             close()
@@ -546,17 +547,17 @@ class ChatSession:
             summary=summary.text,
         )
 
-    def _summary_model(self) -> tuple[Any, str, str, Any]:
-        """(model, provider, label, close) for the summary request."""
+    def _summary_model(self) -> tuple[ModelHandle, Callable[[], None]]:
+        """(handle, close) of the model that writes the summary."""
         wanted = self.settings.summarization_model
         current = self.model_string
         if not wanted or (current and parse_model_string(wanted) == parse_model_string(current)):
             _, handle = self.ensure_agent()
-            return handle.model, handle.provider, handle.label, lambda: None
+            return handle, lambda: None
         handle = build_model(
             self.settings, wanted, base_dir=self.deps.workspace, recorder=self.deps.recorder
         )
-        return handle.model, handle.provider, handle.label, handle.close
+        return handle, handle.close
 
     async def _auto_compact(self, prompt: str, frontend: FrontendProtocol) -> None:
         """Compact first when the prompt would pass `auto_compact_ratio` of the window."""

@@ -102,7 +102,6 @@ def test_the_bundled_model_counts_a_request_with_its_own_tokenizer(
     assert kernel.execute("Ok.", timeout=LOCAL_TURN_TIMEOUT).status == "ok"
     reported = _reported_input(kernel, 2)
     assert abs(count - reported) <= 0.15 * reported, (count, reported)
-    print(f"counted {count}, reported {reported}")
 
     # Digits are a token each for this tokenizer, not one per four characters: this
     # prompt takes the request past 1,024 tokens by the count, and to about 400 by
@@ -115,3 +114,9 @@ def test_the_bundled_model_counts_a_request_with_its_own_tokenizer(
     assert compacted, shown
     assert int(compacted.group(1).replace(",", "")) > 1200
     assert "past 50% of the 2,048-token context window" in shown
+    # The summary was written with the model's own settings: within its 24-token cap
+    # (uncapped, this model wrote one of 1,500 tokens and the request overflowed).
+    usage = kernel.execute("%usage").markdown()
+    summaries = re.search(r"\*compaction summaries\* \|[^|]*\| 1 \| [\d,]+ \| ([\d,]+) \|", usage)
+    assert summaries, usage
+    assert int(summaries.group(1).replace(",", "")) <= 24
