@@ -161,7 +161,7 @@ def _answer_states(result: Any) -> list[str]:
 
 def test_a_conversation_with_the_bundled_model(local_kernel: Callable[..., CoKernel]) -> None:
     port = _free_port()
-    kernel = local_kernel(CO_LOCAL_MAX_TOKENS="48", CO_LOCAL_PORT=str(port))
+    kernel = local_kernel(CO_LOCAL_MAX_TOKENS="48", CO_LOCAL_PORT=str(port), CO_LOCAL_CACHE_MB="40")
 
     with SlotWatcher(port) as watcher:
         first = kernel.execute("My name is Ada. Say hello to me.", timeout=TURN_TIMEOUT)
@@ -189,6 +189,12 @@ def test_a_conversation_with_the_bundled_model(local_kernel: Callable[..., CoKer
     assert 0 < len(states[0].strip()) < len(states[-1].strip()), states
     assert first.stderr == "", "llama.cpp's log must not reach the cell"
     first_prompt = watcher.last_task()[0]["n_prompt_tokens"]
+    # The model card's sampling and the repeat penalty that keeps this model from
+    # answering in loops (issue 28, point 4) reach llama.cpp with the request.
+    params = watcher.last_task()[0]["params"]
+    assert params["repeat_penalty"] == pytest.approx(1.1)
+    assert params["repeat_last_n"] == 64
+    assert params["temperature"] == pytest.approx(0.2)
 
     with SlotWatcher(port) as watcher:
         second = kernel.execute("What is my name?", timeout=TURN_TIMEOUT)
@@ -210,6 +216,11 @@ def test_a_conversation_with_the_bundled_model(local_kernel: Callable[..., CoKer
     assert str(SMOLLM2) in status and "local load time" in status
     assert re.search(r"local load time \| [\d.]+ s", status), status
     assert re.search(r"[\d.]+ tokens/s over the last turn", status), status
+    # local_cache_mb reaches the server: llama.cpp's prompt cache is capped at 40 MB
+    # (cache_ram_mib, set from the configuration the child is started with).
+    assert "prompt cache ≤ 40 MB" in status, status
+    config = Path(f"/proc/{_server_pid(kernel)}/cmdline").read_bytes().split(b"\0")[-2]
+    assert json.loads(config)["cache_mb"] == 40
     tools = kernel.execute("%tools").markdown()
     assert "No tools for this model" in tools and "no tool support" in tools
     refused = kernel.execute("%model local:nothing-here.gguf")
