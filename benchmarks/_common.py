@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import random
 import statistics
+import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -16,6 +17,7 @@ if str(REPO) not in sys.path:
 
 __all__ = [
     "REPO",
+    "git_worktree",
     "kernel_env",
     "load_average",
     "markdown_answer",
@@ -107,6 +109,19 @@ def markdown_answer(size: int = 20_000, seed: int = 2) -> str:
     # End on a whole block near the target size, always with a newline.
     cut = text.rfind("\n\n", 0, size)
     return text[:cut] + "\n" if cut > size // 2 else text + "\n"
+
+
+def git_worktree(ref: str) -> Path:
+    """A detached git worktree of ``ref`` beside this checkout (made once, then reused)."""
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", ref], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    path = REPO.parent / f"{REPO.name}-bench-{commit}"
+    if not path.exists():
+        subprocess.run(
+            ["git", "worktree", "add", "--detach", str(path), commit], cwd=REPO, check=True
+        )
+    return path
 
 
 def with_repo_on_pythonpath(env: Mapping[str, str]) -> dict[str, str]:

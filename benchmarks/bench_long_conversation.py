@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import REPO, load_average, median, print_table, verdict
+from _common import REPO, git_worktree, load_average, median, print_table, verdict
 
 TOPICS = [
     "plotting",
@@ -201,18 +201,6 @@ def side_local(turns: int, max_tokens: int) -> dict[str, Any]:
     return {"latency": latency, "memory": memory, "loads": loads, "counts": counts}
 
 
-def _worktree(ref: str) -> Path:
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", ref], cwd=REPO, capture_output=True, text=True, check=True
-    ).stdout.strip()
-    path = REPO.parent / f"{REPO.name}-bench-{commit}"
-    if not path.exists():
-        subprocess.run(
-            ["git", "worktree", "add", "--detach", str(path), commit], cwd=REPO, check=True
-        )
-    return path
-
-
 def _run_side(tree: Path, argv: list[str]) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CO_")}
     env["PYTHONPATH"] = os.pathsep.join([str(tree), str(REPO / "benchmarks")])
@@ -246,7 +234,7 @@ def main() -> None:
         return
 
     print(f"load before: {load_average()}", flush=True)
-    base = _worktree(args.baseline_ref)
+    base = git_worktree(args.baseline_ref)
     scripted = ["--side", "scripted", "--turns", str(args.turns), "--window", str(args.window)]
     current = _run_side(REPO, scripted)
     baseline = _run_side(base, scripted)

@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from _common import REPO, load_average, print_table, verdict
+from _common import REPO, git_worktree, load_average, print_table, verdict
 
 # The last commit whose scripts/test.sh ran the suite in one process.
 DEFAULT_BASELINE = "713f33a"
@@ -45,14 +45,7 @@ def _environment() -> dict[str, str]:
 
 def _worktree(ref: str) -> Path:
     """A worktree of ``ref`` beside this checkout, set up with its own virtualenv."""
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", ref], cwd=REPO, capture_output=True, text=True, check=True
-    ).stdout.strip()
-    path = REPO.parent / f"{REPO.name}-bench-{commit}"
-    if not path.exists():
-        subprocess.run(
-            ["git", "worktree", "add", "--detach", str(path), commit], cwd=REPO, check=True
-        )
+    path = git_worktree(ref)
     subprocess.run(["scripts/setup.sh"], cwd=path, check=True)
     modules = path / "labextension" / "node_modules"
     if not modules.exists():
