@@ -10,12 +10,13 @@ from typing import Any, Protocol
 __all__ = ["OUTPUT_TAG", "KernelPublisher", "Publisher", "RedactingPublisher"]
 
 OUTPUT_TAG = "co"
-"""Key of every Co output's metadata: ``{"request": msg_id, "display_id": id}``.
+"""Key of every Co output's metadata: ``{"request": msg_id, "display_id": id, "cell": id}``.
 
 A notebook keeps an output's metadata but never its transient display id, and a page
 drops iopub output whose request it did not send. With this tag the JupyterLab
 extension of a reloaded page or a second tab finds the cell a turn writes to (by the
-execute request's id) and the output a display update replaces (issue 27).
+execute request's id, or by JupyterLab's cellId where the cell shows nothing of the
+turn yet) and the output a display update replaces (issue 27).
 """
 
 
@@ -47,6 +48,7 @@ class KernelPublisher:
 
     def __init__(self, shell: Any) -> None:
         self._pub = shell.display_pub
+        self._kernel = getattr(shell, "kernel", None)
 
     def display(
         self,
@@ -61,6 +63,10 @@ class KernelPublisher:
         tag["request"] = self._pub.parent_header.get("msg_id")
         if display_id:
             tag["display_id"] = display_id
+        parent = self._kernel.get_parent() if self._kernel is not None else {}
+        cell = (parent.get("metadata") or {}).get("cellId")
+        if isinstance(cell, str):
+            tag["cell"] = cell
         self._pub.publish(
             data, {**(metadata or {}), OUTPUT_TAG: tag}, transient=transient, update=update
         )

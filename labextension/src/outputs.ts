@@ -4,10 +4,11 @@
  * JupyterLab hands a request's iopub output only to the page that sent it: a
  * reloaded page or a second tab on the same notebook never shows the rest of
  * a turn that resumes after an approval. Every Co output carries
- * `metadata.co = {request, display_id}` (`OUTPUT_TAG` in
+ * `metadata.co = {request, display_id, cell}` (`OUTPUT_TAG` in
  * `co_kernel/frontend/_publisher.py`) and a saved notebook keeps it, so such a
- * page finds the cell by the request's id and the output an update replaces by
- * its display id.
+ * page finds the cell by the request's id (or, holding nothing of the turn
+ * yet, by JupyterLab's cell id) and the output an update replaces by its
+ * display id.
  *
  * An approval card is an ipywidgets view, and its widgets die with the kernel:
  * after a restart a waiting card is drawn cancelled, a decided one by its
@@ -39,6 +40,7 @@ export interface IOutputList {
   get(index: number): { toJSON(): IOutputJSON };
   set(index: number, output: IOutputJSON): void;
   add(output: IOutputJSON): number;
+  clear(): void;
 }
 
 /** The kernel's tag on a Co output. */
@@ -49,6 +51,8 @@ export interface IOutputTag {
   displayId: string | null;
   /** On an approval card: "waiting" or the decision label. */
   approval: string | null;
+  /** The id of the notebook cell that ran the request, when JupyterLab sent it. */
+  cell: string | null;
 }
 
 type JSONObject = Record<string, unknown>;
@@ -70,7 +74,8 @@ export function outputTag(output: IOutputJSON): IOutputTag | null {
   return {
     request: str(tag.request),
     displayId: str(tag.display_id),
-    approval: str(tag.approval)
+    approval: str(tag.approval),
+    cell: str(tag.cell)
   };
 }
 
@@ -120,11 +125,14 @@ function* outputs(
  * Put an iopub message of a request this page did not send where it belongs
  * (`lists`: the outputs of each code cell): an update replaces the outputs
  * with its display id, anything else joins the cell holding an output of the
- * same request. Returns whether it found a place.
+ * same request. A cell holding none yet (an unsaved notebook reloaded, a tab
+ * opened before the save) is found by the tag's cell id (`byCell`) and
+ * cleared first, as running it would have. Returns whether it found a place.
  */
 export function placeOutput(
   lists: readonly IOutputList[],
-  msg: KernelMessage.IMessage
+  msg: KernelMessage.IMessage,
+  byCell: (cellId: string) => IOutputList | null = () => null
 ): boolean {
   const output = outputOf(msg);
   if (!output) {
@@ -146,7 +154,14 @@ export function placeOutput(
       return true;
     }
   }
-  return false;
+  const cellId = outputTag(output)?.cell;
+  const cell = cellId ? byCell(cellId) : null;
+  if (!cell) {
+    return false;
+  }
+  cell.clear();
+  cell.add(output);
+  return true;
 }
 
 /**

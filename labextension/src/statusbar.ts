@@ -181,7 +181,7 @@ export class CoStatusModel {
     // After a restart the kernel forgot the comm: open it again once it answers.
     const onStatus = (connection: Kernel.IKernelConnection): void => {
       if (RESTARTED.has(connection.status)) {
-        cancelCards(outputLists(panel));
+        cancelCards(codeCells(panel).map(([, outputs]) => outputs));
       }
       if (GONE.has(connection.status)) {
         this._dropApprovals(panel);
@@ -253,7 +253,12 @@ export class CoStatusModel {
       return;
     }
     this._placed.set(model, msg.header.msg_id);
-    placeOutput(outputLists(panel), msg);
+    const cells = codeCells(panel);
+    placeOutput(
+      cells.map(([, outputs]) => outputs),
+      msg,
+      id => cells.find(([cellId]) => cellId === id)?.[1] ?? null
+    );
   }
 
   private _onMessage(panel: NotebookPanel, msg: KernelMessage.IMessage): void {
@@ -338,18 +343,18 @@ const RESTARTED = new Set<string>([
   'starting'
 ]);
 
-/** The outputs of each code cell of a notebook. */
-function outputLists(panel: NotebookPanel): IOutputList[] {
+/** The id and outputs of each code cell of a notebook. */
+function codeCells(panel: NotebookPanel): [string, IOutputList][] {
   const cells = panel.content.model?.cells;
-  const lists: IOutputList[] = [];
+  const found: [string, IOutputList][] = [];
   for (let i = 0; i < (cells?.length ?? 0); i++) {
-    const outputs = (cells?.get(i) as { outputs?: IOutputList } | undefined)
-      ?.outputs;
-    if (outputs) {
-      lists.push(outputs);
+    const cell = cells?.get(i) as
+      { id: string; outputs?: IOutputList } | undefined;
+    if (cell?.outputs) {
+      found.push([cell.id, cell.outputs]);
     }
   }
-  return lists;
+  return found;
 }
 
 /**

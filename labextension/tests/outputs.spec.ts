@@ -27,6 +27,9 @@ class Outputs implements IOutputList {
   add(output: IOutputJSON): number {
     return this.items.push(output);
   }
+  clear(): void {
+    this.items = [];
+  }
 }
 
 function message(
@@ -93,6 +96,37 @@ describe('outputs of a turn another page started', () => {
       name: 'stdout',
       text: 'hi'
     });
+  });
+
+  it('finds by its cell id a cell that holds nothing of the turn yet', () => {
+    const stale = new Outputs([
+      shown({ 'text/plain': 'old' }, { request: 'req-0', cell: 'c-1' })
+    ]);
+    const answer = message('display_data', {
+      data: { 'text/markdown': 'Done.' },
+      metadata: { co: { request: 'req-1', display_id: 'a', cell: 'c-1' } },
+      transient: { display_id: 'a' }
+    });
+    const byCell = (id: string): Outputs | null =>
+      id === 'c-1' ? stale : null;
+    expect(placeOutput([stale], answer, byCell)).toBe(true);
+    // Cleared first, as running the cell would have; then the turn's output.
+    expect(stale.items.map(o => outputTag(o)?.request)).toEqual(['req-1']);
+    const footer = message('display_data', {
+      data: { 'text/plain': 'footer' },
+      metadata: { co: { request: 'req-1', display_id: 'f', cell: 'c-1' } }
+    });
+    expect(placeOutput([stale], footer, byCell)).toBe(true);
+    expect(stale.items).toHaveLength(2);
+    const elsewhere = message(
+      'display_data',
+      {
+        data: { 'text/plain': 'x' },
+        metadata: { co: { request: 'req-2', cell: 'c-9' } }
+      },
+      'req-2'
+    );
+    expect(placeOutput([stale], elsewhere, byCell)).toBe(false);
   });
 
   it('leaves alone what belongs to no cell on the page', () => {

@@ -69,6 +69,9 @@ def test_reload_unsaved_then_approve_from_the_status_item(tmp_path: Path) -> Non
         page.keyboard.press("Alt+y")
         wait_for_file(folder / "second")
         waiting.wait_for(state="detached", timeout=60_000)
+        # The rest of the turn reaches the cell, found by its id (it held nothing).
+        cell.get_by_text("Both made.").wait_for(timeout=60_000)
+        cell.locator('.co-ToolCard[data-status="ok"]').wait_for(timeout=30_000)
 
 
 def test_all_tabs_closed_the_unseen_call_is_denied_and_the_next_page_says_so(

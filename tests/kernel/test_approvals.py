@@ -84,14 +84,16 @@ def test_every_output_names_its_request_and_display_for_a_page_that_did_not_ask(
             {"text": "Done."},
         ]
     )
-    result = kernel.execute("create a marker file", on_message=WidgetClicker(["Approve"]))
+    result = kernel.execute(
+        "create a marker file", on_message=WidgetClicker(["Approve"]), cell_id="cell-7"
+    )
     assert result.status == "ok"
     request = result.reply["parent_header"]["msg_id"]
     shown = result.of_type("display_data", "update_display_data")
     assert shown
     for m in shown:
         tag = m["content"]["metadata"]["co"]
-        assert tag["request"] == request
+        assert (tag["request"], tag["cell"]) == (request, "cell-7")
         assert tag["display_id"] == m["content"]["transient"]["display_id"]
     approvals = [
         m["content"]["metadata"]["co"]["approval"]
