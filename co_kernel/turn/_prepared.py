@@ -47,7 +47,8 @@ class CustomizesOnce:
 
 
 @cache
-def customizing_once(model_class: type[M]) -> type[M]:
-    """``model_class`` with ``CustomizesOnce`` mixed in (one subclass per class)."""
+def customizing_once(model_class: type[M], *mixins: type) -> type[M]:
+    """``model_class`` with ``CustomizesOnce`` mixed in (one subclass per class), and the
+    ``mixins`` between them: their ``customize_request_parameters`` run once, too."""
     attributes: dict[str, Any] = {"__module__": __name__, "__doc__": model_class.__doc__}
-    return type(model_class.__name__, (CustomizesOnce, model_class), attributes)
+    return type(model_class.__name__, (CustomizesOnce, *mixins, model_class), attributes)

@@ -165,16 +165,12 @@ def _build(
         from pydantic_ai.models.anthropic import AnthropicModel
         from pydantic_ai.providers.anthropic import AnthropicProvider
 
+        from ._cache_points import ANTHROPIC_CACHING, StableInstructions
+
         key = _require(_secret(settings.anthropic_api_key), "anthropic", "ANTHROPIC_API_KEY")
-        model = customizing_once(AnthropicModel)(name, provider=AnthropicProvider(api_key=key))
-        # Cache points on the stable prefix (system prompt, tools) and on the conversation
-        # so far, which governance keeps the same from one request to the next.
-        caching = {
-            "anthropic_cache_instructions": True,
-            "anthropic_cache_tool_definitions": True,
-            "anthropic_cache": True,
-        }
-        return ModelHandle(model, label, provider, model_settings=caching)
+        model_class = customizing_once(AnthropicModel, StableInstructions)
+        model = model_class(name, provider=AnthropicProvider(api_key=key))
+        return ModelHandle(model, label, provider, model_settings=dict(ANTHROPIC_CACHING))
     if provider == "openai":
         key = _require(_secret(settings.openai_api_key), "openai", "OPENAI_API_KEY")
         return ModelHandle(

@@ -1,8 +1,10 @@
-"""A real HTTP server on 127.0.0.1 for the web tools' tests, recording every request."""
+"""A real HTTP server on 127.0.0.1 for the web tools' tests, recording every request, and a
+request handler that answers JSON for the fake provider servers."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -69,3 +71,18 @@ class LocalServer:
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(5)
+
+
+class JSONHandler(BaseHTTPRequestHandler):
+    """A quiet request handler with a JSON reply."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _json(self, body: Any, status: int = 200) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)

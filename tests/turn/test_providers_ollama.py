@@ -11,7 +11,7 @@ import json
 import socket
 import threading
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from co_kernel.config import Settings
 from co_kernel.turn._providers import default_model_string, ollama_chat_model
 
 from ..kernel_harness import CoKernel
+from ..tools._http import JSONHandler
 
 ANSWER = "Paris is the capital of France."
 
@@ -37,19 +38,8 @@ class FakeOllama(ThreadingHTTPServer):
         return f"http://127.0.0.1:{self.server_address[1]}"
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(JSONHandler):
     server: FakeOllama
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def _json(self, body: Any, status: int = 200) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
 
     def do_GET(self) -> None:
         if self.path == "/api/tags":
