@@ -306,7 +306,8 @@ def test_timeout_kills_the_whole_tree_in_the_container(make_sandbox: MakeSandbox
     started = time.monotonic()
     result = run(sandbox, command, timeout=1)
 
-    assert time.monotonic() - started < 4
+    # Not a measure of speed: far below the 301-303 s the tree would sleep if left.
+    assert time.monotonic() - started < 60
     assert result.timed_out
     assert result.exit_code is None
     assert result.output == "started\n[timed out after 1 s; the command was killed]\n"
@@ -329,22 +330,23 @@ def test_cancellation_kills_the_command_in_the_container(make_sandbox: MakeSandb
     run(sandbox, "true")
     seen: list[str] = []
 
-    async def scenario() -> float:
+    async def scenario() -> None:
         task = asyncio.create_task(
             sandbox.run(
-                "echo started; sleep 305", timeout=60, on_output=lambda s, t: seen.append(t)
+                "echo started; sleep 305", timeout=600, on_output=lambda s, t: seen.append(t)
             )
         )
         while not seen:
             await asyncio.sleep(0.05)
         assert "sleep 305" in (await sandbox.run("ps -eo args", timeout=10)).output
         task.cancel()
-        cancelled_at = time.monotonic()
+        # The cancelled run ends without waiting for its command (a deadline far below the
+        # command's 305 s and its 600 s timeout, not a measure of speed: a loaded machine
+        # took over a second here).
         with pytest.raises(asyncio.CancelledError):
-            await task
-        return time.monotonic() - cancelled_at
+            await asyncio.wait_for(asyncio.shield(task), 60)
 
-    assert asyncio.run(scenario()) < 1.0
+    asyncio.run(scenario())
     assert "sleep 305" not in processes(sandbox)
 
 
@@ -621,7 +623,9 @@ def test_container_is_removed_when_the_kill_cannot_run(
     first = container_of(docker_client, sandbox)
 
     async def scenario() -> CommandResult:
-        task = asyncio.create_task(sandbox.run("sleep 307", timeout=2))
+        # Room to see the command start and pause the container on a loaded machine: a
+        # timeout that fired first killed the command through a container not yet paused.
+        task = asyncio.create_task(sandbox.run("sleep 307", timeout=10))
         await running(first, "sleep 307")
         # A paused container refuses every exec, including the one that kills.
         await asyncio.to_thread(first.pause)

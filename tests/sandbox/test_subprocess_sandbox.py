@@ -91,7 +91,8 @@ def test_timeout_kills_the_process_group(sandbox: SubprocessSandbox, tag: str) -
     started = time.monotonic()
     result = run(sandbox, f"sleep {tag} & echo started; sleep {tag}", timeout=1)
 
-    assert time.monotonic() - started < 3
+    # Not a measure of speed: far below the tag's 1,000 s or more the sleeps would take.
+    assert time.monotonic() - started < 60
     assert result.timed_out
     assert result.exit_code is None
     assert result.output == "started\n[timed out after 1 s; the command was killed]\n"
@@ -99,17 +100,17 @@ def test_timeout_kills_the_process_group(sandbox: SubprocessSandbox, tag: str) -
 
 
 def test_cancellation_kills_the_process_group(sandbox: SubprocessSandbox, tag: str) -> None:
-    async def scenario() -> float:
-        task = asyncio.create_task(sandbox.run(f"sleep {tag} & sleep {tag}", timeout=60))
+    async def scenario() -> None:
+        task = asyncio.create_task(sandbox.run(f"sleep {tag} & sleep {tag}", timeout=600))
         while len(host_processes_with(f"sleep {tag}")) < 2:
             await asyncio.sleep(0.05)
         task.cancel()
-        cancelled_at = time.monotonic()
+        # The cancelled run ends without waiting for its command (a deadline far below
+        # the sleeps and the 600 s timeout, not a measure of speed).
         with pytest.raises(asyncio.CancelledError):
-            await task
-        return time.monotonic() - cancelled_at
+            await asyncio.wait_for(asyncio.shield(task), 60)
 
-    assert asyncio.run(scenario()) < 1.0
+    asyncio.run(scenario())
     assert host_processes_with(f"sleep {tag}") == []
 
 
@@ -117,9 +118,10 @@ def test_background_job_holding_the_output_does_not_hang_the_call(
     sandbox: SubprocessSandbox, tag: str
 ) -> None:
     started = time.monotonic()
-    result = run(sandbox, f"sleep {tag} & echo done", timeout=30)
+    result = run(sandbox, f"sleep {tag} & echo done", timeout=60)
 
-    assert time.monotonic() - started < 3
+    # The job holding the output would keep the call until the 60 s timeout.
+    assert time.monotonic() - started < 30
     assert result.exit_code == 0
     assert result.output == "done\n"
     # The job ended with its command (tests/sandbox/test_leftovers.py has the rest).
