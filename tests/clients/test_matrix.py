@@ -207,7 +207,11 @@ def test_browser_clients_show_and_save_every_outcome(
                 page.wait_for_function(
                     f"() => {last}.executionCount !== null && {kernel}.status === 'idle'"
                 )
-                shown = page.locator(".jp-NotebookPanel .jp-Notebook").inner_text()
+                # The outputs' text content: JupyterLab skips rendering cells scrolled out
+                # of view, whose inner text is then empty.
+                shown = "\n".join(
+                    page.locator(".jp-NotebookPanel .jp-OutputArea").all_text_contents()
+                )
                 page.evaluate(f"() => {PANEL}.context.save()")
         finally:
             jupyter.stop()
