@@ -726,7 +726,9 @@ class DockerSandbox:
         boot = _boot_id()
         mine = self._labels()
         filters = {"label": ["co.kernel=1", f"co.uid={mine['co.uid']}"]}
-        for c in client.containers.list(all=True, filters=filters):
+        # ignore_removed: the listing inspects each container in turn, and one that another
+        # kernel removes meanwhile is simply gone (it failed the whole creation before).
+        for c in client.containers.list(all=True, filters=filters, ignore_removed=True):
             labels = c.labels
             if labels.get("co.host") != _HOST:
                 continue  # another machine or pid namespace: its pids mean nothing here

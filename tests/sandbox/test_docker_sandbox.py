@@ -435,6 +435,40 @@ def test_a_dead_kernels_container_of_another_user_is_left_alone(
 
 
 @docker_test
+def test_containers_removed_while_a_kernel_reaps_do_not_stop_it(
+    make_sandbox: MakeSandbox, docker_client: Any
+) -> None:
+    """Kernels start and stop side by side on one engine: a container another kernel
+    removes between the reaper's listing and its look at each one is gone, not an error
+    (it was 'Could not create the sandbox container: No such container')."""
+    labels = {
+        "co.kernel": "1",
+        "co.uid": str(os.getuid()),
+        "co.host": "another-host",  # never reaped here: only listed, then removed by its owner
+    }
+    stop = threading.Event()
+    churned: list[int] = []
+
+    def churn() -> None:
+        while not stop.is_set():
+            c = docker_client.containers.create(TEST_IMAGE, ["true"], labels=labels)
+            c.remove(force=True)
+            churned.append(1)
+
+    thread = threading.Thread(target=churn)
+    thread.start()
+    try:
+        for _ in range(12):
+            sandbox = make_sandbox()
+            assert run(sandbox, "echo up").output == "up\n"
+            asyncio.run(sandbox.close())
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+    assert len(churned) > 12
+
+
+@docker_test
 def test_output_over_max_output_is_cut_but_the_command_completes(
     make_sandbox: MakeSandbox, workspace: Path
 ) -> None:
