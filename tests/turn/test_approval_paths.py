@@ -65,8 +65,21 @@ def _expanded(ws: Path, args: list[str]) -> list[Path]:
     return [Path(os.path.realpath(ws / w)) for w in words if not w.startswith("-")]
 
 
+VALUES = {"head": {"-n"}, "tail": {"-n"}, "file": {"-e"}}
+"""Options among ARGS that take the next word as a value, not a file (their man pages:
+a line count, the name of a test to skip)."""
+
+
 def _files(command: str, args: list[str]) -> list[str]:
-    """The arguments a command reads as files: grep's pattern is not one."""
+    """The arguments a command reads as files: grep's pattern is not one, nor an option's
+    value (``head -n .env`` is a bad line count, and reads nothing)."""
+    if command in VALUES:
+        words, skip = [], False
+        for a in args:
+            if not skip:
+                words.append(a)
+            skip = not skip and a in VALUES[command]
+        return words
     if not command.startswith("grep"):
         return args
     args = list(args)
