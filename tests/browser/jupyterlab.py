@@ -7,10 +7,11 @@ Chromium is Debian's (``/usr/bin/chromium``); Playwright never downloads a brows
 
 from __future__ import annotations
 
+import atexit
 import json
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,22 +62,64 @@ def write_notebook(path: Path, cells: list[str]) -> None:
     path.write_text(json.dumps(notebook, indent=1))
 
 
-@contextmanager
-def chromium_page() -> Iterator[Any]:
-    """A Playwright page in Debian's headless Chromium."""
-    from playwright.sync_api import sync_playwright
+class _SharedChromium:
+    """One Playwright driver and one Chromium per test process, started on first use.
 
-    if not Path(CHROMIUM).exists():
-        raise RuntimeError(
-            f"{CHROMIUM} is missing: apt-get install chromium (scripts/test.sh does)"
+    Starting them costs about 1.5 s of CPU (the driver is a Node.js process); a browser
+    test needs only a page of its own. Each page gets a fresh context (its own cookies,
+    storage and cache), so tests share nothing but the browser process, which is launched
+    again if it went away.
+    """
+
+    def __init__(self) -> None:
+        self._playwright: Any = None
+        self._browser: Any = None
+
+    def browser(self) -> Any:
+        if self._browser is not None and self._browser.is_connected():
+            return self._browser
+        if not Path(CHROMIUM).exists():
+            raise RuntimeError(
+                f"{CHROMIUM} is missing: apt-get install chromium (scripts/test.sh does)"
+            )
+        if self._playwright is None:
+            from playwright.sync_api import sync_playwright
+
+            self._playwright = sync_playwright().start()
+            atexit.register(self.close)
+        self._browser = self._playwright.chromium.launch(
+            executable_path=CHROMIUM, args=CHROMIUM_ARGS
         )
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            yield page
-        finally:
-            browser.close()
+        return self._browser
+
+    def close(self) -> None:
+        with suppress(Exception):
+            if self._browser is not None:
+                self._browser.close()
+        with suppress(Exception):
+            if self._playwright is not None:
+                self._playwright.stop()
+        self._browser = self._playwright = None
+
+
+_CHROMIUM = _SharedChromium()
+
+
+def shared_browser() -> Any:
+    """This test process's headless Chromium (Playwright ``Browser``)."""
+    return _CHROMIUM.browser()
+
+
+@contextmanager
+def chromium_page(viewport: tuple[int, int] = (1280, 900)) -> Iterator[Any]:
+    """A Playwright page of its own (a fresh context) in the process's headless Chromium."""
+    width, height = viewport
+    context = shared_browser().new_context(viewport={"width": width, "height": height})
+    try:
+        yield context.new_page()
+    finally:
+        with suppress(Exception):  # a crashed browser has nothing left to close
+            context.close()
 
 
 def open_notebook(page: Any, url: str, *, idle: bool = True) -> Any:

@@ -23,7 +23,7 @@ from co_kernel.turn._frontend import ToolCallView, ToolResultView
 
 from ..lab_server import REPO, JupyterServer, start_server
 from .conftest import FAILED
-from .jupyterlab import CHROMIUM, CHROMIUM_ARGS, scripted_env
+from .jupyterlab import chromium_page, scripted_env
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -60,29 +60,15 @@ def lab(
         server.stop()
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with playwright_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
-
-
 @pytest.fixture
-def page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1280, "height": 860})
-    page = context.new_page()
-    page.set_default_timeout(60_000)
+def page(request: pytest.FixtureRequest) -> Iterator[Any]:
     errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    try:
+    with chromium_page(viewport=(1280, 860)) as page:
+        page.set_default_timeout(60_000)
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
         yield page
         if request.node.stash.get(FAILED, False):
             _shot(page, f"failed-{request.node.name}")
-    finally:
-        context.close()
     assert not [e for e in errors if "co" in e.lower()], errors
 
 

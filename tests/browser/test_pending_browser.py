@@ -151,7 +151,7 @@ def test_two_tabs_approve_in_the_second_both_show_the_end_and_it_ran_once(
         asking = ask(co)
         save_notebook(first, co.notebook)
 
-        second = first.context.browser.new_page(viewport={"width": 1280, "height": 900})
+        second = first.context.new_page()  # a second tab of the same browser profile
         other = open_notebook(second, co.url, idle=False)
         approve = other.get_by_role("button", name="Approve", exact=True)
         approve.wait_for(timeout=90_000)
