@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from _pytest.nodeid import NodeId
 from xdist.scheduler import LoadGroupScheduling
 
 
@@ -25,11 +26,34 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         scopes = {d.scope for defs in fixtures.name2fixturedefs.values() for d in defs}
         if scopes & {"module", "class", "package"}:
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    if config.getvalue("loadgroup"):  # an xdist worker of a `--dist loadgroup` run
+        for item in items:
+            _name_group(item)
     # The longest work first: a browser module or a notebook that starts last is the whole
     # run's tail while the other workers idle. Whole files move, in their own order (a
     # module-scoped fixture is set up once); stable, so every worker sees one order.
     long_files = {item.path for item in items if _is_long(item)}
     items.sort(key=lambda item: item.path not in long_files)
+
+
+def _name_group(item: pytest.Item) -> None:
+    """Suffix the node id with its group, ``path::test@group``, as the scheduler reads it.
+
+    xdist 3.8 writes the suffix to ``item._nodeid``, which pytest 9.2 no longer reads
+    (node ids became structured: pytest-xdist issue 1386), so no test was grouped and a
+    module's JupyterLab or hub was set up on every worker its tests reached. Written here
+    to the structured id; a fixed xdist appending again leaves the last ``@group`` the same.
+    """
+    marks = list(item.iter_markers("xdist_group"))
+    if not marks or "@" in item.nodeid.rpartition("]")[2]:
+        return
+    group = "_".join(
+        sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in marks})
+    )
+    if hasattr(item, "_id"):
+        item._id = NodeId.parse(f"{item.nodeid}@{group}")
+    else:  # pytest before 9.2
+        item._nodeid = f"{item.nodeid}@{group}"
 
 
 def _is_long(item: pytest.Item) -> bool:
