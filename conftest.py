@@ -26,7 +26,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         scopes = {d.scope for defs in fixtures.name2fixturedefs.values() for d in defs}
         if scopes & {"module", "class", "package"}:
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
-    if config.getvalue("loadgroup"):  # an xdist worker of a `--dist loadgroup` run
+    if getattr(config.option, "loadgroup", False):  # an xdist worker of a `--dist loadgroup` run
         for item in items:
             _name_group(item)
     # The longest work first: a browser module or a notebook that starts last is the whole

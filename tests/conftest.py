@@ -10,6 +10,7 @@ import pytest
 
 from co_kernel.testing import ScriptedModelServer
 
+from .browser.jupyterlab import close_shared_browser
 from .kernel_harness import CoKernel
 
 
@@ -19,6 +20,13 @@ def pytest_configure(config: pytest.Config) -> None:
     # wait out its timeout instead. The programs under test get Ctrl+C as from a terminal.
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    # A module's browser tests share one Chromium; the next module's tests may run asyncio.
+    if nextitem is None or nextitem.path != item.path:
+        close_shared_browser()
 
 
 @pytest.fixture(scope="session", autouse=True)

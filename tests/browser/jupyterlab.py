@@ -63,17 +63,20 @@ def write_notebook(path: Path, cells: list[str]) -> None:
 
 
 class _SharedChromium:
-    """One Playwright driver and one Chromium per test process, started on first use.
+    """One Playwright driver and one Chromium for a test module's tests, started on first use.
 
     Starting them costs about 1.5 s of CPU (the driver is a Node.js process); a browser
     test needs only a page of its own. Each page gets a fresh context (its own cookies,
     storage and cache), so tests share nothing but the browser process, which is launched
-    again if it went away.
+    again if it went away. Closed after the module's last test (tests/conftest.py): while
+    Playwright's sync API is started, its event loop counts as running in this thread,
+    and ``asyncio.run`` in any other test would fail.
     """
 
     def __init__(self) -> None:
         self._playwright: Any = None
         self._browser: Any = None
+        atexit.register(self.close)
 
     def browser(self) -> Any:
         if self._browser is not None and self._browser.is_connected():
@@ -86,7 +89,6 @@ class _SharedChromium:
             from playwright.sync_api import sync_playwright
 
             self._playwright = sync_playwright().start()
-            atexit.register(self.close)
         self._browser = self._playwright.chromium.launch(
             executable_path=CHROMIUM, args=CHROMIUM_ARGS
         )
@@ -103,6 +105,11 @@ class _SharedChromium:
 
 
 _CHROMIUM = _SharedChromium()
+
+
+def close_shared_browser() -> None:
+    """Stop the module's Chromium and Playwright driver, if they were started."""
+    _CHROMIUM.close()
 
 
 def shared_browser() -> Any:

@@ -175,7 +175,10 @@ def _run_the_tour(url: str, notebook: dict[str, Any]) -> None:
         answers = [
             (
                 "".join(cells[i]["source"]),
-                page.locator(".jp-Notebook .jp-Cell").nth(i).locator(".jp-OutputArea").text_content()
+                page.locator(".jp-Notebook .jp-Cell")
+                .nth(i)
+                .locator(".jp-OutputArea")
+                .text_content()
                 or "",
             )
             for i in code_cells
