@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Generator, Mapping
 from pathlib import Path
 
 import pytest
+
+from tests.kernel_forkserver import ForkServer, forking
 
 SANITIZE = Path(__file__).with_name("nbval-sanitize.cfg")
 
@@ -68,8 +71,14 @@ def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
     home = new_co_home(notebook.path.stem)
     item.config.add_cleanup(lambda: shutil.rmtree(home, ignore_errors=True))
     saved = dict(os.environ)
+    env = notebook_env(saved, home)
+    if forking():  # the kernel forks from this process's server (tests/kernel_forkserver.py)
+        server = ForkServer.shared()
+        env = server.client_environment(env)
+        if str(server.entry_points) not in sys.path:  # where jupyter_client finds its provisioner
+            sys.path.append(str(server.entry_points))
     os.environ.clear()
-    os.environ.update(notebook_env(saved, home))
+    os.environ.update(env)
     try:
         return (yield)
     finally:

@@ -5,7 +5,8 @@ and Co before it answers: the largest share of the suite's CPU on a 2-core machi
 fork server (one per pytest process) imports all that once, single-threaded, and forks a
 child per kernel. The child is a real kernel process: it gets the launch's environment,
 working directory and its own session (process group), then runs ``python -m co_kernel``'s
-``__main__`` and exits through the interpreter's normal shutdown (atexit, threads).
+``__main__``, then joins its threads and runs its atexit handlers as the interpreter's
+exit does, but skips finalization (``_exit_without_finalizing``).
 
 What it changes, and so which tests must not use it (``CoKernel(..., fork=False)``): the
 child's warm-up finds its modules imported already, and its parent is the fork server,
@@ -15,6 +16,13 @@ The test side talks to the server over a pipe, one JSON line per request:
 ``spawn`` (argv, env, cwd) → pid; ``poll`` pid → exit code or null. ``ForkedProcess``
 wraps that in the part of ``subprocess.Popen`` that jupyter_client's ``LocalProvisioner``
 uses, so the provisioner's signalling, killing and waiting are its own, unchanged.
+
+Processes a test starts reach the same server through a UNIX socket named in their
+environment: a Jupyter server, papermill, nbconvert, ``jupyter console``, the notebook
+recorder and nbval. Their Co kernelspec names ``ForkingProvisioner`` (registered as a
+jupyter_client provisioner by an entry point in a folder on their ``PYTHONPATH``), and
+is otherwise the one that ships. The hub's users get the real one: their kernels run
+as them, which a kernel forked from the test process could not.
 """
 
 from __future__ import annotations
@@ -24,13 +32,17 @@ import contextlib
 import gc
 import json
 import os
+import selectors
+import shutil
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from jupyter_client.provisioning import LocalProvisioner
 
@@ -92,38 +104,100 @@ def is_kernel_command(cmd: list[str]) -> bool:
 # --- the server process ------------------------------------------------------------------
 
 
-def _serve(requests: Any, replies: Any) -> dict[str, Any] | None:
-    """Answer requests until the pipe closes; in a forked child, return its launch."""
+class _Connection:
+    """One client of the server: the owner's pipe pair, or a socket of another process."""
+
+    def __init__(self, read_fd: int, write_fd: int) -> None:
+        self.read_fd, self.write_fd = read_fd, write_fd
+        self.buffer = b""
+
+    def lines(self) -> list[bytes] | None:
+        """The complete request lines now readable; None once the peer has closed."""
+        data = os.read(self.read_fd, 65536)
+        if not data:
+            return None
+        self.buffer += data
+        *complete, self.buffer = self.buffer.split(b"\n")
+        return complete
+
+    def reply(self, answer: dict[str, Any]) -> None:
+        data = (json.dumps(answer) + "\n").encode()
+        while data:
+            data = data[os.write(self.write_fd, data) :]
+
+    def close(self) -> None:
+        for fd in {self.read_fd, self.write_fd}:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def _serve(owner: _Connection, listener: socket.socket) -> dict[str, Any] | None:
+    """Answer requests until the owner's pipe closes; in a forked child, return its launch.
+
+    The owner is the test process that started the server. Other processes of the same
+    test run (a Jupyter server, nbval, papermill) reach it through ``listener``, a UNIX
+    socket named in their environment (``SOCKET_ENV``), through ``ForkingProvisioner``.
+    """
     exit_codes: dict[int, int] = {}
-    for line in requests:
-        request = json.loads(line)
-        if request["op"] == "spawn":
-            if threading.active_count() != 1:
-                raise RuntimeError("the kernel fork server must not fork with threads running")
-            pid = os.fork()
-            if pid == 0:
-                return request
-            answer: dict[str, Any] = {"pid": pid}
-        else:  # poll
-            pid = request["pid"]
-            if pid not in exit_codes:
+    connections = {owner.read_fd: owner}
+    with selectors.DefaultSelector() as selector:
+        selector.register(owner.read_fd, selectors.EVENT_READ)
+        selector.register(listener, selectors.EVENT_READ)
+        while True:
+            for key, _ in selector.select():
+                if key.fileobj is listener:
+                    peer, _ = listener.accept()
+                    fd = peer.detach()
+                    connections[fd] = _Connection(fd, fd)
+                    selector.register(fd, selectors.EVENT_READ)
+                    continue
+                connection = connections[key.fd]
                 try:
-                    done, status = os.waitpid(pid, os.WNOHANG)
-                except ChildProcessError:
-                    done, status = pid, 0
-                if done:
-                    exit_codes[pid] = os.waitstatus_to_exitcode(status)
-            answer = {"code": exit_codes.get(pid)}
-        replies.write(json.dumps(answer) + "\n")
-        replies.flush()
-    return None
+                    lines = connection.lines()
+                except OSError:
+                    lines = None
+                if lines is None:
+                    if connection is owner:
+                        return None
+                    selector.unregister(key.fd)
+                    connections.pop(key.fd).close()
+                    continue
+                for line in lines:
+                    request = json.loads(line)
+                    if request["op"] == "spawn":
+                        if threading.active_count() != 1:
+                            raise RuntimeError(
+                                "the kernel fork server must not fork with threads running"
+                            )
+                        pid = os.fork()
+                        if pid == 0:
+                            selector.close()
+                            listener.close()
+                            for other in connections.values():
+                                other.close()
+                            return request
+                        answer: dict[str, Any] = {"pid": pid}
+                    else:  # poll
+                        _reap(exit_codes)
+                        answer = {"code": exit_codes.get(request["pid"])}
+                    connection.reply(answer)
 
 
-def _become_kernel(launch: dict[str, Any], request_fd: int, reply_fd: int) -> None:
+def _reap(exit_codes: dict[int, int]) -> None:
+    """Collect the exit codes of every child that has ended (none is left a zombie)."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        exit_codes[pid] = os.waitstatus_to_exitcode(status)
+
+
+def _become_kernel(launch: dict[str, Any]) -> None:
     """In the forked child: take on the launch's process state, then run the kernel."""
     os.setsid()  # as Popen(start_new_session=True): interrupts go to the kernel's group
-    os.close(request_fd)
-    os.close(reply_fd)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
@@ -190,17 +264,20 @@ def main() -> None:
     # so a child's collections neither copy those pages nor spend time on them.
     gc.collect()
     gc.freeze()
-    request_fd, reply_fd = int(sys.argv[1]), int(sys.argv[2])
-    with (
-        os.fdopen(request_fd, "r", closefd=False) as requests,
-        os.fdopen(reply_fd, "w", closefd=False) as replies,
-    ):
-        launch = _serve(requests, replies)
+    owner = _Connection(int(sys.argv[1]), int(sys.argv[2]))
+    listener = socket.socket(fileno=int(sys.argv[3]))
+    launch = _serve(owner, listener)
     if launch is not None:
-        _become_kernel(launch, request_fd, reply_fd)
+        _become_kernel(launch)
 
 
 # --- the test side -------------------------------------------------------------------------
+
+
+SOCKET_ENV = "TEST_CO_FORK_SOCKET"
+"""Names the server's socket in the environment of the processes a test starts."""
+PROVISIONER = "co-test-fork"
+"""The entry-point name of ``ForkingProvisioner`` (``jupyter_client.kernel_provisioners``)."""
 
 
 class ForkServer:
@@ -212,21 +289,31 @@ class ForkServer:
     def __init__(self) -> None:
         to_server_r, self._to_server = os.pipe()
         self._from_server, from_server_w = os.pipe()
+        self.folder = Path(tempfile.mkdtemp(prefix="co-fork-server-"))
+        self.socket_path = str(self.folder / "socket")
+        # Bound and listening before the server has imported anything: a process that
+        # connects early waits in the backlog instead of failing.
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(self.socket_path)
+        listener.listen(64)
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
         env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"  # as the kernelspec sets it
+        argv = [str(to_server_r), str(from_server_w), str(listener.fileno())]
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "tests.kernel_forkserver", str(to_server_r), str(from_server_w)],
-            pass_fds=(to_server_r, from_server_w),
+            [sys.executable, "-m", "tests.kernel_forkserver", *argv],
+            pass_fds=(to_server_r, from_server_w, listener.fileno()),
             cwd=REPO,
             env=env,
             stdin=subprocess.DEVNULL,
         )
+        listener.close()
         os.close(to_server_r)
         os.close(from_server_w)
         self._writer = os.fdopen(self._to_server, "w")
         self._reader = os.fdopen(self._from_server, "r")
         self._lock = threading.Lock()
+        self.entry_points = self._write_entry_point()
         atexit.register(self.close)
 
     @classmethod
@@ -235,6 +322,46 @@ class ForkServer:
             if cls._instance is None or cls._instance._process.poll() is not None:
                 cls._instance = cls()
             return cls._instance
+
+    def _write_entry_point(self) -> Path:
+        """A folder whose distribution registers ``ForkingProvisioner`` for jupyter_client."""
+        folder = self.folder / "entry-points"
+        dist = folder / "co_test_fork-0.dist-info"
+        dist.mkdir(parents=True)
+        (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: co-test-fork\nVersion: 0\n")
+        (dist / "entry_points.txt").write_text(
+            "[jupyter_client.kernel_provisioners]\n"
+            f"{PROVISIONER} = tests.kernel_forkserver:ForkingProvisioner\n"
+        )
+        return folder
+
+    def environment(self, env: dict[str, str]) -> dict[str, str]:
+        """``env`` for a process whose Co kernels (a kernelspec with ``PROVISIONER``) fork here."""
+        path = [str(self.entry_points), str(REPO), env.get("PYTHONPATH", "")]
+        return {
+            **env,
+            SOCKET_ENV: self.socket_path,
+            "PYTHONPATH": os.pathsep.join(p for p in path if p),
+        }
+
+    def client_environment(self, env: dict[str, str]) -> dict[str, str]:
+        """``environment(env)``, and a Co kernelspec (with ``PROVISIONER``) first on its path.
+
+        For a client that looks the kernelspec up itself (papermill, nbconvert, jupyter
+        console): its kernels fork here, and it is otherwise the kernelspec that ships.
+        """
+        share = self.folder / "share" / "jupyter"
+        spec_dir = share / "kernels" / "co"
+        if not spec_dir.exists():
+            from co_kernel.app import kernelspec_dict
+
+            spec_dir.mkdir(parents=True)
+            spec = kernelspec_with_fork(kernelspec_dict())
+            (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=2))
+            for logo in (REPO / "co_kernel" / "resources").iterdir():
+                shutil.copy(logo, spec_dir / logo.name)
+        path = [str(share), env.get("JUPYTER_PATH", "")]
+        return {**self.environment(env), "JUPYTER_PATH": os.pathsep.join(p for p in path if p)}
 
     def request(self, **request: Any) -> dict[str, Any]:
         with self._lock:
@@ -256,12 +383,66 @@ class ForkServer:
             self._process.kill()
 
 
+class ForkClient:
+    """The test run's fork server as another process reaches it (a Jupyter server, nbval)."""
+
+    _instances: ClassVar[dict[str, ForkClient]] = {}
+    _instances_lock = threading.Lock()
+
+    def __init__(self, path: str) -> None:
+        self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._socket.connect(path)
+        self._reader = self._socket.makefile("r")
+        self._lock = threading.Lock()
+        atexit.register(self._socket.close)
+
+    @classmethod
+    def shared(cls, path: str) -> ForkClient:
+        with cls._instances_lock:
+            if path not in cls._instances:
+                cls._instances[path] = cls(path)
+            return cls._instances[path]
+
+    def request(self, **request: Any) -> dict[str, Any]:
+        with self._lock:
+            self._socket.sendall((json.dumps(request) + "\n").encode())
+            line = self._reader.readline()
+        if not line:
+            raise RuntimeError("the kernel fork server of the test run has gone")
+        return json.loads(line)
+
+
+def forking() -> bool:
+    """Whether test kernels fork from a server (``CO_TEST_FORK=0`` starts each afresh)."""
+    return os.environ.get("CO_TEST_FORK", "1") != "0"
+
+
+def client_environment(env: dict[str, str]) -> dict[str, str]:
+    """``env`` for a client process whose Co kernels fork from this test process's server."""
+    return ForkServer.shared().client_environment(env) if forking() else env
+
+
+def kernelspec_with_fork(spec: dict[str, Any]) -> dict[str, Any]:
+    """A kernel.json whose kernels jupyter_client starts through ``ForkingProvisioner``."""
+    metadata = {**spec.get("metadata", {}), "kernel_provisioner": {"provisioner_name": PROVISIONER}}
+    return {**spec, "metadata": metadata}
+
+
+def _server_of_this_process() -> ForkServer | ForkClient | None:
+    """This test process's own server; in a process it started, the run's, if named."""
+    if ForkServer._instance is None and os.environ.get(SOCKET_ENV):
+        return ForkClient.shared(os.environ[SOCKET_ENV])
+    return ForkServer.shared() if forking() else None
+
+
 class ForkedProcess:
     """A kernel forked by the server, with the ``Popen`` surface ``LocalProvisioner`` uses."""
 
     stdin = stdout = stderr = None
 
-    def __init__(self, server: ForkServer, argv: list[str], env: dict[str, str], cwd: str) -> None:
+    def __init__(
+        self, server: ForkServer | ForkClient, argv: list[str], env: dict[str, str], cwd: str
+    ) -> None:
         self._server = server
         self.pid: int = server.request(op="spawn", argv=argv, env=env, cwd=cwd)["pid"]
         self.returncode: int | None = None
@@ -295,11 +476,12 @@ class ForkingProvisioner(LocalProvisioner):  # type: ignore[misc]
     """``LocalProvisioner`` whose Co kernels come from the fork server."""
 
     async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> Any:
-        if not is_kernel_command(cmd):
+        server = _server_of_this_process() if is_kernel_command(cmd) else None
+        if server is None:
             return await super().launch_kernel(cmd, **kwargs)
         env = kwargs.get("env") or dict(os.environ)
         cwd = str(kwargs.get("cwd") or os.getcwd())
-        self.process = ForkedProcess(ForkServer.shared(), cmd, env, cwd)
+        self.process = ForkedProcess(server, cmd, env, cwd)
         self.pid = self.pgid = self.process.pid
         self.cwd = cwd
         return self.connection_info

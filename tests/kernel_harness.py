@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from jupyter_client.manager import KernelManager
 
-from .kernel_forkserver import ForkingProvisioner
+from .kernel_forkserver import ForkingProvisioner, forking
 
 Mode = Literal["notebook", "console", "headless"]
 
@@ -114,7 +114,7 @@ class CoKernel:
         # Kernels import this checkout, whatever the environment has installed.
         repo = str(Path(__file__).resolve().parents[1])
         full_env["PYTHONPATH"] = os.pathsep.join(p for p in (repo, full_env.get("PYTHONPATH")) if p)
-        if fork and os.environ.get("CO_TEST_FORK", "1") != "0":
+        if fork and forking():
             self.km.kernel_id = str(uuid.uuid4())
             self.km.provisioner = ForkingProvisioner(
                 kernel_id=self.km.kernel_id, kernel_spec=self.km.kernel_spec, parent=self.km

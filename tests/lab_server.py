@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from .kernel_forkserver import ForkServer, forking, kernelspec_with_fork
+
 REPO = Path(__file__).resolve().parent.parent
 LABEXTENSION = REPO / "co_kernel" / "labextension"
 EXTENSION_NAME = "co-kernel-lab"
@@ -43,7 +45,11 @@ def jupyter_environment(base: Path, env: dict[str, str] | None = None) -> dict[s
     # The kernelspec as `co-kernel install` writes it: kernel.json and the logos.
     spec_dir = data / "kernels" / KERNEL_NAME
     spec_dir.mkdir(parents=True, exist_ok=True)
-    (spec_dir / "kernel.json").write_text(json.dumps(kernelspec_dict(), indent=2))
+    spec = kernelspec_dict()
+    fork = forking()
+    if fork:  # the server's Co kernels come from the test process's fork server
+        spec = kernelspec_with_fork(spec)
+    (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=2))
     for logo in (REPO / "co_kernel" / "resources").iterdir():
         shutil.copy(logo, spec_dir / logo.name)
     (data / "labextensions").mkdir(parents=True, exist_ok=True)
@@ -74,7 +80,7 @@ def jupyter_environment(base: Path, env: dict[str, str] | None = None) -> dict[s
         }
     )
     full.update(env or {})
-    return full
+    return ForkServer.shared().environment(full) if fork else full
 
 
 @dataclass

@@ -7,11 +7,17 @@ from pathlib import Path
 
 from co_kernel.testing import ScriptedModelServer
 
+from ..kernel_forkserver import client_environment
+
 REPO = Path(__file__).resolve().parents[2]
 
 
-def client_env(co_home: Path, server: ScriptedModelServer) -> dict[str, str]:
-    """The environment a client starts Co kernels with: this checkout, the scripted model."""
+def client_env(co_home: Path, server: ScriptedModelServer, *, fork: bool = True) -> dict[str, str]:
+    """The environment a client starts Co kernels with: this checkout, the scripted model.
+
+    ``fork=False`` for ``jupyter console``: its kernel shares the console's terminal (and
+    fits Markdown to its width), which a kernel forked from the test process does not.
+    """
     env = {k: v for k, v in os.environ.items() if not k.startswith("CO_")}
     env.update(
         CO_HOME=str(co_home),
@@ -20,4 +26,6 @@ def client_env(co_home: Path, server: ScriptedModelServer) -> dict[str, str]:
         CO_BASE_URL=server.base_url,
         PYTHONPATH=os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p),
     )
-    return env
+    # Kernels the client starts itself fork from the test process's server, which has
+    # imported Co already (tests/kernel_forkserver.py).
+    return client_environment(env) if fork else env

@@ -26,7 +26,7 @@ def _console(
     co_home: Path, server: ScriptedModelServer, cwd: Path, *, simple: bool = True
 ) -> pexpect.spawn:
     # The full prompt (prompt_toolkit, with history) never asks this pty where its cursor is.
-    env = {**client_env(co_home, server), "TERM": "xterm", "PROMPT_TOOLKIT_NO_CPR": "1"}
+    env = {**client_env(co_home, server, fork=False), "TERM": "xterm", "PROMPT_TOOLKIT_NO_CPR": "1"}
     console = Path(sys.executable).with_name("jupyter-console")
     args = ["--kernel", "co", *(["--simple-prompt"] if simple else [])]
     child = pexpect.spawn(

@@ -138,7 +138,7 @@ def test_console_shows_every_outcome_and_asks_before_the_tool(
 ) -> None:
     ensure_kernelspec()
     with ScriptedModelServer(SCRIPT) as server:
-        env = {**client_env(co_home, server), "TERM": "xterm"}
+        env = {**client_env(co_home, server, fork=False), "TERM": "xterm"}
         child = pexpect.spawn(
             str(VENV_BIN / "jupyter-console"), ["--kernel", "co", "--simple-prompt"],
             env=env, cwd=str(tmp_path), encoding="utf-8", timeout=90, dimensions=(40, 100),

@@ -23,6 +23,7 @@ import pytest
 from co_kernel.testing import ScriptedModelServer
 
 from ..clients import REPO
+from ..kernel_forkserver import client_environment
 from ..kernel_harness import ensure_kernelspec
 from ..turn.test_local import needs_smollm2
 
@@ -58,7 +59,8 @@ def _env(home: Path, **settings: str) -> dict[str, str]:
         PYTHONPATH=os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p),
         **settings,
     )
-    return env
+    # The kernels the recorder and nbval start fork from the test process's server.
+    return client_environment(env)
 
 
 def _provider(server: ScriptedModelServer) -> dict[str, str]:
