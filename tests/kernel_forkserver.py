@@ -105,20 +105,35 @@ def is_kernel_command(cmd: list[str]) -> bool:
 
 
 class _Connection:
-    """One client of the server: the owner's pipe pair, or a socket of another process."""
+    """One client of the server: the owner's pipe pair, or a socket of another process.
 
-    def __init__(self, read_fd: int, write_fd: int) -> None:
+    A socket's client sends its standard output and error with each spawn request
+    (``SCM_RIGHTS``): the kernel writes where a kernel it started itself would, such as a
+    Jupyter server's log or papermill's stderr.
+    """
+
+    def __init__(self, read_fd: int, write_fd: int, *, peer: socket.socket | None = None) -> None:
         self.read_fd, self.write_fd = read_fd, write_fd
+        self.peer = peer
         self.buffer = b""
+        self.fds: list[int] = []
 
     def lines(self) -> list[bytes] | None:
         """The complete request lines now readable; None once the peer has closed."""
-        data = os.read(self.read_fd, 65536)
+        if self.peer is None:
+            data = os.read(self.read_fd, 65536)
+        else:
+            data, fds, _, _ = socket.recv_fds(self.peer, 65536, 2)
+            self.fds.extend(fds)
         if not data:
             return None
         self.buffer += data
         *complete, self.buffer = self.buffer.split(b"\n")
         return complete
+
+    def take_fds(self) -> list[int]:
+        fds, self.fds = self.fds, []
+        return fds
 
     def reply(self, answer: dict[str, Any]) -> None:
         data = (json.dumps(answer) + "\n").encode()
@@ -126,7 +141,10 @@ class _Connection:
             data = data[os.write(self.write_fd, data) :]
 
     def close(self) -> None:
-        for fd in {self.read_fd, self.write_fd}:
+        if self.peer is not None:
+            self.peer.close()  # through the socket object, which would close its fd again
+        fds = self.fds if self.peer is not None else [self.read_fd, self.write_fd, *self.fds]
+        for fd in fds:
             with contextlib.suppress(OSError):
                 os.close(fd)
 
@@ -147,8 +165,8 @@ def _serve(owner: _Connection, listener: socket.socket) -> dict[str, Any] | None
             for key, _ in selector.select():
                 if key.fileobj is listener:
                     peer, _ = listener.accept()
-                    fd = peer.detach()
-                    connections[fd] = _Connection(fd, fd)
+                    fd = peer.fileno()
+                    connections[fd] = _Connection(fd, fd, peer=peer)
                     selector.register(fd, selectors.EVENT_READ)
                     continue
                 connection = connections[key.fd]
@@ -169,13 +187,16 @@ def _serve(owner: _Connection, listener: socket.socket) -> dict[str, Any] | None
                             raise RuntimeError(
                                 "the kernel fork server must not fork with threads running"
                             )
+                        stdio = connection.take_fds()
                         pid = os.fork()
                         if pid == 0:
                             selector.close()
                             listener.close()
                             for other in connections.values():
                                 other.close()
-                            return request
+                            return {**request, "stdio": stdio}
+                        for fd in stdio:
+                            os.close(fd)
                         answer: dict[str, Any] = {"pid": pid}
                     else:  # poll
                         _reap(exit_codes)
@@ -198,6 +219,9 @@ def _reap(exit_codes: dict[int, int]) -> None:
 def _become_kernel(launch: dict[str, Any]) -> None:
     """In the forked child: take on the launch's process state, then run the kernel."""
     os.setsid()  # as Popen(start_new_session=True): interrupts go to the kernel's group
+    for target, fd in zip((1, 2), launch.get("stdio", []), strict=False):
+        os.dup2(fd, target)  # the launching process's stdout and stderr, as Popen inherits them
+        os.close(fd)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
@@ -381,6 +405,7 @@ class ForkServer:
             self._process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self._process.kill()
+        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 class ForkClient:
@@ -404,8 +429,13 @@ class ForkClient:
             return cls._instances[path]
 
     def request(self, **request: Any) -> dict[str, Any]:
+        data = (json.dumps(request) + "\n").encode()
         with self._lock:
-            self._socket.sendall((json.dumps(request) + "\n").encode())
+            if request["op"] == "spawn":  # with this process's stdout and stderr
+                sent = socket.send_fds(self._socket, [data], [1, 2])
+                self._socket.sendall(data[sent:])
+            else:
+                self._socket.sendall(data)
             line = self._reader.readline()
         if not line:
             raise RuntimeError("the kernel fork server of the test run has gone")
