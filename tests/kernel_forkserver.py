@@ -18,11 +18,10 @@ wraps that in the part of ``subprocess.Popen`` that jupyter_client's ``LocalProv
 uses, so the provisioner's signalling, killing and waiting are its own, unchanged.
 
 Processes a test starts reach the same server through a UNIX socket named in their
-environment: a Jupyter server, papermill, nbconvert, ``jupyter console``, the notebook
-recorder and nbval. Their Co kernelspec names ``ForkingProvisioner`` (registered as a
+environment: a Jupyter server, papermill, nbconvert, the notebook recorder and nbval. Their Co kernelspec names ``ForkingProvisioner`` (registered as a
 jupyter_client provisioner by an entry point in a folder on their ``PYTHONPATH``), and
-is otherwise the one that ships. The hub's users get the real one: their kernels run
-as them, which a kernel forked from the test process could not.
+is otherwise the one that ships. ``jupyter console`` and the hub's users get the real
+one: the console's kernel shares its terminal, and the users' kernels run as them.
 """
 
 from __future__ import annotations
@@ -271,8 +270,6 @@ def _exit_without_finalizing(code: int) -> None:
     the server's inherited objects and so copies each page the child shares with the
     server: about 0.6 s of CPU per kernel, a third of a short kernel test's.
     """
-    import atexit
-
     threading._shutdown()  # type: ignore[attr-defined]  # non-daemon threads, as at exit
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
@@ -371,19 +368,12 @@ class ForkServer:
     def client_environment(self, env: dict[str, str]) -> dict[str, str]:
         """``environment(env)``, and a Co kernelspec (with ``PROVISIONER``) first on its path.
 
-        For a client that looks the kernelspec up itself (papermill, nbconvert, jupyter
-        console): its kernels fork here, and it is otherwise the kernelspec that ships.
+        For a client that looks the kernelspec up itself (papermill, nbconvert, the
+        recorder): its kernels fork here, and it is otherwise the kernelspec that ships.
         """
         share = self.folder / "share" / "jupyter"
-        spec_dir = share / "kernels" / "co"
-        if not spec_dir.exists():
-            from co_kernel.app import kernelspec_dict
-
-            spec_dir.mkdir(parents=True)
-            spec = kernelspec_with_fork(kernelspec_dict())
-            (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=2))
-            for logo in (REPO / "co_kernel" / "resources").iterdir():
-                shutil.copy(logo, spec_dir / logo.name)
+        if not (share / "kernels" / "co").exists():
+            write_co_kernelspec(share, fork=True)
         path = [str(share), env.get("JUPYTER_PATH", "")]
         return {**self.environment(env), "JUPYTER_PATH": os.pathsep.join(p for p in path if p)}
 
@@ -452,10 +442,20 @@ def client_environment(env: dict[str, str]) -> dict[str, str]:
     return ForkServer.shared().client_environment(env) if forking() else env
 
 
-def kernelspec_with_fork(spec: dict[str, Any]) -> dict[str, Any]:
-    """A kernel.json whose kernels jupyter_client starts through ``ForkingProvisioner``."""
-    metadata = {**spec.get("metadata", {}), "kernel_provisioner": {"provisioner_name": PROVISIONER}}
-    return {**spec, "metadata": metadata}
+def write_co_kernelspec(share: Path, *, fork: bool) -> None:
+    """The Co kernelspec in ``share``/kernels as `co-kernel install` writes it: kernel.json
+    and the logos; with ``fork``, its kernels start through ``ForkingProvisioner``."""
+    from co_kernel.app import KERNEL_NAME, kernelspec_dict
+
+    spec = kernelspec_dict()
+    if fork:
+        provisioner = {"kernel_provisioner": {"provisioner_name": PROVISIONER}}
+        spec = {**spec, "metadata": {**spec.get("metadata", {}), **provisioner}}
+    spec_dir = share / "kernels" / KERNEL_NAME
+    spec_dir.mkdir(parents=True, exist_ok=True)
+    (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=2))
+    for logo in (REPO / "co_kernel" / "resources").iterdir():
+        shutil.copy(logo, spec_dir / logo.name)
 
 
 def _server_of_this_process() -> ForkServer | ForkClient | None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .kernel_forkserver import ForkServer, forking, kernelspec_with_fork
+from .kernel_forkserver import ForkServer, forking, write_co_kernelspec
 
 REPO = Path(__file__).resolve().parent.parent
 LABEXTENSION = REPO / "co_kernel" / "labextension"
@@ -39,19 +39,9 @@ def free_port() -> int:
 
 def jupyter_environment(base: Path, env: dict[str, str] | None = None) -> dict[str, str]:
     """Environment variables for a server whose Jupyter paths all live under ``base``."""
-    from co_kernel.app import KERNEL_NAME, kernelspec_dict
-
     data = base / "prefix" / "share" / "jupyter"
-    # The kernelspec as `co-kernel install` writes it: kernel.json and the logos.
-    spec_dir = data / "kernels" / KERNEL_NAME
-    spec_dir.mkdir(parents=True, exist_ok=True)
-    spec = kernelspec_dict()
-    fork = forking()
-    if fork:  # the server's Co kernels come from the test process's fork server
-        spec = kernelspec_with_fork(spec)
-    (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=2))
-    for logo in (REPO / "co_kernel" / "resources").iterdir():
-        shutil.copy(logo, spec_dir / logo.name)
+    fork = forking()  # the server's Co kernels come from the test process's fork server
+    write_co_kernelspec(data, fork=fork)
     (data / "labextensions").mkdir(parents=True, exist_ok=True)
     link = data / "labextensions" / EXTENSION_NAME
     if not link.exists():
