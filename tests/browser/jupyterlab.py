@@ -148,13 +148,25 @@ def run_cell(page: Any, index: int) -> Any:
 
 
 def save_notebook(page: Any, path: Path, timeout: float = 20) -> None:
-    """Ctrl+S, then wait until the file on disk changed."""
+    """Ctrl+S, then wait until the file on disk changed and is whole JSON again.
+
+    The server may still be writing when the modification time changes (a test once read
+    it empty).
+    """
     before = path.stat().st_mtime_ns
     page.keyboard.press("Control+s")
     deadline = time.monotonic() + timeout
-    while path.stat().st_mtime_ns == before:
+    while path.stat().st_mtime_ns == before or not _is_json(path):
         assert time.monotonic() < deadline, f"{path.name} was not saved"
         time.sleep(0.1)
+
+
+def _is_json(path: Path) -> bool:
+    try:
+        json.loads(path.read_text())
+    except ValueError:
+        return False
+    return True
 
 
 @dataclass

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
 
@@ -326,14 +326,25 @@ _AROUND = st.text(max_size=30)
 def test_a_secret_anywhere_in_an_exchange_never_reaches_the_file(
     tmp_path_factory: pytest.TempPathFactory, secret: str, before: str, after: str
 ) -> None:
+    folder = tmp_path_factory.mktemp("rec")
+    # A "secret" that is one of the recording's own words ("approved", a tool's name) is
+    # in the file whatever the exchange held: not a leak.
+    assume(secret not in _written(folder / "format.jsonl", ".", "not-a-secret-value"))
+    written = _written(folder / "rec.jsonl", f"{before}{secret}{after}", secret)
+    assert secret not in written
+    # The replay reads it back whole, whatever characters the answers hold.
+    replayed = Script.from_file(folder / "rec.jsonl")
+    assert len(replayed) == 2 and replayed.steps[0].tool_calls[0].decision == "approved"
+
+
+def _written(path: Path, text: str, secret: str) -> str:
+    """What the recorder writes of an exchange whose every part holds ``text``."""
     from pydantic_ai.messages import ThinkingPart, ToolCallPart, ToolReturnPart
 
     from co_kernel.telemetry import Redactor
     from co_kernel.testing import Recorder
 
-    text = f"{before}{secret}{after}"
     recorder = Recorder(redact=Redactor([secret]).redact)
-    path = tmp_path_factory.mktemp("rec") / "rec.jsonl"
     recorder.start(path)
     for request, response in (
         (
@@ -353,8 +364,4 @@ def test_a_secret_anywhere_in_an_exchange_never_reaches_the_file(
     ):
         recorder.record([request], response)
     recorder.record_decision("c1", "approved")
-    written = path.read_text(encoding="utf-8")
-    assert secret not in written
-    # The replay reads it back whole, whatever characters the answers hold.
-    replayed = Script.from_file(path)
-    assert len(replayed) == 2 and replayed.steps[0].tool_calls[0].decision == "approved"
+    return path.read_text(encoding="utf-8")
