@@ -50,8 +50,8 @@ KERNEL_MODULE = "co_kernel"
 
 # What a Co kernel imports by its first answer besides the modules of Co's kernel side
 # (all of which the server imports) and the kernel's warm-up (which it runs): measured in
-# a kernel after a turn, a tool call and %status. Importing starts no thread: the server
-# checks before each fork.
+# a kernel after a turn, a tool call and %status, and in the kernels of a whole run.
+# Importing starts no thread: the server checks before each fork.
 PRELOAD = (
     "ipykernel.kernelapp",
     "ipykernel.ipkernel",
@@ -64,6 +64,12 @@ PRELOAD = (
     "genai_prices.data",
     "openai.resources.chat.completions",
     "openai.lib.streaming.chat",
+    # A kernel with MCP servers: the client Co imports on connecting (mcp/_servers.py), and
+    # jsonschema, which the MCP SDK imports to check the first tool result (about 2.9 s
+    # of CPU together, for each such kernel otherwise).
+    "fastmcp.client.transports",
+    "pydantic_ai.mcp",
+    "jsonschema",
 )
 KERNEL_SIDE = tuple(
     f"co_kernel.{name}"
