@@ -8,6 +8,7 @@ suite paid for it in every run, with nothing failing; this test fails instead.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -47,10 +48,13 @@ def test_a_module_fixtures_tests_share_one_worker_and_the_rest_spread(tmp_path: 
     shutil.copy(REPO / "conftest.py", tmp_path / "conftest.py")
     (tmp_path / "test_shared.py").write_text(SHARED)
     (tmp_path / "test_free.py").write_text(FREE)
+    # Only xdist of the installed plugins: loading them all (nbval, hypothesis...) cost
+    # the three processes about 17 s of CPU, and the grouping depends on none of them.
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2",
-         "--dist", "loadgroup", "test_shared.py", "test_free.py"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "xdist",
+         "-n", "2", "--dist", "loadgroup", "test_shared.py", "test_free.py"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert "16 passed" in run.stdout, run.stdout[-3000:]
