@@ -333,3 +333,11 @@ def _warm_imports() -> None:
         ChatCompletionChunk.construct(**chunk)
     except Exception:
         log.debug("warming the chunk types failed", exc_info=True)
+    try:
+        # pydantic-ai builds the messages' serializer and validator on first use, which
+        # was the first turn's save to the session store (about 50 ms): build them here.
+        from pydantic_ai.messages import ModelMessagesTypeAdapter
+
+        ModelMessagesTypeAdapter.validate_json(ModelMessagesTypeAdapter.dump_json([]))
+    except Exception:
+        log.debug("warming the message adapter failed", exc_info=True)
