@@ -70,6 +70,8 @@ PRELOAD = (
     "fastmcp.client.transports",
     "pydantic_ai.mcp",
     "jsonschema",
+    # The MCP servers of the tests, which run here too (tests/fork_run.py).
+    "mcp.server.mcpserver",
 )
 KERNEL_SIDE = tuple(
     f"co_kernel.{name}"
@@ -128,7 +130,7 @@ class _Connection:
         if self.peer is None:
             data = os.read(self.read_fd, 65536)
         else:
-            data, fds, _, _ = socket.recv_fds(self.peer, 65536, 2)
+            data, fds, _, _ = socket.recv_fds(self.peer, 65536, 3)
             self.fds.extend(fds)
         if not data:
             return None
@@ -259,6 +261,45 @@ def _become_kernel(launch: dict[str, Any]) -> None:
     _exit_without_finalizing(code)
 
 
+def _become_program(launch: dict[str, Any]) -> None:
+    """In the forked child: run a helper program of the tests (``tests/fork_run.py``).
+
+    ``program`` is a script's path, or ``["-m", module]``; it gets the launcher's standard
+    input, output and error, working directory and environment.
+    """
+    os.setsid()  # signals to the launcher's group are the launcher's to pass on
+    for target, fd in enumerate(launch["stdio"]):
+        os.dup2(fd, target)
+        os.close(fd)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    os.chdir(launch["cwd"])
+    os.environ.clear()
+    os.environ.update(launch["env"])
+    import runpy
+
+    program = launch["program"]
+    try:
+        if isinstance(program, list):  # -m module
+            sys.argv = [program[1], *launch["argv"]]
+            sys.path[0] = launch["cwd"]
+            runpy.run_module(program[1], run_name="__main__", alter_sys=True)
+        else:
+            sys.argv = [program, *launch["argv"]]
+            sys.path[0] = os.path.dirname(os.path.abspath(program))
+            runpy.run_path(program, run_name="__main__")
+        code = 0
+    except SystemExit as exc:
+        code = _exit_code(exc)
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    _exit_without_finalizing(code)
+
+
 def _exit_code(exc: SystemExit) -> int:
     """The status the interpreter would exit with for ``exc`` (printing a message as it does)."""
     if exc.code is None:
@@ -295,7 +336,10 @@ def main() -> None:
     listener = socket.socket(fileno=int(sys.argv[3]))
     launch = _serve(owner, listener)
     if launch is not None:
-        _become_kernel(launch)
+        if "program" in launch:
+            _become_program(launch)
+        else:
+            _become_kernel(launch)
 
 
 # --- the test side -------------------------------------------------------------------------
@@ -446,6 +490,15 @@ def forking() -> bool:
 def client_environment(env: dict[str, str]) -> dict[str, str]:
     """``env`` for a client process whose Co kernels fork from this test process's server."""
     return ForkServer.shared().client_environment(env) if forking() else env
+
+
+def python_command(*args: str) -> list[str]:
+    """``python ARGS`` for a helper program of the tests (a script, or ``-m`` and a module),
+    run as a child of this test process's fork server through ``tests/fork_run.py``."""
+    if not forking():
+        return [sys.executable, *args]
+    launcher = str(REPO / "tests" / "fork_run.py")
+    return [sys.executable, launcher, ForkServer.shared().socket_path, *args]
 
 
 def write_co_kernelspec(share: Path, *, fork: bool) -> None:

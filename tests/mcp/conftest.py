@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -13,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.kernel_forkserver import python_command
 
 SERVER = Path(__file__).parent / "servers" / "tool_server.py"
 
@@ -34,7 +35,7 @@ class ToolServers:
         """A stdio server entry running the test server under ``name``."""
         args = [str(SERVER), name, "--calls", str(self.calls_file(name))]
         args += ["--pid-file", str(self.pid_file(name))]
-        return {"command": sys.executable, "args": args, **extra}
+        return server_entry(*args, **extra)
 
     def calls(self, name: str) -> list[dict[str, Any]]:
         """Every call the server's tools received, in order."""
@@ -45,6 +46,12 @@ class ToolServers:
 
     def pid(self, name: str) -> int:
         return int(self.pid_file(name).read_text())
+
+
+def server_entry(*args: str, **extra: Any) -> dict[str, Any]:
+    """An `mcp_servers` entry running ``python ARGS`` (from the test run's fork server)."""
+    command, *rest = python_command(*args)
+    return {"command": command, "args": rest, **extra}
 
 
 def mcp_env(servers: dict[str, Any], **extra: str) -> dict[str, str]:
@@ -81,7 +88,7 @@ class HttpToolServer:
 def http_tool_server(tool_servers: ToolServers) -> Iterator[HttpToolServer]:
     port = _free_port()
     name = "web"
-    command = [sys.executable, str(SERVER), name, "--calls", str(tool_servers.calls_file(name))]
+    command = python_command(str(SERVER), name, "--calls", str(tool_servers.calls_file(name)))
     process = subprocess.Popen(
         [*command, "--http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )

@@ -5,13 +5,12 @@ own call log) and which asked (a headless run denies what would ask)."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .conftest import mcp_env
+from .conftest import mcp_env, server_entry
 
 SERVER = Path(__file__).parent / "servers" / "annotated_server.py"
 TOOLS = ["peek", "wipe", "odd", "plain"]
@@ -19,7 +18,7 @@ TOOLS = ["peek", "wipe", "odd", "plain"]
 
 def _server(calls: Path, approval: str) -> dict[str, Any]:
     args = [str(SERVER), "hints", "--calls", str(calls)]
-    return {"command": sys.executable, "args": args, "approval": approval}
+    return server_entry(*args, approval=approval)
 
 
 def _ran(calls: Path) -> list[str]:

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-from .conftest import mcp_env
+from .conftest import mcp_env, server_entry
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -34,7 +33,7 @@ def _repo(root: Path) -> Path:
 
 def _server(repo: Path) -> dict[str, Any]:
     args = ["-m", "mcp_server_git", "--repository", str(repo)]
-    return {"command": sys.executable, "args": args, "approval": "annotations", "prefix": ""}
+    return server_entry(*args, approval="annotations", prefix="")
 
 
 def call(name: str, **arguments: Any) -> dict[str, Any]:
