@@ -4,7 +4,7 @@
     python tests/fork_run.py SOCKET -m MODULE [ARG ...]
 
 The MCP servers the tests start (``tests/mcp/servers``, ``mcp_server_git``) spent about
-1.3 s of CPU each importing the MCP SDK; the fork server (``tests/kernel_forkserver.py``)
+1 s of CPU each importing the MCP SDK; the fork server (``tests/kernel_forkserver.py``)
 has imported it already. This launcher is what the client starts (a Co kernel, over
 stdio): it hands its standard input, output and error to a forked child that runs the
 program, keeps none of them open itself (so end of file and broken pipes reach the
@@ -24,10 +24,10 @@ import time
 
 
 def main() -> int:
-    if len(sys.argv) < 3:
+    path, *rest = sys.argv[1:] or [""]
+    if not rest or (rest[0] == "-m" and len(rest) < 2):
         print(__doc__, file=sys.stderr)
         return 2
-    path, *rest = sys.argv[1:]
     if rest[0] == "-m":
         program: str | list[str] = ["-m", rest[1]]
         argv = rest[2:]

@@ -223,22 +223,33 @@ def _reap(exit_codes: dict[int, int]) -> None:
         exit_codes[pid] = os.waitstatus_to_exitcode(status)
 
 
-def _become_kernel(launch: dict[str, Any]) -> None:
-    """In the forked child: take on the launch's process state, then run the kernel."""
-    os.setsid()  # as Popen(start_new_session=True): interrupts go to the kernel's group
-    for target, fd in zip((1, 2), launch.get("stdio", []), strict=False):
-        os.dup2(fd, target)  # the launching process's stdout and stderr, as Popen inherits them
+def _take_on(launch: dict[str, Any], streams: tuple[int, ...]) -> None:
+    """In the forked child: the process state of a fresh process started for ``launch``.
+
+    A session of its own (as ``Popen(start_new_session=True)``: signals to the launcher's
+    group are the launcher's to pass on), the launcher's file descriptors sent with the
+    request on ``streams``, signal dispositions as a fresh interpreter has them (SIGPIPE
+    stays ignored, as CPython sets it), and the launch's working directory and environment.
+    """
+    os.setsid()
+    for target, fd in zip(streams, launch.get("stdio", []), strict=False):
+        os.dup2(fd, target)
         os.close(fd)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    # Dispositions as a fresh interpreter has them (SIGPIPE stays ignored, as CPython sets it).
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     os.chdir(launch["cwd"])
     os.environ.clear()
     os.environ.update(launch["env"])
+
+
+def _become_kernel(launch: dict[str, Any]) -> None:
+    """In the forked child: take on the launch's process state, then run the kernel."""
+    # The launching process's stdout and stderr, as Popen inherits them; no stdin.
+    _take_on(launch, (1, 2))
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
     # What jupyter_client's launcher tells a kernel: its parent, which it polls and
     # outlives by no more than a moment (here the fork server, which ends with the tests).
     os.environ["JPY_PARENT_PID"] = str(os.getppid())
@@ -267,16 +278,7 @@ def _become_program(launch: dict[str, Any]) -> None:
     ``program`` is a script's path, or ``["-m", module]``; it gets the launcher's standard
     input, output and error, working directory and environment.
     """
-    os.setsid()  # signals to the launcher's group are the launcher's to pass on
-    for target, fd in enumerate(launch["stdio"]):
-        os.dup2(fd, target)
-        os.close(fd)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    os.chdir(launch["cwd"])
-    os.environ.clear()
-    os.environ.update(launch["env"])
+    _take_on(launch, (0, 1, 2))
     import runpy
 
     program = launch["program"]
