@@ -118,8 +118,10 @@ def test_a_sandbox_that_cannot_fork_is_recreated(
         "import os\nwhile True:\n try:\n  os.fork() or os.execv('/bin/sleep', ['sleep', '999'])"
         "\n except OSError: pass"
     )
+    # Until a fork fails (not a fixed second: a loaded machine's forker took longer).
+    wait = "i=0; while [ $i -lt 600 ] && sh -c true; do i=$((i+1)); sleep 0.1; done"
     filled = run(
-        sandbox, f"setsid env -i python3 -c {shlex.quote(forker)} >/dev/null 2>&1 & sleep 1"
+        sandbox, f"setsid env -i python3 -c {shlex.quote(forker)} >/dev/null 2>&1 & {wait}"
     )
     result = run(sandbox, "echo alive")
 
