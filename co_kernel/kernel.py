@@ -341,3 +341,8 @@ def _warm_imports() -> None:
         ModelMessagesTypeAdapter.validate_json(ModelMessagesTypeAdapter.dump_json([]))
     except Exception:
         log.debug("warming the message adapter failed", exc_info=True)
+    # Every Markdown output is rendered to sanitised HTML: markdown-it's rules, the lexers
+    # and nh3's allowlist are built here rather than on the first answer (issue 39).
+    from .frontend import warm_markdown
+
+    warm_markdown()

@@ -79,15 +79,27 @@ class CellResult:
         return shown
 
     def markdown(self) -> str:
-        """All Markdown the cell finally shows, joined."""
-        return "".join(d.get("text/markdown", "") for d in self.final_displays().values())
+        """All Markdown the cell finally shows, joined (the source of each rendered output)."""
+        return "".join(markdown_source(d) or "" for d in self.final_displays().values())
 
     def text(self) -> str:
-        """Everything a person would read: final displays (plain or markdown) and streams."""
+        """Everything a person would read: final displays (their text) and streams."""
         parts = []
         for data in self.final_displays().values():
-            parts.append(data.get("text/markdown") or data.get("text/plain") or "")
+            parts.append(markdown_source(data) or data.get("text/plain") or "")
         return "\n".join(parts) + self.stdout + self.stderr
+
+
+def markdown_source(data: dict[str, Any]) -> str | None:
+    """The Markdown of an output Co rendered to HTML (its text/plain), else None.
+
+    Co never sends ``text/markdown`` (issue 39): it sends the rendered, sanitised HTML in a
+    ``co-markdown`` element, with the Markdown as the text/plain.
+    """
+    assert "text/markdown" not in data, f"Co sent raw Markdown: {data}"
+    if 'class="co-markdown"' in str(data.get("text/html", "")):
+        return str(data.get("text/plain", ""))
+    return None
 
 
 class CoKernel:

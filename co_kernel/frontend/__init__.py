@@ -20,6 +20,8 @@ from ._headless import HeadlessFrontend
 from ._markdown import MarkdownStream, find_block_boundary
 from ._notebook import NotebookFrontend
 from ._publisher import KernelPublisher, Publisher, RedactingPublisher
+from ._safe_html import markdown_to_html, safe_bundle, warm_markdown
+from ._scrub import ScrubError, scrub_notebook
 from ._stdin import KernelStdin, StdinApprover
 from ._terminal import TerminalMarkdown, render_markdown, terminal_width
 from ._toolcard import MIME_TOOL_CALL, tool_call_bundle
@@ -38,15 +40,20 @@ __all__ = [
     "NotebookFrontend",
     "Publisher",
     "RedactingPublisher",
+    "ScrubError",
     "StdinApprover",
     "TerminalMarkdown",
     "WidgetApprover",
     "find_block_boundary",
     "footer_enabled",
     "format_footer",
+    "markdown_to_html",
     "parse_answer",
     "policy_approver",
     "render_markdown",
+    "safe_bundle",
+    "scrub_notebook",
     "terminal_width",
     "tool_call_bundle",
+    "warm_markdown",
 ]

@@ -7,6 +7,8 @@ import sys
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from ._safe_html import safe_bundle
+
 __all__ = ["OUTPUT_TAG", "KernelPublisher", "Publisher", "RedactingPublisher"]
 
 OUTPUT_TAG = "co"
@@ -58,6 +60,8 @@ class KernelPublisher:
         display_id: str | None = None,
         update: bool = False,
     ) -> None:
+        # The last stop before the wire: no Markdown leaves unrendered (``_safe_html``).
+        data = safe_bundle(data)
         transient = {"display_id": display_id} if display_id else None
         tag = {**(metadata or {}).get(OUTPUT_TAG, {})}
         tag["request"] = self._pub.parent_header.get("msg_id")

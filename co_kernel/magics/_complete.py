@@ -12,6 +12,7 @@ import logging
 import re
 from typing import Any
 
+from ..frontend import safe_bundle
 from . import MAGICS, MagicContext, MagicError, find_magic, magic_help
 
 __all__ = ["complete_reply", "inspect_reply", "is_complete_reply"]
@@ -92,7 +93,8 @@ def inspect_reply(code: str, cursor_pos: int | None, detail_level: int = 0) -> d
     return {
         "status": "ok",
         "found": True,
-        "data": {"text/plain": text, "text/markdown": markdown},
+        # Co's own help text, but rendered like every other Markdown Co sends (issue 39).
+        "data": safe_bundle({"text/plain": text, "text/markdown": markdown}),
         "metadata": {},
     }
 

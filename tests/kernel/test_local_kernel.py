@@ -26,7 +26,7 @@ import pytest
 
 from co_kernel.turn._local import CATALOGUE, _catalogue_file
 
-from ..kernel_harness import CoKernel
+from ..kernel_harness import CoKernel, markdown_source
 
 SMOLLM2 = _catalogue_file(CATALOGUE["smollm2-135m"])
 
@@ -152,11 +152,11 @@ def _answer_states(result: Any) -> list[str]:
         m["content"]
         for m in result.messages
         if m["msg_type"] in ("display_data", "update_display_data")
-        and "text/markdown" in m["content"]["data"]
-        and "very small local model" not in m["content"]["data"]["text/markdown"]
+        and markdown_source(m["content"]["data"]) is not None
+        and "very small local model" not in m["content"]["data"]["text/plain"]
     ]
     last_id = shown[-1]["transient"]["display_id"]
-    return [c["data"]["text/markdown"] for c in shown if c["transient"]["display_id"] == last_id]
+    return [c["data"]["text/plain"] for c in shown if c["transient"]["display_id"] == last_id]
 
 
 def test_a_conversation_with_the_bundled_model(local_kernel: Callable[..., CoKernel]) -> None:
@@ -167,7 +167,7 @@ def test_a_conversation_with_the_bundled_model(local_kernel: Callable[..., CoKer
         first = kernel.execute("My name is Ada. Say hello to me.", timeout=TURN_TIMEOUT)
     assert first.status == "ok", first.text()
     shown = first.final_displays()
-    texts = [d.get("text/markdown") or d.get("text/plain") or "" for d in shown.values()]
+    texts = [d.get("text/plain") or "" for d in shown.values()]
     # The progress line was shown, then replaced by nothing once the model was ready.
     progress = [
         m
@@ -252,7 +252,7 @@ def test_an_interrupt_stops_generation_on_the_server(local_kernel: Callable[...,
         # Updates of the answer (the progress line's removal is an update without Markdown).
         if (
             message["msg_type"] == "update_display_data"
-            and "text/markdown" in (message["content"]["data"])
+            and markdown_source(message["content"]["data"]) is not None
         ):
             updates += 1
             if updates == 3:

@@ -13,7 +13,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from tests.kernel_harness import WIDGET_VIEW, CoKernel
+from tests.kernel_harness import WIDGET_VIEW, CoKernel, markdown_source
 
 
 def shell(cmd: str) -> dict[str, Any]:

@@ -84,8 +84,10 @@ def test_shift_tab_shows_a_magic_help(kernel: CoKernel) -> None:
     found = inspect(kernel, "%compact the plots", 4)
     assert found["found"] is True
     assert found["data"]["text/plain"].startswith("%compact [focus]\n\nReplace older turns")
-    assert found["data"]["text/markdown"].startswith("**`%compact [focus]`**")
-    assert "compact_keep_turns" in found["data"]["text/markdown"]
+    assert "text/markdown" not in found["data"]
+    html = found["data"]["text/html"]
+    assert html.startswith('<div class="co-markdown"><p><strong><code>%compact [focus]</code>')
+    assert "compact_keep_turns" in html
     assert inspect(kernel, "%nosuch", 3)["found"] is False
     assert inspect(kernel, "what does pandas do", 5)["found"] is False
 

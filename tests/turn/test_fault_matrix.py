@@ -309,7 +309,8 @@ def _status_ids(result: CellResult) -> set[str]:
     ids = set()
     for m in result.of_type("display_data", "update_display_data"):
         did = m["content"].get("transient", {}).get("display_id")
-        if did and m["content"]["data"].get("text/markdown", "").endswith("…*"):
+        data = m["content"]["data"]
+        if did and data.get("text/plain", "").endswith("…") and "<em>" in data.get("text/html", ""):
             ids.add(did)
     return ids
 

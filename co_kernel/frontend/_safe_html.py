@@ -1,0 +1,175 @@
+"""Markdown from outside turned into HTML that cannot run script (issue 39).
+
+Everything Co shows as Markdown carries text it did not write: the model's answer (which
+a web page, a file, an MCP result or a repository can steer), a provider's error, an MCP
+tool's description, a memory, a file name. Published as ``text/markdown``, JupyterLab and
+Notebook 7 render it *unsanitised*, because they trust the outputs of a cell the person
+ran, and they keep that trust when the notebook is reopened: an ``<img onerror>`` in an
+answer ran its script in the person's page, could click Approve and read the server's
+token.
+
+So Co never publishes ``text/markdown``. It renders the Markdown itself and publishes the
+result as ``text/html`` (with the source as ``text/plain``):
+
+1. markdown-it-py parses CommonMark plus tables and strikethrough, with math (``$…$``)
+   kept as text for the page's MathJax, and code blocks highlighted by Pygments into
+   class names (no inline style). Links and images keep only http(s), mailto and
+   relative targets: ``javascript:``, ``data:``, ``file:`` and the rest stay as text.
+2. Raw HTML in the text is allowed through markdown-it (a ``<br>`` in a table cell,
+   ``<sub>``, ``<kbd>``, ``<details>``) and then everything, Co's own markup included,
+   goes through nh3 (the Ammonia sanitiser, html5ever's parser) with an allowlist: no
+   script, event handler, iframe, object, form, SVG or MathML, no ``style`` attribute
+   but a table cell's ``text-align``, no ``id``/``name`` (no DOM clobbering), no
+   ``<style>`` (removed with its content), no class but Pygments' and Co's own.
+
+Why render here rather than ask the page to sanitise: the page trusts a cell's outputs
+whatever their type, every client (JupyterLab, Notebook 7, VS Code, nbconvert's HTML
+export, a notebook viewer) would need its own fix, and a saved notebook carries the
+output to them all. HTML that is safe by construction is safe in each of them, live,
+after a reload and exported. What this costs: the page's own Markdown features that
+need its parser (heading anchors) are not there.
+
+Streaming sends a segment re-rendered whole at each update, so a tag cut in the middle
+is only text until it is complete, and sanitised then.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+from typing import Any
+
+__all__ = ["MARKDOWN_CLASS", "markdown_to_html", "safe_bundle", "warm_markdown"]
+
+MARKDOWN_CLASS = "co-markdown"
+"""Class of the element that holds a rendered answer (the extension styles code in it)."""
+
+_SCHEMES = ("http:", "https:", "mailto:")
+
+_TAGS = {
+    "a", "abbr", "b", "blockquote", "br", "code", "dd", "del", "details", "div", "dl", "dt",
+    "em", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "i", "img", "ins", "kbd", "li", "mark",
+    "ol", "p", "pre", "q", "s", "samp", "small", "span", "strong", "sub", "summary", "sup",
+    "table", "tbody", "td", "tfoot", "th", "thead", "tr", "u", "ul", "var",
+}  # fmt: skip
+_ATTRIBUTES = {
+    "a": {"href", "title"},
+    "img": {"src", "alt", "title", "width", "height"},
+    "td": {"style", "colspan", "rowspan"},
+    "th": {"style", "colspan", "rowspan"},
+    "ol": {"start"},
+    "abbr": {"title"},
+}
+
+
+def _pygments_classes() -> set[str]:
+    from pygments.token import STANDARD_TYPES
+
+    return {name for name in STANDARD_TYPES.values() if name}
+
+
+@functools.cache
+def _cleaner() -> Any:
+    import nh3
+
+    return functools.partial(
+        nh3.clean,
+        tags=_TAGS,
+        clean_content_tags={"script", "style"},
+        attributes=_ATTRIBUTES,
+        url_schemes={s.rstrip(":") for s in _SCHEMES},
+        filter_style_properties={"text-align"},
+        allowed_classes={
+            "div": {MARKDOWN_CLASS, "math", "block", "inline"},
+            "pre": {"highlight"},
+            "span": _pygments_classes() | {"math", "inline"},
+        },
+        link_rel="noopener noreferrer nofollow",
+        strip_comments=True,
+    )
+
+
+def _link_ok(url: str) -> bool:
+    """http(s), mailto, a fragment or a relative path; never a script or data URL."""
+    target = url.strip().lower()
+    if target.startswith(_SCHEMES) or target.startswith(("#", "/", "./", "../")):
+        return True
+    # A relative path has no scheme: nothing before its first ":" ... "/" or "?" or "#".
+    head = target.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+    return ":" not in head
+
+
+def _highlight(code: str, lang: str, _attrs: str) -> str:
+    """Pygments spans by class name; "" lets markdown-it escape the code itself."""
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+    from pygments.util import ClassNotFound
+
+    if not lang:
+        return ""
+    try:
+        lexer = _lexer(lang.split()[0].lower())
+    except ClassNotFound:
+        return ""
+    body = highlight(code, lexer, HtmlFormatter(nowrap=True))
+    # Starting with "<pre", it is used as the whole block (nbconvert styles .highlight).
+    return f'<pre class="highlight"><code>{body}</code></pre>'
+
+
+@functools.lru_cache(maxsize=64)
+def _lexer(name: str) -> Any:
+    from pygments.lexers import get_lexer_by_name
+
+    return get_lexer_by_name(name, stripnl=False)
+
+
+def _math(content: str, options: dict[str, Any]) -> str:
+    # The delimiters stay, escaped, for the page's MathJax to typeset; the plugin's element
+    # around them keeps Markdown (``*``, ``_``) out of the formula.
+    delimiter = "$$" if options.get("display_mode") else "$"
+    return f"{delimiter}{html.escape(content)}{delimiter}"
+
+
+@functools.cache
+def _parser() -> Any:
+    from markdown_it import MarkdownIt
+    from mdit_py_plugins.dollarmath import dollarmath_plugin
+
+    md = MarkdownIt("commonmark", {"html": True, "highlight": _highlight})
+    md.enable(["table", "strikethrough"])
+    md.use(
+        dollarmath_plugin,
+        allow_labels=False,
+        allow_space=False,
+        allow_digits=False,  # "$5 and $10" is money, not math
+        renderer=_math,
+    )
+    md.validateLink = _link_ok
+    return md
+
+
+def markdown_to_html(text: str) -> str:
+    """``text`` rendered to HTML in which nothing can run, inside a ``co-markdown`` div."""
+    rendered = _parser().render(text)
+    return _cleaner()(f'<div class="{MARKDOWN_CLASS}">{rendered}</div>')
+
+
+def safe_bundle(data: dict[str, Any]) -> dict[str, Any]:
+    """A MIME bundle with its ``text/markdown`` replaced by safe ``text/html``.
+
+    The Markdown source becomes the ``text/plain`` where the bundle has none, so a client
+    that shows text (a console, a log) still reads it. A bundle without Markdown is
+    returned as it is.
+    """
+    source = data.get("text/markdown")
+    if not isinstance(source, str):
+        return data
+    out = {k: v for k, v in data.items() if k != "text/markdown"}
+    out["text/html"] = markdown_to_html(source)
+    out.setdefault("text/plain", source)
+    return out
+
+
+def warm_markdown() -> None:
+    """Build the parser and the sanitiser now, off the first answer's path."""
+    markdown_to_html("**warm** `up`\n\n```python\nx = 1\n```\n\n| a |\n|---|\n| $x$ |\n")
