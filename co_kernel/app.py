@@ -84,6 +84,24 @@ def _cmd_google_auth(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_scrub(args: argparse.Namespace) -> int:
+    from .frontend import ScrubError, scrub_notebook
+
+    failed = False
+    for name in args.notebooks:
+        try:
+            changed = scrub_notebook(Path(name))
+        except ScrubError as exc:
+            print(f"co-kernel scrub: {exc}", file=sys.stderr)
+            failed = True
+            continue
+        if changed:
+            print(f"{name}: {changed} output(s) re-rendered as safe HTML")
+        else:
+            print(f"{name}: nothing to change")
+    return 2 if failed else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="co-kernel", description="Co, the notebook AI kernel")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -98,6 +116,15 @@ def main(argv: list[str] | None = None) -> int:
         "--project", default=".", help="the notebook folder (for .co/settings.json)"
     )
     p_status.set_defaults(func=_cmd_status)
+    p_scrub = sub.add_parser(
+        "scrub",
+        help="re-render the Markdown outputs an older Co saved in notebooks as safe HTML",
+        description="Older Co versions saved answers as Markdown, which a viewer that trusts "
+        "the notebook (nbconvert's HTML export, a notebook host) renders with any HTML in "
+        "them. This rewrites those outputs, and only those, as Co writes them now.",
+    )
+    p_scrub.add_argument("notebooks", nargs="+", metavar="NOTEBOOK", help="an .ipynb file")
+    p_scrub.set_defaults(func=_cmd_scrub)
     p_google = sub.add_parser("google", help="Google Drive, Gmail and Calendar sign-in")
     google_sub = p_google.add_subparsers(dest="google_command", required=True)
     p_auth = google_sub.add_parser(

@@ -135,8 +135,13 @@ def start_server(
     app: Literal["lab", "notebook", "server"] = "lab",
     base: Path | None = None,
     timeout: float = 90,
+    expose_app: bool = True,
 ) -> JupyterServer:
-    """Start JupyterLab (or Notebook 7, or jupyter_server) on 127.0.0.1 and wait until it answers."""
+    """Start JupyterLab (or Notebook 7, or jupyter_server) on 127.0.0.1 and wait until it answers.
+
+    ``expose_app=False`` serves the page as a person's server does, without
+    ``window.jupyterapp`` (the security tests: a script in the page has no app to drive).
+    """
     base = base or Path(tempfile.mkdtemp(prefix="co-jupyter-"))
     full_env = jupyter_environment(base, env)
     port = free_port()
@@ -155,9 +160,9 @@ def start_server(
         "--ServerApp.allow_root=True",
     ]
     # window.jupyterapp lets a test run commands the way menus do (e.g. switch themes).
-    if app == "lab":
+    if app == "lab" and expose_app:
         argv.append("--LabApp.expose_app_in_browser=True")
-    elif app == "notebook":
+    elif app == "notebook" and expose_app:
         argv.append("--JupyterNotebookApp.expose_app_in_browser=True")
     log_path = base / "server.log"
     log_file = log_path.open("wb")

@@ -139,6 +139,16 @@ class PendingApprovals:
                 self._missed.append(outcome)
         self._broadcast([outcome])
 
+    def extension_connected(self) -> bool:
+        """Whether a page with Co's extension has the comm open now.
+
+        Then a decision is taken only from the comm (issue 39): the extension sends one only
+        for a real click or key press (``event.isTrusted``), while the widget card's own
+        button messages also come from a script's ``button.click()``.
+        """
+        with self._lock:
+            return bool(self._comms)
+
     def waiting(self) -> list[dict[str, Any]]:
         """The calls waiting now, as pages receive them."""
         with self._lock:

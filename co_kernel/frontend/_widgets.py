@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import html
+import logging
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -23,7 +24,9 @@ from ._pending import PendingApprovals
 from ._publisher import OUTPUT_TAG, Publisher
 from ._toolcard import format_args
 
-__all__ = ["BUTTONS", "ApprovalCard", "WidgetApprover"]
+__all__ = ["BUTTONS", "CARD_CLASS", "ApprovalCard", "WidgetApprover"]
+
+log = logging.getLogger(__name__)
 
 BUTTONS: tuple[tuple[str, ApprovalDecision, str, str], ...] = (
     ("Approve", "approve", "success", "Run this call"),
@@ -33,6 +36,9 @@ BUTTONS: tuple[tuple[str, ApprovalDecision, str, str], ...] = (
 """(label, decision, button style, tooltip) of each button, in order."""
 _RULE_SHOWN = 48
 """Characters of the proposed rule on the "Always allow" button (the tooltip has it all)."""
+
+CARD_CLASS = "co-approval-card"
+"""Class of the card's box; with ``-<pending id>`` it names the question (labextension)."""
 
 _CARD_CSS = "border-left: 3px solid #f0ad4e; padding: 2px 8px; margin: 4px 0"
 
@@ -50,8 +56,13 @@ class ApprovalCard:
         call: ToolCallView,
         on_choice: Callable[[ApprovalDecision], None],
         rule: str | None = None,
+        pending_id: str | None = None,
     ) -> None:
-        """``rule``: the session rule "Always allow" adds; without it, no such button."""
+        """``rule``: the session rule "Always allow" adds; without it, no such button.
+
+        ``pending_id``: the question's id on the ``co.approvals`` comm, put in the card's
+        classes so the extension answers a click on it through the comm.
+        """
         import ipywidgets as w
 
         self.call = call
@@ -89,7 +100,10 @@ class ApprovalCard:
             self.buttons.append(button)
         self.status = w.HTML("<i>Waiting for your decision…</i>")
         parts += [w.HBox(self.buttons), self.status]
-        self.box = w.VBox(parts, layout=w.Layout(border_left="3px solid #f0ad4e"))
+        classes = [CARD_CLASS, f"{CARD_CLASS}-{pending_id}"] if pending_id else [CARD_CLASS]
+        self.box = w.VBox(
+            parts, layout=w.Layout(border_left="3px solid #f0ad4e"), _dom_classes=classes
+        )
 
     def finish(self, decision: str) -> None:
         """Freeze the card: buttons off, decision shown."""
@@ -139,9 +153,24 @@ class WidgetApprover:
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(_settle, answer, choice)
 
-        card = ApprovalCard(request.call, on_choice, request.rule)
-        self.cards.append(card)
+        def on_button(choice: ApprovalDecision) -> None:
+            # A decision needs a person (issue 39). Any script in the page can send this
+            # widget message (``button.click()``); Co's extension instead answers a click
+            # on the card through the ``co.approvals`` comm, and only for a real gesture
+            # (``event.isTrusted``). So while such a page is connected, the widget's own
+            # message decides nothing. This stops a script that clicks or forges widget
+            # events in the page; it cannot stop one that has the server's token and opens
+            # a kernel connection of its own: that one can send anything a page can, which
+            # is why no script may run from Co's outputs at all (``_safe_html``). Clients
+            # without the extension (no comm) keep the widget buttons as their path.
+            if self._pending is not None and self._pending.extension_connected():
+                log.info("ignored a widget click on an approval card: the extension decides")
+                return
+            on_choice(choice)
+
         display_id = uuid.uuid4().hex
+        card = ApprovalCard(request.call, on_button, request.rule, pending_id=display_id)
+        self.cards.append(card)
         self._pub.display(card.bundle(), card.metadata(), display_id=display_id)
         if self._pending is not None:
             self._pending.add(display_id, request, on_choice)

@@ -9,6 +9,7 @@ import type { INotebookTracker } from '@jupyterlab/notebook';
 
 import type { ApprovalChoice } from './approval';
 import { findPendingButton } from './approval';
+import { CARD_CLASS, pendingIdOf } from './guard';
 import { CommandIDs } from './keys';
 import type { CoStatusModel } from './statusbar';
 
@@ -29,9 +30,11 @@ function searchRoots(tracker: INotebookTracker): HTMLElement[] {
 }
 
 /**
- * Press the pending approval's button for `choice`; without a card on the
- * page (a reload, a second tab), answer the first call the kernel says waits.
- * Says so when none waits.
+ * Answer the pending approval with `choice` through the kernel's comm: the
+ * call whose card is nearest (the active cell first), else, without a card on
+ * the page (a reload, a second tab), the first call the kernel says waits.
+ * Says so when none waits. Never by clicking the card: a scripted click
+ * decides nothing (`guard.ts`).
  */
 export function answerPendingApproval(
   tracker: INotebookTracker,
@@ -39,21 +42,18 @@ export function answerPendingApproval(
   model?: CoStatusModel
 ): boolean {
   const button = findPendingButton(searchRoots(tracker), choice);
+  const card = button?.closest(`.${CARD_CLASS}`);
   const panel = tracker.currentWidget;
-  if (!button && panel && model) {
-    const [first] = model.pendingIn(panel);
-    if (first && model.decide(panel, first.id, choice)) {
+  if (panel && model) {
+    const id = card ? pendingIdOf(card) : model.pendingIn(panel)[0]?.id;
+    if (id && model.decide(panel, id, choice)) {
       return true;
     }
   }
-  if (!button) {
-    Notification.info('No Co tool call is waiting for approval here.', {
-      autoClose: 3000
-    });
-    return false;
-  }
-  button.click();
-  return true;
+  Notification.info('No Co tool call is waiting for approval here.', {
+    autoClose: 3000
+  });
+  return false;
 }
 
 /** Register the commands and put them in the palette. */

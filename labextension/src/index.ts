@@ -14,13 +14,17 @@ import { ILabShell } from '@jupyterlab/application';
 import { ICommandPalette, Notification } from '@jupyterlab/apputils';
 import type { NotebookPanel } from '@jupyterlab/notebook';
 import { INotebookTracker } from '@jupyterlab/notebook';
+import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import { CommandRegistry } from '@lumino/commands';
 import { IStatusBar, showPopup } from '@jupyterlab/statusbar';
 import type { Widget } from '@lumino/widgets';
 
 import type { ActivityPanel } from './activity';
 import { fetchActivity } from './api';
 import { addCommands } from './commands';
+import { installApprovalGuard } from './guard';
 import { CommandIDs } from './keys';
+import { untrustSavedMarkdown } from './legacy';
 // Needed at activation: the status bar item follows notebooks from the start.
 // eslint-disable-next-line jupyter/prefer-lazy-imports
 import { CoStatusModel, CoStatusWidget } from './statusbar';
@@ -47,16 +51,35 @@ const plugin: JupyterFrontEndPlugin<void> = {
   description:
     'Co kernel: status bar, approval shortcuts and the agent activity panel.',
   autoStart: true,
-  requires: [INotebookTracker],
+  requires: [INotebookTracker, IRenderMimeRegistry],
   optional: [ICommandPalette, IStatusBar, ILabShell],
   activate: (
     app: JupyterFrontEnd,
     tracker: INotebookTracker,
+    rendermime: IRenderMimeRegistry,
     palette: ICommandPalette | null,
     statusBar: IStatusBar | null,
     labShell: ILabShell | null
   ) => {
+    untrustSavedMarkdown(rendermime);
     const model = new CoStatusModel(tracker);
+    const approvalCommands: Set<string> = new Set([
+      CommandIDs.approve,
+      CommandIDs.deny,
+      CommandIDs.approveAll
+    ]);
+    installApprovalGuard(window, {
+      decide: (card, id, choice) => {
+        const panel = tracker.find(p => p.node.contains(card));
+        return panel ? model.decide(panel, id, choice) : false;
+      },
+      isApprovalKey: event => {
+        const stroke = CommandRegistry.keystrokeForKeydownEvent(event);
+        return app.commands.keyBindings.some(
+          b => approvalCommands.has(b.command) && b.keys[0] === stroke
+        );
+      }
+    });
     let panel: ActivityPanel | null = null;
     // JupyterLab's main area takes any number of tabs; Notebook 7's only its page.
     const activityArea = labShell ? 'main' : 'right';

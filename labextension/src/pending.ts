@@ -12,6 +12,7 @@ import { Widget } from '@lumino/widgets';
 
 import type { ApprovalChoice } from './approval';
 import { BUTTON_LABELS } from './approval';
+import { byPerson } from './guard';
 
 /** The comm target the kernel registers. */
 export const APPROVALS_TARGET = 'co.approvals';
@@ -106,7 +107,8 @@ const CHOICES: ApprovalChoice[] = ['approve', 'deny', 'approve_all'];
 export function renderPending(
   node: HTMLElement,
   calls: readonly IPendingCall[],
-  decide: (id: string, choice: ApprovalChoice) => void
+  decide: (id: string, choice: ApprovalChoice) => void,
+  isPerson: (event: Event) => boolean = byPerson
 ): void {
   const doc = node.ownerDocument;
   if (!calls.length) {
@@ -140,7 +142,11 @@ export function renderPending(
         const button = doc.createElement('button');
         button.className = `jp-Button co-Pending-${choice}`;
         button.textContent = BUTTON_LABELS[choice];
-        button.addEventListener('click', () => {
+        button.addEventListener('click', event => {
+          // A decision needs a person: a script's click() is not one (guard.ts).
+          if (!isPerson(event)) {
+            return;
+          }
           // One answer per call from this page; the kernel ignores any later one.
           buttons
             .querySelectorAll('button')

@@ -12,7 +12,7 @@ import { Signal } from '@lumino/signaling';
 import { Widget } from '@lumino/widgets';
 
 import type { ICoStatus } from './api';
-import type { ApprovalChoice } from './approval';
+import type { CardChoice } from './guard';
 import type { IApprovalsMessage, IPendingCall } from './pending';
 import { APPROVALS_TARGET, parseApprovals, SEEN_INTERVAL_MS } from './pending';
 import type { IOutputList } from './outputs';
@@ -93,7 +93,7 @@ export class CoStatusModel {
   }
 
   /** Answer a waiting call through the kernel's comm; false without one. */
-  decide(panel: NotebookPanel, id: string, choice: ApprovalChoice): boolean {
+  decide(panel: NotebookPanel, id: string, choice: CardChoice): boolean {
     const comm = this._comms.get(panel);
     if (!comm || comm.isDisposed) {
       return false;

@@ -47,8 +47,11 @@ describe('pending approvals', () => {
   it('draws each call with its buttons, answering once per call', () => {
     const node = document.createElement('div');
     const answers: string[] = [];
-    renderPending(node, parseApprovals(MESSAGE)!.pending, (id, choice) =>
-      answers.push(`${id}:${choice}`)
+    renderPending(
+      node,
+      parseApprovals(MESSAGE)!.pending,
+      (id, choice) => answers.push(`${id}:${choice}`),
+      () => true // jsdom's clicks are never trusted; guard.spec tests that
     );
     expect(node.querySelector('.co-Pending-title')?.textContent).toBe(
       '✋ Co wants to run write_file'
@@ -61,6 +64,21 @@ describe('pending approvals', () => {
     deny.click();
     node.querySelector<HTMLButtonElement>('.co-Pending-approve')!.click();
     expect(answers).toEqual(['a1:deny']);
+  });
+
+  it('decides nothing for a scripted click', () => {
+    const node = document.createElement('div');
+    const answers: string[] = [];
+    renderPending(node, parseApprovals(MESSAGE)!.pending, (id, choice) =>
+      answers.push(`${id}:${choice}`)
+    );
+    const approve = node.querySelector<HTMLButtonElement>(
+      '.co-Pending-approve'
+    )!;
+    approve.click();
+    approve.dispatchEvent(new MouseEvent('click', { bubbles: true }));
+    expect(answers).toEqual([]);
+    expect(approve.disabled).toBe(false);
   });
 
   it('says when nothing waits', () => {

@@ -121,7 +121,7 @@ def test_a_fresh_page_reads_the_waiting_call_and_decides_it(kernel, model_server
         assert final["pending"] == []
         assert [(o["id"], o["decision"]) for o in final["decided"]] == [(call["id"], "approved")]
     markdown = "".join(
-        m["content"]["data"].get("text/markdown", "")
+        markdown_source(m["content"]["data"]) or ""
         for m in page.messages
         if m["parent_header"].get("msg_id") == cell and m["msg_type"] == "update_display_data"
     )
@@ -212,4 +212,46 @@ def test_a_restart_while_a_call_waits_saves_the_turn_for_resume(kernel, model_se
     assert tool_result == (
         "Interrupted by user. It was interrupted while waiting for approval of run_shell_command."
     )
+    assert model_server.errors == []
+
+
+def test_with_the_extension_connected_only_the_comm_decides(kernel, model_server, workspace):
+    """A widget click is what any script in the page can send (``button.click()``): while a
+    page with Co's extension has the comm open, it decides nothing (issue 39); the comm,
+    which the extension uses only for a real gesture, does."""
+    model_server.extend(
+        [
+            {"tool_calls": [shell("echo ran >> count")]},
+            {"text": "Appended."},
+        ]
+    )
+    page = Page(kernel)
+    approvals = page.open_approvals()
+    page.next_data(approvals, lambda d: "pending" in d)
+    cell = kernel.send("append a line")
+    card = page.until(is_card(cell))
+    classes = {
+        tuple(m["content"]["data"]["state"].get("_dom_classes", ()))
+        for m in page.messages
+        if m["msg_type"] == "comm_open"
+        and m["content"]["data"].get("state", {}).get("_model_name") == "VBoxModel"
+    }
+    [call] = page.next_data(approvals, lambda d: d.get("pending"))["pending"]
+    assert ("co-approval-card", f"co-approval-card-{call['id']}") in classes
+    buttons = {
+        m["content"]["data"]["state"]["description"]: m["content"]["comm_id"]
+        for m in page.messages
+        if m["msg_type"] == "comm_open"
+        and m["content"]["data"].get("state", {}).get("_model_name") == "ButtonModel"
+    }
+    kernel.click(buttons["Approve"])
+    kernel.click(buttons["Approve all"])
+    time.sleep(1.5)
+    assert not (workspace / "count").exists(), "a widget click decided with the extension on"
+    assert card["content"]["data"]["text/plain"].endswith("Decision: waiting")
+    kernel.send_comm_msg(approvals, {"decide": call["id"], "choice": "approve"})
+    page.idle(cell)
+    assert Path(workspace / "count").read_text() == "ran\n"
+    outcomes = [o for d in page.comm_data(approvals) for o in d.get("decided", [])]
+    assert [(o["id"], o["decision"]) for o in outcomes] == [(call["id"], "approved")]
     assert model_server.errors == []

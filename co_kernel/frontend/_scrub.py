@@ -1,0 +1,75 @@
+"""Re-render the Markdown an older Co saved in a notebook as safe HTML (issue 39).
+
+Co used to publish answers, notices and magic outputs as ``text/markdown``; a notebook
+saved then carries them, and a viewer that trusts it (nbconvert's HTML export, a notebook
+host, JupyterLab without Co's extension) renders any HTML in them unsanitised.
+``co-kernel scrub`` rewrites each such output as Co publishes it now: sanitised HTML with
+the Markdown as text. Only outputs that carry Co's metadata tag are touched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ..exceptions import CoError
+from ._publisher import OUTPUT_TAG
+from ._safe_html import safe_bundle
+
+__all__ = ["ScrubError", "scrub_notebook"]
+
+
+class ScrubError(CoError):
+    """The file is not a notebook that can be read or written; the message says why."""
+
+
+def _source(value: Any) -> Any:
+    # nbformat stores multi-line strings as lists of lines.
+    return "".join(value) if isinstance(value, list) else value
+
+
+def _scrub_output(output: dict[str, Any]) -> bool:
+    data = output.get("data")
+    tag = (output.get("metadata") or {}).get(OUTPUT_TAG)
+    if not isinstance(data, dict) or not isinstance(tag, dict) or "text/markdown" not in data:
+        return False
+    plain = data.get("text/plain")
+    bundle = {**data, "text/markdown": _source(data["text/markdown"])}
+    if plain is not None:
+        bundle["text/plain"] = _source(plain)
+    output["data"] = safe_bundle(bundle)
+    return True
+
+
+def scrub_notebook(path: Path) -> int:
+    """Rewrite ``path`` in place; returns how many outputs changed (0: file untouched)."""
+    try:
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ScrubError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ScrubError(f"{path}: not a notebook Co can read ({exc})") from None
+    if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
+        raise ScrubError(f"{path}: not a notebook (no list of cells)")
+    changed = sum(
+        _scrub_output(output)
+        for cell in notebook["cells"]
+        if isinstance(cell, dict)
+        for output in cell.get("outputs") or []
+        if isinstance(output, dict)
+    )
+    if changed:
+        # nbformat's own layout; written beside and renamed, so a failure loses nothing.
+        text = json.dumps(notebook, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.replace(tmp, path)
+        except OSError as exc:
+            Path(tmp).unlink(missing_ok=True)
+            raise ScrubError(f"{path}: could not be written ({exc})") from None
+    return changed
