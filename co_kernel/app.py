@@ -63,7 +63,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
 def _cmd_google_auth(args: argparse.Namespace) -> int:
     from .config import load_settings
     from .exceptions import ConfigError
-    from .tools.google._auth import run_auth_flow
+    from .tools.google import run_auth_flow
 
     loaded = load_settings(Path(args.project).resolve())
     for problem in loaded.problems:
@@ -140,8 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         "--project", default=".", help="the notebook folder (for .co/settings.json)"
     )
     p_auth.set_defaults(func=_cmd_google_auth)
-    from .config._secrets_cli import add_secrets_commands
-    from .telemetry._cli import add_telemetry_commands
+    from .config import add_secrets_commands
+    from .telemetry import add_telemetry_commands
 
     add_secrets_commands(sub)
 

@@ -23,6 +23,7 @@ from .frontend import (
     KernelPublisher,
     KernelStdin,
     NotebookFrontend,
+    PendingApprovals,
     Publisher,
     RedactingPublisher,
     StdinApprover,
@@ -31,7 +32,6 @@ from .frontend import (
     render_markdown,
     terminal_width,
 )
-from .frontend._pending import PendingApprovals
 from .magics import MagicContext, MagicError, RunPrompt, find_magic, parse_magic
 from .notebook import CellRecord, NotebookContext, expand_references
 

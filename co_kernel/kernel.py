@@ -36,8 +36,8 @@ _WARM_MODULES = (
     "co_kernel.telemetry._tracing",
     # What the first turn imported on its way to the first text (measured in a kernel).
     "anyio._backends._asyncio",
-    "co_kernel.tools._definitions",
-    "co_kernel.turn._finish",
+    "co_kernel.turn._definitions",
+    "co_kernel.models._finish",
 )
 
 
@@ -262,19 +262,19 @@ class CoKernel(IPythonKernel):
         return MagicContext(self._dispatcher.session, kernel=self)
 
     async def do_complete(self, code: str, cursor_pos: int | None) -> dict[str, Any]:
-        from .magics._complete import complete_reply
+        from .magics import complete_reply
 
         return complete_reply(await self._magic_context(), code, cursor_pos)
 
     async def do_inspect(
         self, code: str, cursor_pos: int | None, detail_level: int = 0, omit_sections: Any = ()
     ) -> dict[str, Any]:
-        from .magics._complete import inspect_reply
+        from .magics import inspect_reply
 
         return inspect_reply(code, cursor_pos, detail_level)
 
     async def do_is_complete(self, code: str) -> dict[str, Any]:
-        from .magics._complete import is_complete_reply
+        from .magics import is_complete_reply
 
         return is_complete_reply(code)
 

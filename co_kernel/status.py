@@ -134,7 +134,7 @@ def probe_provider(
 
     Raises UnknownProvider (a ConfigError) for a malformed name.
     """
-    from .turn._providers import parse_model_string
+    from .config import parse_model_string
 
     provider, name = parse_model_string(model)
     if provider in _KEY_FIELDS:
@@ -164,7 +164,7 @@ def probe_provider(
 def _probe_local(name: str, base_dir: Path) -> ProviderProbe:
     """The file exists and is a GGUF; loading it is left to the first turn (seconds)."""
     from .exceptions import ConfigError
-    from .turn._local import human_size, resolve_local_model
+    from .models import human_size, resolve_local_model
 
     try:
         spec = resolve_local_model(name, base_dir=base_dir)
@@ -181,7 +181,7 @@ def _probe_local(name: str, base_dir: Path) -> ProviderProbe:
 def _probe_replay(
     name: str, base_dir: Path, replay_base: str | None, timeout: float
 ) -> ProviderProbe:
-    from .testing._script import Script
+    from .testing import Script
 
     path = Path(name).expanduser()
     if not path.is_absolute():
@@ -240,7 +240,7 @@ def _probe_listing(
 
 def _secret_rows(report: StatusReport, loaded: LoadedSettings) -> None:
     """Where each secret setting comes from, never its value."""
-    from .config._credentials import CredentialStore
+    from .config import CredentialStore
 
     settings = loaded.settings
     store = CredentialStore(settings.credential_store)
@@ -310,7 +310,7 @@ def collect_status(
     project_dir: Path, session: Any = None, *, check_provider: bool = True
 ) -> StatusReport:
     """Gather settings, model, sandbox, integrations and stores."""
-    from .turn._providers import PROVIDERS, parse_model_string
+    from .config import PROVIDERS, parse_model_string
 
     loaded = session.loaded if session is not None else load_settings(project_dir)
     settings = loaded.settings
@@ -318,7 +318,7 @@ def collect_status(
     where = paths()
     files = ", ".join(str(p) for p in loaded.files) or "none (defaults and environment only)"
     report.add("settings", "files in force", files)
-    from .turn._providers import default_model_string
+    from .models import default_model_string
 
     model = (session.model_override if session is not None else None) or settings.model
     is_default = False
@@ -376,7 +376,7 @@ def collect_status(
 def _local_rows(report: StatusReport, name: str, project_dir: Path, session: Any) -> None:
     """The local model's file, size, load time and speed, without starting it."""
     from .exceptions import ConfigError
-    from .turn._local import local_status_rows, resolve_local_model
+    from .models import local_status_rows, resolve_local_model
 
     handle = session.model_handle if session is not None else None
     if handle is not None and handle.local is not None:

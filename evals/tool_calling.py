@@ -192,7 +192,7 @@ class Runner:
     async def play(self, case: Case) -> CaseResult:
         from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolDenied
 
-        from co_kernel.turn._approval import normalise_args
+        from co_kernel.permissions import normalise_args
 
         out = CaseResult(case.id, case.category)
         if case.expect_tool and case.expect_tool not in self.tool_names:

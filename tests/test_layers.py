@@ -21,11 +21,12 @@ def _lint_imports(
 def test_the_import_contracts_are_kept() -> None:
     run = _lint_imports()
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "Contracts: 3 kept, 0 broken." in run.stdout, run.stdout
+    assert "Contracts: 4 kept, 0 broken." in run.stdout, run.stdout
 
 
-def test_an_upward_import_breaks_the_layers(tmp_path: Path) -> None:
-    """The contract is live: a copy of the package where a tool imports the turn fails it."""
+def _lint_a_copy_where(tmp_path: Path, module: str, late_import: str) -> str:
+    """lint-imports' report on a copy of the package where ``module`` (a path under
+    co_kernel/) gains a function that imports ``late_import``; asserts the run fails."""
     import shutil
 
     copy = tmp_path / "repo"
@@ -36,12 +37,26 @@ def test_an_upward_import_breaks_the_layers(tmp_path: Path) -> None:
     )
     shutil.copy(REPO / "pyproject.toml", copy / "pyproject.toml")
     (copy / "co_kernel" / "labextension").mkdir()
-    todos = copy / "co_kernel" / "tools" / "todos.py"
-    todos.write_text(
-        todos.read_text()
-        + "\n\ndef _late() -> None:\n    from ..turn import run_turn  # noqa: F401\n"
+    source = copy / "co_kernel" / module
+    source.write_text(
+        source.read_text() + f"\n\ndef _late() -> None:\n    {late_import}  # noqa: F401\n"
     )
     # The copy shadows the installed package: grimp finds co_kernel on PYTHONPATH first.
     run = _lint_imports(copy, env={"PYTHONPATH": str(copy), "PATH": "/usr/bin:/bin"})
     assert run.returncode != 0, run.stdout
-    assert "co_kernel.tools.todos -> co_kernel.turn" in run.stdout, run.stdout
+    return run.stdout
+
+
+def test_an_upward_import_breaks_the_layers(tmp_path: Path) -> None:
+    """The contract is live: a copy of the package where a tool imports the turn fails it."""
+    report = _lint_a_copy_where(tmp_path, "tools/todos.py", "from ..turn import run_turn")
+    assert "co_kernel.tools.todos -> co_kernel.turn" in report, report
+
+
+def test_importing_another_packages_private_module_breaks_a_contract(tmp_path: Path) -> None:
+    """A package reaches a neighbour through its public seam, never a ``_private`` module."""
+    report = _lint_a_copy_where(
+        tmp_path, "frontend/_footer.py", "from ..turn._frontend import TurnSummary"
+    )
+    assert "co_kernel layers KEPT" in report, report
+    assert "co_kernel.frontend._footer -> co_kernel.turn._frontend" in report, report

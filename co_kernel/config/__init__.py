@@ -16,49 +16,81 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 from pydantic_settings.exceptions import SettingsError
 from pydantic_settings.sources import EnvSettingsSource
 
-from ._credentials import plain_secrets, resolve_secrets
+from ._credentials import (
+    CREDENTIAL_NAME,
+    SECRET_REF,
+    CredentialError,
+    CredentialStore,
+    plain_secrets,
+    resolve_secrets,
+)
 from ._mcp import McpServerSpec, expand_vars, merge_server_layers
 from ._models import PROVIDERS, parse_model_string
 from ._permissions import (
+    KINDS,
     PROJECT,
     PermissionRule,
     PermissionRules,
     Permissions,
+    RuleKind,
     merge_permission_layers,
+    save_user_rule,
 )
 from ._private import private_file
-from ._protected import is_protected, is_protected_name, protected_paths
+from ._protected import credential_files, is_protected, is_protected_name, protected_paths
+
+if TYPE_CHECKING:
+    from ._secrets_cli import add_secrets_commands
 
 __all__ = [
+    "CREDENTIAL_NAME",
+    "KINDS",
     "PROJECT",
     "PROVIDERS",
+    "SECRET_FIELDS",
+    "SECRET_REF",
     "CoPaths",
+    "CredentialError",
+    "CredentialStore",
     "LoadedSettings",
     "McpServerSpec",
     "PermissionRule",
     "Permissions",
+    "RuleKind",
     "Settings",
     "SubagentSetting",
     "WebPolicy",
+    "add_secrets_commands",
+    "credential_files",
     "expand_vars",
+    "field_name",
     "is_protected",
     "is_protected_name",
     "load_settings",
-    "merge_server_layers",
     "parse_model_string",
     "paths",
     "private_file",
     "protected_paths",
+    "save_user_rule",
 ]
 
 APP_NAME = "co"
+
+
+def __getattr__(name: str) -> Any:
+    # The `co-kernel secrets` command line loads with that command, not with the settings.
+    if name == "add_secrets_commands":
+        from ._secrets_cli import add_secrets_commands
+
+        return add_secrets_commands
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -495,7 +527,8 @@ def _read_json(path: Path, problems: list[str]) -> dict[str, Any]:
     return data
 
 
-def _field_name(key: str) -> str | None:
+def field_name(key: str) -> str | None:
+    """The setting a settings-file key or alias names (``GEMINI_API_KEY`` -> ``gemini_api_key``)."""
     if key in Settings.model_fields:
         return key
     for name, f in Settings.model_fields.items():
@@ -507,7 +540,7 @@ def _field_name(key: str) -> str | None:
 
 def _secret_field(key: str) -> str | None:
     """The secret setting a settings-file key is, or None."""
-    name = _field_name(key)
+    name = field_name(key)
     return name if name in SECRET_FIELDS else None
 
 
@@ -576,7 +609,7 @@ def load_settings(project_dir: Path | None = None) -> LoadedSettings:
             files.append(path)
         layer: dict[str, Any] = {}
         for key, value in raw.items():
-            name = _field_name(key)
+            name = field_name(key)
             if name is None:
                 problems.append(f"{path}: unknown setting '{key}'{_suggest(key)}; ignored")
             else:

@@ -7,7 +7,7 @@ for ``web_fetch`` a glob over the host, for any other tool a glob over the JSON 
 arguments. Layers (user settings, project settings, ``CO_PERMISSIONS``, the session)
 add up; each rule remembers its layer, so ``%permissions`` can say where it comes from
 and a project file's ``allow`` rules can wait for the person's consent. How a rule
-matches a call is the turn's business (``turn/_permissions.py``); here rules are only
+matches a call is the business of ``permissions/_rules.py``; here rules are only
 read and checked for syntax.
 """
 

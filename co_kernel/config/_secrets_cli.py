@@ -38,9 +38,9 @@ def _store(args: argparse.Namespace) -> Any:
 
 def _entry_name(name: str) -> str:
     """A secret setting's own name for any of its spellings (OPENAI_API_KEY: openai_api_key)."""
-    from . import SECRET_FIELDS, _field_name
+    from . import SECRET_FIELDS, field_name
 
-    field = _field_name(name)
+    field = field_name(name)
     return field if field in SECRET_FIELDS else name
 
 

@@ -19,11 +19,12 @@ from ._footer import footer_enabled, format_footer
 from ._headless import HeadlessFrontend
 from ._markdown import MarkdownStream, find_block_boundary
 from ._notebook import NotebookFrontend
+from ._pending import PendingApprovals
 from ._publisher import KernelPublisher, Publisher, RedactingPublisher
 from ._safe_html import markdown_to_html, safe_bundle, warm_markdown
 from ._scrub import ScrubError, scrub_notebook
 from ._stdin import KernelStdin, StdinApprover
-from ._terminal import TerminalMarkdown, render_markdown, terminal_width
+from ._terminal import render_markdown, terminal_width
 from ._toolcard import MIME_TOOL_CALL, tool_call_bundle
 from ._widgets import ApprovalCard, WidgetApprover
 
@@ -38,11 +39,11 @@ __all__ = [
     "KernelStdin",
     "MarkdownStream",
     "NotebookFrontend",
+    "PendingApprovals",
     "Publisher",
     "RedactingPublisher",
     "ScrubError",
     "StdinApprover",
-    "TerminalMarkdown",
     "WidgetApprover",
     "find_block_boundary",
     "footer_enabled",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 
-from ..turn._approval import (
+from ..permissions import (
     ALWAYS_ALLOWED,
     APPROVED,
     APPROVED_ALL,
@@ -21,7 +21,7 @@ from ..turn._approval import (
     TIMED_OUT,
     YOLO,
 )
-from ..turn._frontend import (
+from ..turn import (
     ApprovalDecision,
     ApprovalRequest,
     NoticeLevel,

@@ -10,8 +10,8 @@ import asyncio
 import time
 from collections.abc import Sequence
 
-from ..turn._approval import INTERRUPTED, decision_label
-from ..turn._frontend import (
+from ..permissions import INTERRUPTED, decision_label
+from ..turn import (
     ApprovalDecision,
     ApprovalRequest,
     FrontendProtocol,

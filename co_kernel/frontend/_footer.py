@@ -7,7 +7,7 @@ headless runs, whose outputs nbval compares strictly and whose duration varies.
 
 from __future__ import annotations
 
-from ..turn._frontend import TurnSummary
+from ..turn import TurnSummary
 
 __all__ = ["footer_bundle", "footer_enabled", "format_footer"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ..turn._approval import decision_label
-from ..turn._frontend import (
+from ..permissions import decision_label
+from ..turn import (
     ApprovalDecision,
     ApprovalRequest,
     FrontendProtocol,

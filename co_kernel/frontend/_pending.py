@@ -36,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, get_args
 
-from ..turn._frontend import ApprovalDecision, ApprovalRequest
+from ..turn import ApprovalDecision, ApprovalRequest
 from ._base import DECISION_TEXT
 from ._toolcard import format_args
 

@@ -13,7 +13,7 @@ import logging
 import sys
 from typing import Any
 
-from ..turn._frontend import ApprovalDecision, ApprovalRequest
+from ..turn import ApprovalDecision, ApprovalRequest
 from ._base import parse_answer, wait_for_answer
 from ._publisher import Publisher
 

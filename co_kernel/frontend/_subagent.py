@@ -20,8 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..turn._approval import INTERRUPTED, decision_label, is_refusal
-from ..turn._frontend import (
+from ..permissions import INTERRUPTED, decision_label, is_refusal
+from ..turn import (
     ApprovalDecision,
     ApprovalRequest,
     FrontendProtocol,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..turn._frontend import TodoView
+from ..turn import TodoView
 
 __all__ = ["MIME_TODOS", "todos_bundle", "todos_text"]
 

@@ -12,8 +12,8 @@ import html
 import json
 from typing import Any
 
-from ..turn._approval import normalise_args
-from ..turn._frontend import ToolCallView, ToolResultView
+from ..permissions import normalise_args
+from ..turn import ToolCallView, ToolResultView
 
 __all__ = ["MIME_TOOL_CALL", "format_args", "short_args", "tool_call_bundle"]
 

@@ -17,8 +17,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from ..turn._approval import INTERRUPTED, decision_label
-from ..turn._frontend import ApprovalDecision, ApprovalRequest, ToolCallView
+from ..permissions import INTERRUPTED, decision_label
+from ..turn import ApprovalDecision, ApprovalRequest, ToolCallView
 from ._base import DECISION_TEXT, approval_text, wait_for_answer
 from ._pending import PendingApprovals
 from ._publisher import OUTPUT_TAG, Publisher

@@ -17,14 +17,17 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..turn import ChatSession
+    from ._complete import complete_reply, inspect_reply, is_complete_reply
 
 __all__ = [
     "MAGICS",
     "MagicContext",
     "MagicError",
     "RunPrompt",
+    "complete_reply",
     "find_magic",
-    "magic_help",
+    "inspect_reply",
+    "is_complete_reply",
     "parse_magic",
 ]
 
@@ -98,3 +101,13 @@ def magic_help(name: str) -> str:
     module = find_magic(name)
     doc = (module.__doc__ or "").strip()
     return f"{module.USAGE}\n\n{doc}"
+
+
+def __getattr__(name: str) -> Any:
+    # Completion and inspection load with the first request for them (the kernel waits
+    # for its warm-up imports first), not with the magics.
+    if name in ("complete_reply", "inspect_reply", "is_complete_reply"):
+        from . import _complete
+
+        return getattr(_complete, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

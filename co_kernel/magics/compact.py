@@ -15,7 +15,7 @@ USAGE = "%compact [focus]"
 
 async def run(ctx: MagicContext, args: str) -> str:
     from ..exceptions import ConfigError
-    from ..turn._compact import CompactError
+    from ..turn import CompactError
 
     session = ctx.session
     try:

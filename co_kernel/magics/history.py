@@ -44,7 +44,7 @@ def _tool_calls(messages: Sequence[ModelMessage]) -> int:
 
 
 async def run(ctx: MagicContext, args: str) -> str:
-    from ..turn._history import estimate_tokens, is_summary, token_calibration
+    from ..turn import estimate_tokens, is_summary, token_calibration
 
     if args:
         raise MagicError(f"%history takes no arguments (got '{args}').")

@@ -59,8 +59,8 @@ async def check_model(session: ChatSession, value: str) -> ProviderProbe:
 
 
 async def run(ctx: MagicContext, args: str) -> str:
+    from ..config import PROVIDERS
     from ..exceptions import ConfigError
-    from ..turn._providers import PROVIDERS
 
     session = ctx.session
     current = session.model_string
@@ -83,7 +83,7 @@ async def run(ctx: MagicContext, args: str) -> str:
 
 
 def complete(ctx: MagicContext, arg_text: str) -> list[str]:
-    from ..turn._providers import PROVIDERS, parse_model_string
+    from ..config import PROVIDERS, parse_model_string
 
     word = arg_text.strip()
     session = ctx.session
@@ -104,7 +104,7 @@ def complete(ctx: MagicContext, arg_text: str) -> list[str]:
         candidates += known_models(provider)
     for provider, models in session.provider_models.items():
         candidates += [f"{provider}:{m.removesuffix(':latest')}" for m in models]
-    from ..turn._local import CATALOGUE
+    from ..models import CATALOGUE
 
     candidates += [f"local:{name}" for name in CATALOGUE]
     seen: dict[str, None] = {}

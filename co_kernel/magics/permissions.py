@@ -19,13 +19,13 @@ from . import MagicContext, MagicError
 from ._render import table
 
 if TYPE_CHECKING:
-    from ..config._permissions import RuleKind
+    from ..config import RuleKind
 
 USAGE = "%permissions [accept]"
 
 
 async def run(ctx: MagicContext, args: str) -> str:
-    from ..turn._permissions import accept_project_rules, pending_project_rules
+    from ..permissions import accept_project_rules, pending_project_rules
 
     deps = ctx.session.deps
     word = args.strip().lower()
@@ -65,8 +65,7 @@ def complete(ctx: MagicContext, arg_text: str) -> list[str]:
 
 async def add_rule(ctx: MagicContext, kind: RuleKind, args: str, usage: str) -> str:
     """`%allow`, `%ask`, `%deny`: a session rule, and with ``--save`` a user setting."""
-    from ..config import PermissionRule
-    from ..config._permissions import save_user_rule
+    from ..config import PermissionRule, save_user_rule
 
     words = args.split()
     save = "--save" in words

@@ -63,8 +63,9 @@ async def run(ctx: MagicContext, args: str) -> str:
 
 async def _restore_model(session: ChatSession, stored: str | None) -> str | None:
     """Switch to the model the conversation was saved with, if it can still be used."""
+    from ..config import parse_model_string
     from ..exceptions import ConfigError
-    from ..turn._providers import default_model_string, parse_model_string
+    from ..models import default_model_string
     from .model import check_model
 
     current = session.model_string

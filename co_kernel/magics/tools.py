@@ -12,7 +12,7 @@ import fnmatch
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..config._permissions import KINDS
+from ..config import KINDS
 from . import MagicContext, MagicError
 from ._render import table
 
@@ -113,7 +113,7 @@ async def run(ctx: MagicContext, args: str) -> str:
     builds = session.toolsets or session_toolsets(session.settings)
     await session.mcp.ready()
     builds = [*builds, *session.mcp.tool_builds()]
-    from ..turn._permissions import active_rules
+    from ..permissions import active_rules
 
     return format_tools(
         builds,

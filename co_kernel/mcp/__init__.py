@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..config import McpServerSpec, expand_vars, merge_server_layers
+from ..config import McpServerSpec, expand_vars
 from ._servers import McpManager, McpServer
 
 if TYPE_CHECKING:
@@ -24,7 +24,6 @@ __all__ = [
     "McpServersToolset",
     "expand_vars",
     "mcp_log_dir",
-    "merge_server_layers",
 ]
 
 

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from ..config import paths
-from ..store._sqlite import connect, write
-from ..telemetry._redact import Redactor
+from ..store import connect, write
+from ..telemetry import Redactor
 
 __all__ = ["Memory", "MemoryStore", "memory_store_path"]
 

@@ -3,9 +3,9 @@
 `create_sandbox` picks the backend; both follow `SandboxProtocol`.
 """
 
-from ._docker import DEFAULT_IMAGE, DockerSandbox
 from ._docker import WORKDIR as WORKSPACE_MOUNT
-from ._factory import MODES, create_sandbox
+from ._docker import DockerSandbox
+from ._factory import create_sandbox
 from ._protocol import (
     CommandResult,
     OutputCallback,
@@ -16,8 +16,6 @@ from ._protocol import (
 from ._subprocess import SubprocessSandbox
 
 __all__ = [
-    "DEFAULT_IMAGE",
-    "MODES",
     "WORKSPACE_MOUNT",
     "CommandResult",
     "DockerSandbox",

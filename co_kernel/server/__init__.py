@@ -11,7 +11,7 @@ from typing import Any
 
 from ._activity import ActivityQuery, parse_query, read_activity
 
-__all__ = ["API_NAMESPACE", "ActivityQuery", "parse_query", "read_activity"]
+__all__ = ["ActivityQuery", "parse_query", "read_activity"]
 
 API_NAMESPACE = "co-kernel"
 

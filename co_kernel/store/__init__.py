@@ -15,6 +15,7 @@ from ._sessions import (
     StoredSession,
     TurnRow,
 )
+from ._sqlite import connect, write
 
 __all__ = [
     "CellHistory",
@@ -26,8 +27,10 @@ __all__ = [
     "SessionStore",
     "StoredSession",
     "TurnRow",
+    "connect",
     "history_path",
     "session_store_path",
+    "write",
 ]
 
 

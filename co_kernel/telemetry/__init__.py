@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._audit import DECISIONS, AuditEvent, AuditLog, audit_target
-from ._redact import REDACTED, Redactor, secret_env_names
+from ._redact import REDACTED, Redactor, redact_value
 from ._session import SessionTelemetry
 from ._usage import UsageTotals, usage_from_spans
 
 if TYPE_CHECKING:
+    from ._cli import add_telemetry_commands
     from ._limits import CoLimitExceeded, RateLimits, RequestWindow, usage_limit_message
     from ._tracing import Tracing
 
@@ -35,8 +36,9 @@ __all__ = [
     "SessionTelemetry",
     "Tracing",
     "UsageTotals",
+    "add_telemetry_commands",
     "audit_target",
-    "secret_env_names",
+    "redact_value",
     "telemetry_db_path",
     "usage_from_spans",
     "usage_limit_message",
@@ -48,6 +50,7 @@ _LAZY = {
     "RequestWindow": "._limits",
     "usage_limit_message": "._limits",
     "Tracing": "._tracing",
+    "add_telemetry_commands": "._cli",
 }
 
 

@@ -139,7 +139,7 @@ _ANY_TRIGGER = re.compile(_trie_pattern(t for shape in _SHAPES for t in shape.tr
 
 def secret_env_names(environ: Mapping[str, str] | None = None) -> list[str]:
     """Environment variables whose values are credentials."""
-    from ..config._credentials import CREDENTIAL_NAME
+    from ..config import CREDENTIAL_NAME
 
     env = os.environ if environ is None else environ
     return [
@@ -151,8 +151,7 @@ def _file_secrets(path: Path) -> list[str]:
     """Values of secret settings written in a settings file (unreadable files: none)."""
     import json
 
-    from ..config import SECRET_FIELDS, _field_name
-    from ..config._credentials import SECRET_REF
+    from ..config import SECRET_FIELDS, SECRET_REF, field_name
 
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -163,7 +162,7 @@ def _file_secrets(path: Path) -> list[str]:
     found = [
         value
         for key, value in data.items()
-        if isinstance(value, str) and _field_name(key) in SECRET_FIELDS
+        if isinstance(value, str) and field_name(key) in SECRET_FIELDS
     ]
     # `secret:NAME` names a stored entry (whose value the store adds); it is no secret itself.
     found = [v for v in found if not v.startswith(SECRET_REF)]
@@ -204,7 +203,7 @@ def _stored_secrets(environ: Mapping[str, str]) -> list[str]:
     Google token); an unreadable store adds nothing (settings resolution reports it)."""
     import json
 
-    from ..config._credentials import CredentialStore
+    from ..config import CredentialStore
 
     found: list[str] = []
     for value in CredentialStore(environ=environ).values().values():
@@ -285,7 +284,7 @@ class Redactor:
             values.extend(_file_secrets(path))
         if settings is not None:
             values.extend(_stored_secrets(env))
-        from ..config._protected import credential_files
+        from ..config import credential_files
 
         for path in credential_files(settings, env):
             values.extend(_json_secrets(path))

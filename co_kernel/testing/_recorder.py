@@ -46,7 +46,7 @@ def _needle(text: str, redact: Callable[[str], str]) -> str:
     """A substring check's text: the start of ``text``, and where redaction took something
     out, its longest clean piece (the replayed request carries the real text)."""
     # Imported here: the scripted server's command line needs none of telemetry.
-    from ..telemetry._redact import REDACTED
+    from ..telemetry import REDACTED
 
     start = text[:_NEEDLE_CHARS]
     cleaned = redact(start)
@@ -90,7 +90,7 @@ def step_from_exchange(
     """One answered request as a script step (a JSON object), secrets redacted."""
     from pydantic_ai.messages import TextPart, ThinkingPart, ToolCallPart
 
-    from ..telemetry._redact import redact_value
+    from ..telemetry import redact_value
 
     text = "".join(p.content for p in response.parts if isinstance(p, TextPart))
     reasoning = "".join(p.content for p in response.parts if isinstance(p, ThinkingPart))

@@ -21,8 +21,16 @@ if TYPE_CHECKING:
     from pydantic_ai.toolsets import AbstractToolset
 
     from ..config import Settings
+    from ._errors import ToolError, ToolErrorGuard, ToolErrorKind
 
-__all__ = ["ENTRY_POINT_GROUP", "ToolsetBuild", "collect_toolsets"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "ToolError",
+    "ToolErrorGuard",
+    "ToolErrorKind",
+    "ToolsetBuild",
+    "collect_toolsets",
+]
 
 log = logging.getLogger(__name__)
 
@@ -81,3 +89,12 @@ def _plugin_builds(settings: Settings) -> list[ToolsetBuild]:
             )
         builds.append(build)
     return builds
+
+
+def __getattr__(name: str) -> Any:
+    # Tool errors load pydantic-ai: with the first toolset or agent, not with the package.
+    if name in ("ToolError", "ToolErrorGuard", "ToolErrorKind"):
+        from . import _errors
+
+        return getattr(_errors, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -30,7 +30,7 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ModelRetry, ToolFailed, UnexpectedModelBehavior
 
 from ..config import paths
-from ..telemetry._redact import Redactor, redact_value
+from ..telemetry import Redactor, redact_value
 
 if TYPE_CHECKING:
     from pydantic_ai import RunContext

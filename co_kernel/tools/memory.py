@@ -14,8 +14,15 @@ from pydantic_ai import ApprovalRequired, ModelRetry, RunContext, Tool
 from pydantic_ai.toolsets import FunctionToolset
 
 from ..deps import CoDeps  # at run time: pydantic-ai reads the tools' annotations
-from ..memory import Memory, MemoryStore, memory_store_path
-from ..memory._lifecycle import clean_tags, find_duplicate, prompt_section, save
+from ..memory import (
+    Memory,
+    MemoryStore,
+    clean_tags,
+    find_duplicate,
+    memory_store_path,
+    prompt_section,
+    save,
+)
 from . import ToolsetBuild
 from ._errors import session_redactor
 from ._paging import paginate, result

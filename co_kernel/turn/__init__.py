@@ -1,42 +1,44 @@
-"""The turn: agent factory, deps, providers, the run_turn state machine."""
+"""The turn: the session, the agent factory, the run_turn state machine, the frontend protocol."""
 
 from __future__ import annotations
 
-from ._agent import SessionAgent, build_session_agent, session_toolsets
-from ._approval import is_safe_command
+from ._agent import build_session_agent, session_toolsets
+from ._compact import CompactError
 from ._frontend import (
     ApprovalDecision,
     ApprovalRequest,
     FrontendProtocol,
+    NoticeLevel,
+    SubagentView,
+    TodoView,
     ToolCallView,
     ToolResultView,
     TurnSummary,
 )
-from ._providers import PROVIDERS, ModelHandle, build_model, parse_model_string
+from ._history import estimate_tokens, is_summary, token_calibration
 from ._recording import RecordingFrontend
-from ._run import INTERRUPTED_TOOL_RETURN, TurnResult, patch_dangling_tool_calls, run_turn
-from ._session import ChatSession, TurnRecord
+from ._run import INTERRUPTED_TOOL_RETURN, TurnResult, run_turn
+from ._session import ChatSession
 
 __all__ = [
     "INTERRUPTED_TOOL_RETURN",
-    "PROVIDERS",
     "ApprovalDecision",
     "ApprovalRequest",
     "ChatSession",
+    "CompactError",
     "FrontendProtocol",
-    "ModelHandle",
+    "NoticeLevel",
     "RecordingFrontend",
-    "SessionAgent",
+    "SubagentView",
+    "TodoView",
     "ToolCallView",
     "ToolResultView",
-    "TurnRecord",
     "TurnResult",
     "TurnSummary",
-    "build_model",
     "build_session_agent",
-    "is_safe_command",
-    "parse_model_string",
-    "patch_dangling_tool_calls",
+    "estimate_tokens",
+    "is_summary",
     "run_turn",
     "session_toolsets",
+    "token_calibration",
 ]

@@ -25,9 +25,9 @@ if TYPE_CHECKING:
 
     from ..config import Settings
     from ..deps import CoDeps
+    from ..models import ModelHandle
     from ..testing import Recorder
     from ..tools import ToolsetBuild
-    from ._providers import ModelHandle
 
 __all__ = [
     "SessionAgent",
@@ -75,9 +75,9 @@ def build_session_agent(
 
     ``wrap_toolset`` wraps each registered toolset (the eval runner defers every call);
     ``extra_toolsets`` (the session's MCP servers) join them when the model takes tools;
-    ``recorder`` is the session's (``%record`` and replays, see ``_record``).
+    ``recorder`` is the session's (``%record`` and replays, see ``models/_record.py``).
     """
-    from ._providers import build_model
+    from ..models import build_model
 
     handle = build_model(settings, model_string, base_dir=base_dir, recorder=recorder)
     try:
@@ -145,10 +145,10 @@ def build_agent(
     from pydantic_ai import Agent, DeferredToolRequests, RunContext
 
     from ..deps import CoDeps
-    from ..tools._errors import ToolErrorGuard
+    from ..permissions import PermissionGate
+    from ..tools import ToolErrorGuard
     from ..tools.memory import memory_prompt
     from ._govern import GovernHistory
-    from ._permissions import PermissionGate
 
     config_dir = paths().config_dir
 
@@ -165,7 +165,7 @@ def build_agent(
         toolsets=toolsets,
         # ToolErrorGuard: every toolset's failures become readable tool errors, never a
         # dead turn. GovernHistory: trimming and windowing before each model request.
-        # PermissionGate: ask and deny rules reach tools that never ask (turn/_permissions).
+        # PermissionGate: ask and deny rules reach tools that never ask (permissions/_rules).
         # Telemetry's (instrumentation, rate limits) come first; Instrumentation orders
         # itself outermost either way.
         capabilities=[

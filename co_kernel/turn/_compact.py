@@ -169,7 +169,7 @@ async def summarise(
     """
     from pydantic_ai import Agent
 
-    from ._provider_errors import classify_provider_error
+    from ..models import classify_provider_error
 
     focus_line = f"\nGive most room to: {focus.strip()}\n" if focus and focus.strip() else ""
     prompt = (

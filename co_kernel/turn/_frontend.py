@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from ..permissions import ApprovalDecision
+
 __all__ = [
     "ApprovalDecision",
     "ApprovalRequest",
@@ -24,9 +26,6 @@ __all__ = [
 ]
 
 NoticeLevel = Literal["info", "warning", "error"]
-ApprovalDecision = Literal["approve", "deny", "approve_all", "always_allow", "timed_out"]
-"""A person's answer; ``timed_out`` when nobody answered within ``approval_timeout``;
-``always_allow`` approves and adds the request's ``rule`` for the rest of the session."""
 
 
 @dataclass

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._approval import (
+from ..models import ErrorAction, ProviderErrorKind, backoff_delay, classify_provider_error
+from ..permissions import (
     INTERRUPTED,
     auto_decision,
     decision_label,
@@ -41,7 +42,6 @@ from ._frontend import (
     ToolResultView,
     TurnSummary,
 )
-from ._provider_errors import ErrorAction, ProviderErrorKind, backoff_delay, classify_provider_error
 
 if TYPE_CHECKING:
     from pydantic_ai import Agent
@@ -238,7 +238,7 @@ class _TurnRunner:
     async def _stream_once(self, user_input: Any, deferred: Any) -> Any:
         from pydantic_ai import AgentRunResultEvent
 
-        from ._finish import RequireFinish
+        from ..models import RequireFinish
 
         result = None
         async with self.agent.run_stream_events(
@@ -434,7 +434,7 @@ class _TurnRunner:
 
     async def _ask(self, view: ToolCallView, timeout: float | None) -> str:
         from ..config import PermissionRule
-        from ._permissions import narrowest_rule
+        from ..permissions import narrowest_rule
 
         rule = narrowest_rule(view.name, normalise_args(view.args), self.deps.workspace)
         try:
@@ -747,7 +747,7 @@ async def run_turn(
 
     ``capabilities`` makes the session's telemetry capabilities for subagents' agents.
     """
-    from ._permissions import project_rules_notice
+    from ..permissions import project_rules_notice
 
     started = time.monotonic()
     notice = project_rules_notice(deps, headless=getattr(frontend, "kind", "") == "headless")

@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..config import parse_model_string
 from ..deps import CoDeps
 from ..exceptions import ConfigError
+from ..models import build_model
 from ..store import SessionConflict, SessionStore, TurnRow, session_store_path
 from ._compact import CompactError, compacted_history, render_transcript, split_for_compaction
 from ._history import estimate_tokens, govern_history, token_calibration
-from ._providers import build_model, parse_model_string
 from ._run import TurnResult, run_turn
 
 if TYPE_CHECKING:
@@ -31,11 +32,11 @@ if TYPE_CHECKING:
 
     from ..config import LoadedSettings
     from ..mcp import McpServersToolset
+    from ..models import ModelHandle
     from ..store import Revision, SessionInfo
     from ..testing import Recorder
     from ..tools import ToolsetBuild
     from ._frontend import FrontendProtocol
-    from ._providers import ModelHandle
 
 __all__ = ["ChatSession", "CompactReport", "TokenCount", "TurnRecord"]
 
@@ -158,7 +159,7 @@ class ChatSession:
         self._mcp_toolset: McpServersToolset | None = None
         """The one toolset the agent gets for all servers; it offers the connected ones."""
         if not loaded.settings.model:
-            from ._providers import default_model_string
+            from ..models import default_model_string
 
             # Asks Ollama now (answers are kept): the kernel builds the session off the
             # critical path, and kernel_info, which reads the model, never waits for it.
@@ -194,7 +195,7 @@ class ChatSession:
     @property
     def model_string(self) -> str | None:
         """The model in use: chosen with `%model`, configured, or the bundled default."""
-        from ._providers import default_model_string
+        from ..models import default_model_string
 
         return self.model_override or self.settings.model or default_model_string(self.settings)
 
@@ -608,7 +609,7 @@ class ChatSession:
 
     def _report_definition_problems(self, frontend: FrontendProtocol) -> None:
         """Skill and subagent files that could not be read, once each (`%skills` lists all)."""
-        from ..tools._definitions import new_definition_problems
+        from ._definitions import new_definition_problems
 
         problems = new_definition_problems(self.deps)
         if problems:

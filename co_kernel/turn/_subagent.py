@@ -31,10 +31,10 @@ from pydantic_ai.toolsets import FunctionToolset
 
 from ..deps import CoDeps
 from ..exceptions import ConfigError
+from ..models import build_model
 from ..tools import ToolsetBuild
 from ..tools.subagents import DELEGATE_TOOL, SubagentSpec, can_delegate, session_subagents
 from ._frontend import SubagentView, TurnSummary
-from ._providers import build_model
 from ._recording import RecordingFrontend
 from ._run import TurnResult, _TurnRunner, current_turn
 
@@ -115,11 +115,11 @@ def _build_agent(
 ) -> Any:
     from pydantic_ai import Agent, DeferredToolRequests
 
-    from ..tools._errors import ToolErrorGuard
+    from ..permissions import PermissionGate
+    from ..tools import ToolErrorGuard
     from ..tools.skills import prompt_entries as skill_entries
     from ..tools.subagents import prompt_entries as subagent_entries
     from ._govern import GovernHistory
-    from ._permissions import PermissionGate
     from ._prompt import skills_section, subagents_section
 
     base = _PREAMBLE.format(name=run.name)

@@ -16,10 +16,10 @@ from pydantic_ai.usage import RunUsage
 
 from co_kernel.config import Settings
 from co_kernel.deps import CoDeps
+from co_kernel.models._local_runtime import CATALOGUE, _catalogue_file
 from co_kernel.testing import ScriptedModelServer
 from co_kernel.tools import files, notes
 from co_kernel.turn import session_toolsets
-from co_kernel.turn._local import CATALOGUE, _catalogue_file
 from evals.tool_calling import (
     HERE,
     Runner,

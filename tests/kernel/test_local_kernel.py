@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from co_kernel.turn._local import CATALOGUE, _catalogue_file
+from co_kernel.models._local_runtime import CATALOGUE, _catalogue_file
 
 from ..kernel_harness import CoKernel, markdown_source
 

@@ -19,6 +19,7 @@ from pydantic_ai.toolsets import FunctionToolset
 
 from co_kernel.config import Settings
 from co_kernel.deps import CoDeps
+from co_kernel.models._providers import build_model
 from co_kernel.telemetry import Redactor
 from co_kernel.telemetry._instrumentation import CoInstrumentation
 from co_kernel.telemetry._store import SpanRow, read_spans
@@ -26,7 +27,6 @@ from co_kernel.telemetry._tracing import Tracing
 from co_kernel.testing import ScriptedModelServer
 from co_kernel.turn import RecordingFrontend, TurnResult, run_turn
 from co_kernel.turn._agent import build_agent
-from co_kernel.turn._providers import build_model
 
 STEPS = [
     {

@@ -19,7 +19,7 @@ import pytest
 
 from co_kernel.config import Settings
 from co_kernel.deps import CoDeps
-from co_kernel.turn._approval import SAFE_PREFIX, auto_decision
+from co_kernel.permissions._approval import SAFE_PREFIX, auto_decision
 
 COMMANDS = ["git status", "git diff", "git log -p", "git log", "git branch", "git status -s"]
 

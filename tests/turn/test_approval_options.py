@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from co_kernel.config import Settings
-from co_kernel.turn import is_safe_command
-from co_kernel.turn._shell_options import COMMANDS
+from co_kernel.permissions import is_safe_command
+from co_kernel.permissions._shell_options import COMMANDS
 
 SAFE = Settings().shell_safe_commands
 

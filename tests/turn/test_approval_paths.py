@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from co_kernel.config import Settings, is_protected
 from co_kernel.deps import CoDeps
-from co_kernel.turn._approval import SAFE_PREFIX, auto_decision
+from co_kernel.permissions._approval import SAFE_PREFIX, auto_decision
 
 ARGS = [
     ".env", "./.env", ".env.local", "sub/.env", "sub/../.env", ".e*", ".env?", "*", "sub/*",

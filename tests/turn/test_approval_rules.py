@@ -6,8 +6,8 @@ import pytest
 
 from co_kernel.config import Settings
 from co_kernel.frontend import parse_answer
-from co_kernel.turn import is_safe_command
-from co_kernel.turn._approval import (
+from co_kernel.permissions import is_safe_command
+from co_kernel.permissions._approval import (
     DENIED,
     TIMED_OUT,
     decision_label,

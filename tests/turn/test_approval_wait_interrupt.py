@@ -15,13 +15,13 @@ from pathlib import Path
 
 from co_kernel.config import Settings
 from co_kernel.deps import CoDeps
+from co_kernel.models import build_model
 from co_kernel.testing import ScriptedModelServer
 from co_kernel.turn import (
     INTERRUPTED_TOOL_RETURN,
     ApprovalDecision,
     ApprovalRequest,
     RecordingFrontend,
-    build_model,
     run_turn,
 )
 from co_kernel.turn._agent import build_agent

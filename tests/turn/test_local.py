@@ -14,9 +14,7 @@ import pytest
 
 from co_kernel.config import LoadedSettings, Settings
 from co_kernel.exceptions import ProviderNotConfigured
-from co_kernel.status import collect_status, format_status
-from co_kernel.turn import ChatSession, RecordingFrontend
-from co_kernel.turn._local import (
+from co_kernel.models._local_runtime import (
     CATALOGUE,
     LocalServer,
     _catalogue_file,
@@ -24,6 +22,8 @@ from co_kernel.turn._local import (
     human_size,
     resolve_local_model,
 )
+from co_kernel.status import collect_status, format_status
+from co_kernel.turn import ChatSession, RecordingFrontend
 
 SMOLLM2 = _catalogue_file(CATALOGUE["smollm2-135m"])
 needs_smollm2 = pytest.mark.skipif(

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from co_kernel.turn._local import (
+from co_kernel.models._local_runtime import (
     CATALOGUE,
     LocalServer,
     _catalogue_file,

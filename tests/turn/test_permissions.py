@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from co_kernel.config import Permissions, Settings
-from co_kernel.turn._permissions import decide, narrowest_rule
+from co_kernel.permissions._rules import decide, narrowest_rule
 
 WS = Path("/ws")
 

@@ -11,7 +11,7 @@ from genai_prices.data_snapshot import DataSnapshot, get_snapshot, set_custom_sn
 from pydantic_ai._genai_prices import best_effort_price
 from pydantic_ai.usage import RequestUsage
 
-from co_kernel.turn._prices import MissRememberingSnapshot, remember_unpriced_models
+from co_kernel.models._prices import MissRememberingSnapshot, remember_unpriced_models
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from pydantic_ai.exceptions import (
     ModelTimeoutError,
 )
 
-from co_kernel.turn._provider_errors import (
+from co_kernel.models._provider_errors import (
     ErrorAction,
     ProviderErrorKind,
     backoff_delay,

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from co_kernel.config import Settings
-from co_kernel.turn._providers import default_model_string, ollama_chat_model
+from co_kernel.models._providers import default_model_string, ollama_chat_model
 
 from ..kernel_harness import CoKernel
 from ..tools._http import JSONHandler

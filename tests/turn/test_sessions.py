@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from co_kernel.config import Settings
+from co_kernel.models._providers import default_model_string
 from co_kernel.store import SessionStore, TurnRow
 from co_kernel.testing import ScriptedModelServer, synthetic_history
-from co_kernel.turn._providers import default_model_string
 
 from ..kernel_harness import CoKernel
 

@@ -13,9 +13,9 @@ from pydantic_ai.providers.openai import OpenAIProvider
 
 from co_kernel.config import Settings
 from co_kernel.deps import CoDeps
+from co_kernel.models._textcall_model import TextToolCallModel
 from co_kernel.testing import ScriptedModelServer
 from co_kernel.turn import RecordingFrontend, run_turn
-from co_kernel.turn._textcall_model import TextToolCallModel
 
 CALL_TEXT = (
     "I will delete the old log.\n\n"

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from co_kernel.turn._textcalls import ScanState, TextCall, recognise_tool_calls, scan_text
+from co_kernel.models._textcalls import ScanState, TextCall, recognise_tool_calls, scan_text
 
 CASES: list[dict[str, Any]] = json.loads(
     (Path(__file__).parent / "fixtures" / "textcalls.json").read_text(encoding="utf-8")

@@ -14,12 +14,12 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from .. import ToolsetBuild
-from ._auth import SCOPES, find_credentials, not_configured_reason
+from ._auth import SCOPES, find_credentials, not_configured_reason, run_auth_flow
 
 if TYPE_CHECKING:
     from ...config import Settings
 
-__all__ = ["APPROVAL", "SCOPES", "build"]
+__all__ = ["APPROVAL", "SCOPES", "build", "run_auth_flow"]
 
 # Tool name -> needs approval. Only writing a draft changes anything.
 APPROVAL: dict[str, bool] = {

@@ -28,8 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ...config import paths
-from ...config._credentials import CredentialError, CredentialStore
+from ...config import CredentialError, CredentialStore, paths
 from ...exceptions import ConfigError
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """Deciding side-effectful tool calls (seed 001 "Deferred Approval Pattern").
 
-Permission rules (``_permissions``) come first: a ``deny`` rule refuses, an ``ask`` rule
+Permission rules (``_rules``) come first: a ``deny`` rule refuses, an ``ask`` rule
 asks, an ``allow`` rule approves what the guards let through. Otherwise a call runs
 without asking only under session yolo or, for the shell tool, when the command starts with a configured safe prefix, neither chains nor redirects, uses only
 read-only options (``_shell_options``), names none of Co's protected files (nor, for a
@@ -21,13 +21,12 @@ import re
 import shlex
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._shell_options import COMMANDS, Parsed, parse_arguments, parse_find
 
 if TYPE_CHECKING:
     from ..deps import CoDeps
-    from ._frontend import ApprovalDecision
 
 __all__ = [
     "ALLOWED",
@@ -40,6 +39,7 @@ __all__ = [
     "SHELL_TOOL",
     "TIMED_OUT",
     "YOLO",
+    "ApprovalDecision",
     "auto_decision",
     "decision_label",
     "denial_message",
@@ -49,6 +49,10 @@ __all__ = [
     "record_decision",
     "replayed_decision",
 ]
+
+ApprovalDecision = Literal["approve", "deny", "approve_all", "always_allow", "timed_out"]
+"""A person's answer; ``timed_out`` when nobody answered within ``approval_timeout``;
+``always_allow`` approves and adds the request's ``rule`` for the rest of the session."""
 
 SHELL_TOOL = "run_shell_command"
 
@@ -240,7 +244,7 @@ def auto_decision(tool_name: str, args: dict[str, Any], deps: CoDeps) -> str | N
     everything; an ``ask`` rule asks; an ``allow`` rule approves (``allowed by rule …``)
     what the guards let through; else a safe shell command runs (``safe-prefix``).
     """
-    from ._permissions import rule_for
+    from ._rules import rule_for
 
     rule = rule_for(tool_name, args, deps)
     if rule is not None and rule.kind == "deny":

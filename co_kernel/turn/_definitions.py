@@ -14,8 +14,8 @@ _REPORTED = "definition_problems_reported"
 
 def new_definition_problems(deps: CoDeps) -> list[str]:
     """``file:line: problem`` lines not reported in this session yet (`%skills` lists all)."""
-    from .skills import session_skills
-    from .subagents import session_subagents
+    from ..tools.skills import session_skills
+    from ..tools.subagents import session_subagents
 
     problems = [str(p) for p in session_skills(deps).problems]
     problems += [str(p) for p in session_subagents(deps).problems]

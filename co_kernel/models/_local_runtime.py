@@ -21,7 +21,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..exceptions import ProviderNotConfigured
 
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from pydantic_ai.providers.openai import OpenAIProvider
 
     from ..config import Settings
-    from ._frontend import FrontendProtocol
 
 __all__ = [
     "CATALOGUE",
@@ -47,6 +46,14 @@ __all__ = [
 ]
 
 GGUF_MAGIC = b"GGUF"
+
+
+class _StatusLine(Protocol):
+    """Where a starting server says it is loading: the turn's frontend."""
+
+    def on_status(self, message: str) -> None: ...
+
+    def clear_status(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -404,7 +411,7 @@ class LocalRuntime:
         """Chosen because nothing was configured: the first turn says so."""
         self._lock = asyncio.Lock()
 
-    async def prepare(self, frontend: FrontendProtocol | None = None) -> None:
+    async def prepare(self, frontend: _StatusLine | None = None) -> None:
         """Start the server if it is not running; with a frontend, show a progress line.
 
         A turn calls this first (with its frontend); the model calls it again before

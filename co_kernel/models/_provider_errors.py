@@ -11,7 +11,7 @@
 | an answer without a finish reason | BACKOFF | a dropped stream (``_finish.RequireFinish``)   |
 
 The waits come from settings (``model_backoff_base``, ``model_backoff_cap``) so a test can
-make them short; the turn retries at most ``model_http_retries`` times (``_run.py``).
+make them short; the turn retries at most ``model_http_retries`` times (``turn/_run.py``).
 pydantic-ai 2.x raises a category per failure (``ModelRateLimitError``,
 ``ModelServerError``, ``ModelConnectionError``...), and an ``HTTPError`` variant when a
 status code came with it; both are read here so a provider that only sends the status

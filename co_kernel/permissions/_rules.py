@@ -45,8 +45,7 @@ from urllib.parse import urlsplit
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ApprovalRequired
 
-from ..config import PROJECT, PermissionRule, paths
-from ..config._permissions import KINDS
+from ..config import KINDS, PROJECT, PermissionRule, paths
 
 if TYPE_CHECKING:
     from pydantic_ai import RunContext
