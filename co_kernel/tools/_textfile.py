@@ -26,9 +26,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+from ..exceptions import PathChanged, TextFileError
+
 __all__ = [
-    "PathChanged",
-    "TextFileError",
     "decode_text",
     "folder",
     "open_below",
@@ -44,14 +44,6 @@ _SNIFF = 8192
 _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # Non-blocking: opening a FIFO someone put in place of the file must not hang the tool.
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-
-
-class TextFileError(Exception):
-    """A file a tool will not read or write as text; the message says why."""
-
-
-class PathChanged(TextFileError):
-    """A folder or file on the way became a link (or a file) after the guard checked it."""
 
 
 def _changed(rel: str) -> PathChanged:

@@ -17,10 +17,11 @@ from pydantic_ai import ModelRetry, RunContext, Tool, ToolFailed
 from pydantic_ai.toolsets import FunctionToolset
 
 from ..deps import CoDeps  # at run time: pydantic-ai reads the tools' annotations
+from ..exceptions import FetchRefused
 from . import ToolsetBuild
 from ._audit import record_access
 from ._paging import result, text_pages
-from ._ssrf import Fetched, FetchRefused, check_url, domain_in, fetch
+from ._ssrf import Fetched, check_url, domain_in, fetch
 
 if TYPE_CHECKING:
     from ..config import Settings

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..exceptions import CoError
+from ..exceptions import CompactError
 from ._history import SUMMARY_PREFIX, is_summary, turn_starts
 
 if TYPE_CHECKING:
@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SUMMARY_ACK",
-    "CompactError",
     "Summary",
     "compacted_history",
     "render_transcript",
@@ -42,10 +41,6 @@ _INSTRUCTIONS = (
 )
 _TOOL_CHARS = 600
 _TEXT_CHARS = 4000
-
-
-class CompactError(CoError):
-    """Compaction could not run; the message says why and the history is unchanged."""
 
 
 @dataclass

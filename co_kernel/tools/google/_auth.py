@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ...config import paths
-from ...config._credentials import CredentialError, CredentialStore
-from ...exceptions import ConfigError
+from ...config._credentials import CredentialStore
+from ...exceptions import CredentialError, GoogleAuthUnavailable
 
 if TYPE_CHECKING:
     from ...config import Settings
@@ -39,7 +39,6 @@ if TYPE_CHECKING:
 __all__ = [
     "SCOPES",
     "CredentialSource",
-    "GoogleAuthUnavailable",
     "client_secrets_path",
     "find_credentials",
     "forget_credentials",
@@ -73,10 +72,6 @@ _ADC_LOGIN = "gcloud auth application-default login --scopes=" + ",".join(
 
 
 log = logging.getLogger(__name__)
-
-
-class GoogleAuthUnavailable(ConfigError):
-    """No usable Google credentials; the message says how to get them."""
 
 
 @dataclass(frozen=True)
