@@ -53,7 +53,7 @@ def _changed(rel: str) -> PathChanged:
     )
 
 
-def settled_realpath(path: str | Path) -> str:
+def settled_realpath(path: str | os.PathLike[str]) -> str:
     """``os.path.realpath``, asked again when a link on the way changes under it.
 
     realpath reads each link by name; one that stops being a link between its ``lstat``

@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 import re
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 from urllib.parse import urlsplit
 
 from pydantic_ai import ModelRetry, RunContext, Tool, ToolFailed
@@ -39,7 +39,12 @@ def _plain(text: object) -> str:
     return html.unescape(_TAGS.sub("", text)) if isinstance(text, str) else ""
 
 
-def _domain_lists(settings: Settings) -> dict[str, list[str]]:
+class _DomainLists(TypedDict):
+    allowed_domains: list[str]
+    blocked_domains: list[str]
+
+
+def _domain_lists(settings: Settings) -> _DomainLists:
     return {
         "allowed_domains": settings.web_allowed_domains,
         "blocked_domains": settings.web_blocked_domains,
