@@ -85,7 +85,8 @@ def _cmd_google_auth(args: argparse.Namespace) -> int:
 
 
 def _cmd_scrub(args: argparse.Namespace) -> int:
-    from .frontend import ScrubError, scrub_notebook
+    from .exceptions import ScrubError
+    from .frontend import scrub_notebook
 
     failed = False
     for name in args.notebooks:

@@ -124,8 +124,9 @@ class CellDispatcher:
     @property
     def session(self) -> ChatSession:
         if self._session is None:
-            self._session = self._session_factory()
-            self._session.deps.notebook = self.notebook
+            session: ChatSession = self._session_factory()
+            session.deps.notebook = self.notebook
+            self._session = session
         return self._session
 
     def redact(self, text: str) -> str:

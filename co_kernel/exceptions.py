@@ -1,25 +1,136 @@
-"""Co's exceptions, one hierarchy, by audience::
+"""Co's exceptions, one hierarchy split by who reads the message (as pydantic-ai's are)::
 
-    CoError                      base of everything Co raises on purpose
-    ├── ConfigError              the person must change a setting; the message names the fix
-    │   ├── ProviderNotConfigured    no model chosen, or its key is missing
-    │   └── UnknownProvider          `%model` / CO_MODEL names a provider Co does not know
-    └── TurnError                a turn could not finish (provider refused, budget spent)
+    CoError                          base of everything Co raises on purpose
+    ├── ToolSignal                   raised inside a tool: what the model reads, not the person
+    │   ├── ToolError                    a tool's failure of a known kind (ToolErrorKind)
+    │   ├── ScopeViolation               a path outside what the tool may touch
+    │   ├── FetchRefused                 a URL the web guard will not fetch
+    │   └── TextFileError                a file a tool will not read or write as text
+    │       └── PathChanged                  a folder or file on the way changed under the guard
+    ├── UserError                    the person must change something; the message names the fix
+    │   ├── ConfigError                  a setting is missing or wrong
+    │   │   ├── ProviderNotConfigured        no model chosen, or its key is missing
+    │   │   ├── UnknownProvider              `%model` / CO_MODEL names a provider Co does not know
+    │   │   ├── CredentialError              the credential store cannot be read or written
+    │   │   └── GoogleAuthUnavailable        no usable Google credentials
+    │   ├── MagicError                   bad input to a `%` magic
+    │   ├── SessionLookupError           no saved session, or several, match an id (a LookupError)
+    │   ├── DefinitionError              a skill or subagent file that cannot be used
+    │   └── ScrubError                   a notebook `co-kernel scrub` cannot read or write
+    └── RunError                     Co could not finish what was asked; the message says why
+        ├── SandboxUnavailable           the sandbox cannot run commands
+        ├── SessionConflict              another kernel saved the session meanwhile
+        ├── CompactError                 compaction failed; the history is unchanged
+        ├── UnfinishedResponse *         the model's answer has no finish reason (ModelAPIError)
+        ├── ReplayMismatch *             a request the replay script has no step for (ModelAPIError)
+        └── CoLimitExceeded *            a Co rate limit was reached (UsageLimitExceeded)
 
-Tools signal the model with pydantic-ai's ``ModelRetry``; the sandbox has its own
-``SandboxUnavailable`` (a ``ConfigError``) in ``co_kernel.sandbox``.
+``*`` These three are pydantic-ai's errors too, so pydantic-ai handles them as its own
+(retries, fallbacks, a budget that ends the turn). They are defined beside the code that
+raises them (``UnfinishedResponse`` and ``ReplayMismatch`` by the model layer,
+``CoLimitExceeded`` in ``co_kernel.telemetry``): this module is imported at kernel start,
+which must not pay pydantic-ai's import (about 0.5 s). Co's ``UserError`` is the person's
+mistake at the notebook; pydantic-ai's ``UserError`` is a programmer's.
 """
 
 from __future__ import annotations
 
-__all__ = ["CoError", "ConfigError", "ProviderNotConfigured", "TurnError", "UnknownProvider"]
+import enum
+from pathlib import Path
+
+__all__ = [
+    "CoError",
+    "CompactError",
+    "ConfigError",
+    "CredentialError",
+    "DefinitionError",
+    "FetchRefused",
+    "GoogleAuthUnavailable",
+    "MagicError",
+    "PathChanged",
+    "ProviderNotConfigured",
+    "RunError",
+    "SandboxUnavailable",
+    "ScopeViolation",
+    "ScrubError",
+    "SessionConflict",
+    "SessionLookupError",
+    "TextFileError",
+    "ToolError",
+    "ToolErrorKind",
+    "ToolSignal",
+    "UnknownProvider",
+    "UserError",
+]
 
 
 class CoError(Exception):
-    """Base class of the errors Co raises on purpose; their message is for the person."""
+    """Base class of the errors Co raises on purpose."""
 
 
-class ConfigError(CoError):
+# Signals tools raise: the tool, or ToolErrorGuard, turns them into what the model reads.
+
+
+class ToolSignal(CoError):
+    """Raised inside a tool; its message is for the model, which tries another way."""
+
+
+class ToolErrorKind(enum.Enum):
+    """How the model should react to a failed tool call."""
+
+    TERMINAL = "terminal"
+    """Retrying will not help: the model reads the error and picks another way."""
+    TRANSIENT = "transient"
+    """The same call may work in a moment: the model calls again."""
+    MISUSE = "misuse"
+    """The arguments were wrong: the model corrects them, guided by a hint."""
+
+
+class ToolError(ToolSignal):
+    """Raised by a tool to report a failure of a known kind."""
+
+    def __init__(self, kind: ToolErrorKind, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.hint = hint
+
+
+class ScopeViolation(ToolSignal):
+    """A path the scope does not allow; the message says why, for the model."""
+
+    def __init__(self, reason: str, target: str, action: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.target = target
+        self.action = action
+
+
+class FetchRefused(ToolSignal):
+    """The guard refused a URL; ``reason`` is for the model and the audit log."""
+
+    def __init__(self, reason: str, url: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.url = url
+
+
+class TextFileError(ToolSignal):
+    """A file a tool will not read or write as text; the message says why."""
+
+
+class PathChanged(TextFileError):
+    """A folder or file on the way became a link (or a file) after the guard checked it."""
+
+
+# The person's mistakes: a setting, a magic's arguments, a file they wrote.
+
+
+class UserError(CoError):
+    """The person must change something; the message says what and how."""
+
+
+class ConfigError(UserError):
     """A setting is missing or wrong; the message says which and how to fix it."""
 
 
@@ -31,5 +142,57 @@ class UnknownProvider(ConfigError):
     """The model string names a provider Co does not support."""
 
 
-class TurnError(CoError):
-    """A turn ended early for a reason the person should read."""
+class CredentialError(ConfigError):
+    """The store cannot be read or written; the message names the setting or variable to fix."""
+
+
+class GoogleAuthUnavailable(ConfigError):
+    """No usable Google credentials; the message says how to get them."""
+
+
+class MagicError(UserError):
+    """Bad input to a magic; the message is shown on one line with the usage."""
+
+
+class SessionLookupError(UserError, LookupError):
+    """No session, or more than one, matches an id; the message says what to type."""
+
+
+class DefinitionError(UserError):
+    """A definition file that cannot be used, with where the problem is."""
+
+    def __init__(self, path: Path, line: int, message: str) -> None:
+        super().__init__(f"{path}:{line}: {message}")
+        self.path = path
+        self.line = line
+        self.message = message
+
+
+class ScrubError(UserError):
+    """A file `co-kernel scrub` was given is not a notebook it can read or write."""
+
+
+# Run-time failures: nothing to fix in a setting, but the person should read why.
+
+
+class RunError(CoError):
+    """Co could not finish what was asked; the message says what stopped it."""
+
+
+class SandboxUnavailable(RunError):
+    """The sandbox cannot run commands; the message says how to fix it."""
+
+
+class SessionConflict(RunError):
+    """Another kernel wrote the session after the revision a save continues from."""
+
+    def __init__(self, session_id: str, kernel_id: str | None) -> None:
+        super().__init__(f"session {session_id} was written by kernel {kernel_id} meanwhile")
+        self.session_id = session_id
+        """The session both kernels continued."""
+        self.kernel_id = kernel_id
+        """The kernel that wrote it since."""
+
+
+class CompactError(RunError):
+    """Compaction could not run; the message says why and the history is unchanged."""

@@ -55,7 +55,7 @@ class _CoShell(ZMQInteractiveShell):
 
     def init_history(self) -> None:
         self.history_manager = HistoryManager(shell=self, parent=self, hist_file=":memory:")
-        self.configurables.append(self.history_manager)
+        self.configurables.append(self.history_manager)  # pyright: ignore[reportArgumentType]  # a traitlets List of any configurable
 
 
 class CoKernel(IPythonKernel):
@@ -63,7 +63,7 @@ class CoKernel(IPythonKernel):
 
     implementation = "co"
     implementation_version = __version__
-    banner = "Co: an AI assistant in your notebook. Type %help for magics."
+    banner = "Co: an AI assistant in your notebook. Type %help for magics."  # pyright: ignore[reportAssignmentType]  # a property in ipykernel; wrapper kernels set it so
     language_info = {  # noqa: RUF012 - the kernel protocol's class attribute
         "name": "co",
         "version": __version__,
@@ -144,6 +144,7 @@ class CoKernel(IPythonKernel):
         cell_id: str | None = None,
     ) -> dict[str, Any]:
         shell = self.shell
+        assert shell is not None  # made in the kernel's __init__
         count = shell.execution_count
         request = CellRequest(code=code, cell_id=cell_id, allow_stdin=allow_stdin)
         try:

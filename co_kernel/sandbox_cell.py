@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING
 
-from .sandbox import SandboxUnavailable, SubprocessSandbox
+from .sandbox import DockerSandbox, SandboxUnavailable, SubprocessSandbox
 
 if TYPE_CHECKING:
     from .deps import CoDeps
@@ -52,7 +52,7 @@ async def run_shell_cell(deps: CoDeps, pub: Publisher, command: str) -> tuple[st
     if isinstance(sandbox, SubprocessSandbox) and not sandbox.warned:
         sandbox.warned = True
         error_line(f"Note: {sandbox.warning()} (sandbox = docker isolates them.)")
-    if hasattr(sandbox, "on_status"):
+    if isinstance(sandbox, DockerSandbox):  # the one backend that reports progress
         sandbox.on_status = on_status
     try:
         result = await sandbox.run(

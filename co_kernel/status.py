@@ -379,7 +379,7 @@ def _local_rows(report: StatusReport, name: str, project_dir: Path, session: Any
     from .models import local_status_rows, resolve_local_model
 
     handle = session.model_handle if session is not None else None
-    if handle is not None and handle.local is not None:
+    if session is not None and handle is not None and handle.local is not None:
         rows = handle.local.describe(session.history)
     else:
         base = session.deps.workspace if session is not None else project_dir

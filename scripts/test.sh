@@ -2,9 +2,10 @@
 # README command 2: set everything up and run the whole test suite.
 #
 # Installs what the tests need on a fresh Debian/Ubuntu machine (root or sudo):
-# Chromium for the browser tests, Node.js for the labextension's unit tests, a Docker
-# engine, and the local sandbox image (built with debootstrap: no image registry is
-# needed). Extra arguments go to pytest.
+# Chromium for the browser tests, Node.js for pyright and the labextension's unit tests,
+# a Docker engine, and the local sandbox image (built with debootstrap: no image registry
+# is needed). Before any test, ruff (lint and format) and pyright (types) must pass.
+# Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 say() { printf 'test: %s\n' "$*" >&2; }
@@ -30,6 +31,14 @@ if [ ${#missing[@]} -gt 0 ]; then
     as_root apt-get update -q
     as_root apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
+
+# Lint, format and types first: a run fails on any of them before a test starts.
+# pyright (a PyPI wheel that carries pyright itself) runs on the Node.js installed above:
+# never a downloaded one, and no look-up of newer versions.
+say "ruff check, ruff format --check, pyright"
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+PYRIGHT_PYTHON_GLOBAL_NODE=1 PYRIGHT_PYTHON_IGNORE_WARNINGS=1 .venv/bin/pyright
 
 # tests/hub runs a real JupyterHub, whose proxy is an npm package.
 if ! command -v configurable-http-proxy >/dev/null 2>&1; then

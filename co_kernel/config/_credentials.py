@@ -27,14 +27,13 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from ..exceptions import ConfigError
+from ..exceptions import CredentialError
 
 __all__ = [
     "CREDENTIAL_NAME",
     "KEY_ENV",
     "SECRET_REF",
     "SERVICE",
-    "CredentialError",
     "CredentialStore",
     "check_name",
     "mcp_entry_name",
@@ -62,10 +61,6 @@ _KEY_HINT = (
     'make one with `python -c "from cryptography.fernet import Fernet; '
     'print(Fernet.generate_key().decode())"`'
 )
-
-
-class CredentialError(ConfigError):
-    """The store cannot be read or written; the message names the setting or variable to fix."""
 
 
 def check_name(name: str) -> str:

@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..exceptions import CredentialError
+
 __all__ = ["add_secrets_commands"]
 
 
@@ -51,7 +53,7 @@ def _read_value(name: str) -> str:
 
 
 def _cmd_set(args: argparse.Namespace) -> int:
-    from ._credentials import CredentialError, check_name
+    from ._credentials import check_name
 
     name = _entry_name(args.name)
     try:
@@ -81,8 +83,6 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_delete(args: argparse.Namespace) -> int:
-    from ._credentials import CredentialError
-
     name = _entry_name(args.name)
     try:
         backend = _store(args).delete(name)
@@ -98,7 +98,6 @@ def _cmd_delete(args: argparse.Namespace) -> int:
 
 def _cmd_import(args: argparse.Namespace) -> int:
     from . import _secret_field, paths
-    from ._credentials import CredentialError
     from ._credentials_import import import_settings_file
 
     project = Path(args.project).resolve()

@@ -22,7 +22,7 @@ from ._notebook import NotebookFrontend
 from ._pending import PendingApprovals
 from ._publisher import KernelPublisher, Publisher, RedactingPublisher
 from ._safe_html import markdown_to_html, safe_bundle, warm_markdown
-from ._scrub import ScrubError, scrub_notebook
+from ._scrub import scrub_notebook
 from ._stdin import KernelStdin, StdinApprover
 from ._terminal import render_markdown, terminal_width
 from ._toolcard import MIME_TOOL_CALL, tool_call_bundle
@@ -42,7 +42,6 @@ __all__ = [
     "PendingApprovals",
     "Publisher",
     "RedactingPublisher",
-    "ScrubError",
     "StdinApprover",
     "WidgetApprover",
     "find_block_boundary",

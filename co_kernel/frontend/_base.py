@@ -24,7 +24,9 @@ from ..permissions import (
 from ..turn import (
     ApprovalDecision,
     ApprovalRequest,
+    FrontendProtocol,
     NoticeLevel,
+    SubagentView,
     TodoView,
     ToolCallView,
     ToolResultView,
@@ -163,6 +165,10 @@ class BaseFrontend:
 
     def on_todos(self, todos: Sequence[TodoView]) -> None:
         pass
+
+    def start_subagent(self, view: SubagentView) -> FrontendProtocol:
+        # Each frontend shows a subagent its own way: no default to inherit.
+        raise NotImplementedError
 
     def on_turn_end(self, summary: TurnSummary) -> None:
         pass

@@ -34,7 +34,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, get_args
+from typing import Any, cast, get_args
 
 from ..turn import ApprovalDecision, ApprovalRequest
 from ._base import DECISION_TEXT
@@ -195,7 +195,7 @@ class PendingApprovals:
         if choice == "always_allow" and not waiting.call["rule"]:
             comm.send({"error": "This call has no rule to always allow."})
             return
-        waiting.decide(choice)
+        waiting.decide(cast(ApprovalDecision, choice))  # checked against _CHOICES above
 
     def _broadcast(self, decided: list[dict[str, Any]]) -> None:
         with self._lock:

@@ -15,15 +15,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..exceptions import CoError
+from ..exceptions import ScrubError
 from ._publisher import OUTPUT_TAG
 from ._safe_html import safe_bundle
 
-__all__ = ["ScrubError", "scrub_notebook"]
-
-
-class ScrubError(CoError):
-    """The file is not a notebook that can be read or written; the message says why."""
+__all__ = ["scrub_notebook"]
 
 
 def _source(value: Any) -> Any:

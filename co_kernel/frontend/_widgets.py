@@ -86,7 +86,11 @@ class ApprovalCard:
         self.buttons: list[Any] = []
         for label, choice, style, tooltip in BUTTONS:
             button = w.Button(description=label, button_style=style, tooltip=tooltip)
-            button.on_click(lambda _b, c=choice: on_choice(c))
+
+            def clicked(_button: Any, chosen: ApprovalDecision = choice) -> None:
+                on_choice(chosen)
+
+            button.on_click(clicked)
             self.buttons.append(button)
         if rule:
             shown = rule if len(rule) <= _RULE_SHOWN else rule[: _RULE_SHOWN - 1] + "…"
@@ -122,7 +126,9 @@ class ApprovalCard:
 
     def bundle(self) -> dict[str, Any]:
         """The widget view plus fallbacks that carry the decision without widget state."""
-        data: dict[str, Any] = dict(self.box._repr_mimebundle_())
+        bundle = self.box._repr_mimebundle_()
+        assert bundle is not None  # a Box always has a widget view
+        data: dict[str, Any] = dict(bundle)
         question = approval_text(self.call)
         verdict = DECISION_TEXT.get(self.decision, self.decision) if self.decision else "waiting"
         data["text/plain"] = f"{question}Decision: {verdict}"

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from ..exceptions import MagicError
+
 if TYPE_CHECKING:
     from ..turn import ChatSession
     from ._complete import complete_reply, inspect_reply, is_complete_reply
@@ -53,10 +55,6 @@ MAGICS: dict[str, str] = {
     "ask": "ask",
     "deny": "deny",
 }
-
-
-class MagicError(Exception):
-    """Bad input to a magic; the message is shown on one line with the usage."""
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,7 @@ USAGE = "%compact [focus]"
 
 
 async def run(ctx: MagicContext, args: str) -> str:
-    from ..exceptions import ConfigError
-    from ..turn import CompactError
+    from ..exceptions import CompactError, ConfigError
 
     session = ctx.session
     try:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic_ai.exceptions import ApprovalRequired, CallDeferred, ModelRetry
 from pydantic_ai.toolsets import AbstractToolset, FunctionToolset, ToolsetTool
 
-from ..tools import ToolError, ToolErrorKind
+from ..exceptions import ToolError, ToolErrorKind
 
 if TYPE_CHECKING:
     from pydantic_ai import RunContext

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ModelAPIError
 
+from ..exceptions import RunError
+
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelResponse
     from pydantic_ai.models import ModelRequestContext
@@ -30,7 +32,7 @@ _KEEP_RAW_REASON = frozenset({"openai", "anthropic"})
 """Providers whose models put the finish reason they received in ``provider_details``."""
 
 
-class UnfinishedResponse(ModelAPIError):
+class UnfinishedResponse(ModelAPIError, RunError):
     """The model's answer ended without a finish reason: cut off, not complete."""
 
 

@@ -36,7 +36,8 @@ def main() -> None:
     except ImportError as exc:
         _say({"error": "missing", "detail": str(exc)})
         return
-    params = xllamacpp.CommonParams()
+    # A compiled module without stubs: pyright sees none of its names.
+    params = xllamacpp.CommonParams()  # pyright: ignore[reportAttributeAccessIssue]
     params.model.path = config["path"]
     params.n_ctx = int(config["context"])
     params.cpuparams.n_threads = int(config["threads"])
@@ -48,7 +49,7 @@ def main() -> None:
     params.ui = False
     params.verbosity = 1  # errors only
     try:
-        server = xllamacpp.Server(params)
+        server = xllamacpp.Server(params)  # pyright: ignore[reportAttributeAccessIssue]
     except Exception as exc:
         _say({"error": "load", "detail": str(exc)})
         return

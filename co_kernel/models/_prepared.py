@@ -17,7 +17,7 @@ holds on to, so a later request (a new object) is always rewritten afresh.
 from __future__ import annotations
 
 from functools import cache
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model, ModelRequestParameters
@@ -51,4 +51,5 @@ def customizing_once(model_class: type[M], *mixins: type) -> type[M]:
     """``model_class`` with ``CustomizesOnce`` mixed in (one subclass per class), and the
     ``mixins`` between them: their ``customize_request_parameters`` run once, too."""
     attributes: dict[str, Any] = {"__module__": __name__, "__doc__": model_class.__doc__}
-    return type(model_class.__name__, (CustomizesOnce, *mixins, model_class), attributes)
+    made = type(model_class.__name__, (CustomizesOnce, *mixins, model_class), attributes)
+    return cast("type[M]", made)

@@ -305,11 +305,11 @@ def _replay(
         raise ProviderNotConfigured(f"Replay script {path} is invalid: {exc}") from exc
     if recorder is not None and settings.replay_approvals:
         recorder.replay_decisions(script.steps)
-    fallback = None
+    fallback: Callable[[], tuple[Model, Callable[[], None]]] | None = None
     if record_missing:
         fallback_string = settings.replay_fallback_model
 
-        def fallback() -> tuple[Model, Callable[[], None]]:
+        def build_fallback() -> tuple[Model, Callable[[], None]]:
             if not fallback_string or parse_model_string(fallback_string)[0] in ("replay", "local"):
                 raise ProviderNotConfigured(
                     "`replay_mode` is `record-missing`: set `replay_fallback_model` to the "
@@ -318,6 +318,8 @@ def _replay(
                 )
             handle = _build(settings, fallback_string, base_dir=base_dir, recorder=None)
             return handle.model, handle.close
+
+        fallback = build_fallback
 
     model = ReplayModel(
         _openai_chat("replay", server.base_url, "replay"),

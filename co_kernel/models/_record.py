@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic_ai.exceptions import ModelAPIError, ModelHTTPError
 from pydantic_ai.models.wrapper import WrapperModel
 
-from ..exceptions import ConfigError
+from ..exceptions import ConfigError, RunError
 from ._finish import _KEEP_RAW_REASON
 
 if TYPE_CHECKING:
@@ -83,7 +83,7 @@ class RecordingModel(WrapperModel):
         self._record(messages, stream.get())
 
 
-class ReplayMismatch(ModelAPIError):
+class ReplayMismatch(ModelAPIError, RunError):
     """A request the replay script has no step for (edited prompt, other tool result)."""
 
 

@@ -8,11 +8,11 @@ prose is passed on as it arrives and only text that may still become a call is h
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Hashable
+from collections.abc import AsyncGenerator, AsyncIterator, Hashable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic_ai.messages import (
     ModelResponse,
@@ -68,7 +68,9 @@ def _call_part(call: TextCall) -> ToolCallPart:
     return ToolCallPart(call.name, dict(call.arguments), tool_call_id=generate_tool_call_id())
 
 
-def rewrite_parts(parts: list[ModelResponsePart], names: frozenset[str]) -> list[ModelResponsePart]:
+def rewrite_parts(
+    parts: Sequence[ModelResponsePart], names: frozenset[str]
+) -> list[ModelResponsePart]:
     """The parts of a complete response with text-written calls turned into tool calls."""
     out: list[ModelResponsePart] = []
     for part in parts:
@@ -230,7 +232,8 @@ class _RecognisingStream(StreamedResponse):
             event = manager.handle_tool_call_delta(
                 vendor_part_id=key,
                 tool_name=part.tool_name,
-                args=part.args,
+                # Its typed argument shapes (TypedDicts) are dicts too.
+                args=cast("str | dict[str, Any] | None", part.args),
                 tool_call_id=part.tool_call_id,
                 provider_name=part.provider_name,
                 provider_details=part.provider_details,

@@ -46,7 +46,7 @@ def describe_object(value: Any, *, cap: int = 4000) -> str:
     if dtypes is not None and callable(head):  # a DataFrame (or alike)
         try:
             lines.append("dtypes:\n" + _truncate(dtypes.to_string(), cap // 4))
-            lines.append("head:\n" + head().to_string())
+            lines.append("head:\n" + value.head().to_string())
         except Exception as exc:  # a broken __repr__ must not break the turn
             lines.append(f"(could not show a head: {type(exc).__name__})")
     else:

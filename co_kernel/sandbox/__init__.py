@@ -3,16 +3,11 @@
 `create_sandbox` picks the backend; both follow `SandboxProtocol`.
 """
 
+from ..exceptions import SandboxUnavailable
 from ._docker import WORKDIR as WORKSPACE_MOUNT
 from ._docker import DockerSandbox
 from ._factory import create_sandbox
-from ._protocol import (
-    CommandResult,
-    OutputCallback,
-    SandboxProtocol,
-    SandboxUnavailable,
-    StatusCallback,
-)
+from ._protocol import CommandResult, OutputCallback, SandboxProtocol, StatusCallback
 from ._subprocess import SubprocessSandbox
 
 __all__ = [

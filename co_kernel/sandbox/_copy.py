@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ._protocol import SandboxUnavailable
+from ..exceptions import SandboxUnavailable
 
 __all__ = ["WorkspaceCopy"]
 

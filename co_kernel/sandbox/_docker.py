@@ -47,6 +47,7 @@ import docker  # type: ignore[import-untyped]
 import docker.errors  # type: ignore[import-untyped]
 from docker.types import DriverConfig, Mount  # type: ignore[import-untyped]
 
+from ..exceptions import SandboxUnavailable
 from ._copy import WorkspaceCopy
 from ._protocol import (
     EOF,
@@ -54,7 +55,6 @@ from ._protocol import (
     CommandResult,
     OutputBuffer,
     OutputCallback,
-    SandboxUnavailable,
     StatusCallback,
     process_start,
     pump,

@@ -14,7 +14,6 @@ __all__ = [
     "CommandResult",
     "OutputCallback",
     "SandboxProtocol",
-    "SandboxUnavailable",
     "StatusCallback",
 ]
 
@@ -40,10 +39,6 @@ class CommandResult:
     """The sandbox was closed while the command ran."""
     duration: float = 0.0
     """Wall-clock seconds from start to finish, excluding container creation."""
-
-
-class SandboxUnavailable(Exception):
-    """The sandbox cannot run commands; the message says how to fix it."""
 
 
 @runtime_checkable

@@ -5,16 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..config import paths
+from ..exceptions import SessionConflict, SessionLookupError
 from ._history import CellHistory, HistoryEntry
-from ._sessions import (
-    Revision,
-    SessionConflict,
-    SessionInfo,
-    SessionLookupError,
-    SessionStore,
-    StoredSession,
-    TurnRow,
-)
+from ._sessions import Revision, SessionInfo, SessionStore, StoredSession, TurnRow
 from ._sqlite import connect, write
 
 __all__ = [

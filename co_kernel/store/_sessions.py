@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
+from ..exceptions import SessionConflict, SessionLookupError
 from ._sqlite import connect, set_aside, write
 
 if TYPE_CHECKING:
@@ -35,9 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Revision",
-    "SessionConflict",
     "SessionInfo",
-    "SessionLookupError",
     "SessionStore",
     "StoredSession",
     "TurnRow",
@@ -159,21 +158,6 @@ class StoredSession:
     """The conversation."""
     turns: list[TurnRow]
     """Its turns, oldest first."""
-
-
-class SessionLookupError(LookupError):
-    """No session, or more than one, matches an id; the message says what to type."""
-
-
-class SessionConflict(Exception):
-    """Another kernel wrote the session after the revision a save continues from."""
-
-    def __init__(self, session_id: str, kernel_id: str | None) -> None:
-        super().__init__(f"session {session_id} was written by kernel {kernel_id} meanwhile")
-        self.session_id = session_id
-        """The session both kernels continued."""
-        self.kernel_id = kernel_id
-        """The kernel that wrote it since."""
 
 
 _INFO_COLUMNS = (

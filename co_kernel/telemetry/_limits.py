@@ -19,6 +19,8 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import UsageLimitExceeded
 from pydantic_ai.usage import UsageLimits
 
+from ..exceptions import RunError
+
 __all__ = [
     "CoLimitExceeded",
     "RateLimits",
@@ -27,7 +29,7 @@ __all__ = [
 ]
 
 
-class CoLimitExceeded(UsageLimitExceeded):
+class CoLimitExceeded(UsageLimitExceeded, RunError):
     """A limit Co sets (``max_requests_per_hour``, ``max_tokens_per_turn``) was reached.
 
     A ``UsageLimitExceeded`` so the turn ends the way any budget ends: what was done so far

@@ -131,7 +131,8 @@ def read_spans(
     """Spans in insertion order, filtered; ``newest`` takes the last ``limit`` of them."""
     if not path.exists():
         return []
-    clauses, params = ["id > ?"], [after_id]
+    clauses: list[str] = ["id > ?"]
+    params: list[object] = [after_id]
     if until_id is not None:
         clauses.append("id <= ?")
         params.append(until_id)

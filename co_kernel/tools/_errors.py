@@ -20,7 +20,6 @@ the settings, a token) reaches the provider as ``[REDACTED]``.
 
 from __future__ import annotations
 
-import enum
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ModelRetry, ToolFailed, UnexpectedModelBehavior
 
 from ..config import paths
+from ..exceptions import ToolError, ToolErrorKind
 from ..telemetry import Redactor, redact_value
 
 if TYPE_CHECKING:
@@ -40,9 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ClassifiedError",
-    "ToolError",
     "ToolErrorGuard",
-    "ToolErrorKind",
     "classify_http_status",
     "handle_tool_error",
     "session_redactor",
@@ -50,27 +48,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-
-class ToolErrorKind(enum.Enum):
-    """How the model should react to a failed tool call."""
-
-    TERMINAL = "terminal"
-    """Retrying will not help: the model reads the error and picks another way."""
-    TRANSIENT = "transient"
-    """The same call may work in a moment: the model calls again."""
-    MISUSE = "misuse"
-    """The arguments were wrong: the model corrects them, guided by a hint."""
-
-
-class ToolError(Exception):
-    """Raised by a tool to report a failure of a known kind."""
-
-    def __init__(self, kind: ToolErrorKind, message: str, *, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
-        self.hint = hint
 
 
 @dataclass(frozen=True)

@@ -12,25 +12,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..exceptions import DefinitionError, TextFileError
 from ._scope import Protection, Root, Scope, read_text
-from ._textfile import TextFileError
 
-__all__ = ["DefinitionError", "MarkdownDefinition", "parse_definition", "read_definition"]
+__all__ = ["MarkdownDefinition", "parse_definition", "read_definition"]
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 _KEY_LINE = re.compile(r"^([A-Za-z_][\w-]*)\s*:")
 MAX_BYTES = 256_000
 """Larger definition files are refused: instructions, not data."""
-
-
-class DefinitionError(Exception):
-    """A definition file that cannot be used, with where the problem is."""
-
-    def __init__(self, path: Path, line: int, message: str) -> None:
-        super().__init__(f"{path}:{line}: {message}")
-        self.path = path
-        self.line = line
-        self.message = message
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ def html_to_markdown(
         title = soup.title.get_text(" ", strip=True) if soup.title else ""
         for tag in soup.find_all(_DROP):
             tag.decompose()
-        for tag in soup.find_all(attrs={"hidden": True}):
+        for tag in soup.find_all(hidden=True):
             tag.decompose()
         for attr, name in (("href", "a"), ("src", "img")):
             for tag in soup.find_all(name):

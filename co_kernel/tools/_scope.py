@@ -24,16 +24,9 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Literal
 
 from ..config import is_protected_name, protected_paths
+from ..exceptions import ScopeViolation, TextFileError
 from ._audit import record_access
-from ._textfile import (
-    TextFileError,
-    decode_text,
-    open_below,
-    read_all,
-    scan,
-    settled_realpath,
-    stat_below,
-)
+from ._textfile import decode_text, open_below, read_all, scan, settled_realpath, stat_below
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -45,7 +38,6 @@ __all__ = [
     "Resolved",
     "Root",
     "Scope",
-    "ScopeViolation",
     "admit",
     "guarded",
     "in_scope",
@@ -68,16 +60,6 @@ _PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
 _LOOKALIKES = frozenset(
     "\u2215\u2044\u29f8\u2571\uff0f\u2024\uff0e\u3002\ufe52\u2025\u2026\uff3c\u2216"
 )
-
-
-class ScopeViolation(Exception):
-    """A path the scope does not allow; the message says why, for the model."""
-
-    def __init__(self, reason: str, target: str, action: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.target = target
-        self.action = action
 
 
 @dataclass(frozen=True)

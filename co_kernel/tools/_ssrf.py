@@ -20,7 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-__all__ = ["FetchRefused", "Fetched", "Target", "blocked_reason", "check_url", "domain_in", "fetch"]
+from ..exceptions import FetchRefused
+
+__all__ = ["Fetched", "Target", "blocked_reason", "check_url", "domain_in", "fetch"]
 
 IP = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -35,15 +37,6 @@ _METADATA = frozenset(
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 _TEREDO = ipaddress.ip_network("2001::/32")
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
-
-
-class FetchRefused(Exception):
-    """The guard refused a URL; ``reason`` is for the model and the audit log."""
-
-    def __init__(self, reason: str, url: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.url = url
 
 
 @dataclass(frozen=True)

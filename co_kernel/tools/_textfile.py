@@ -26,9 +26,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+from ..exceptions import PathChanged, TextFileError
+
 __all__ = [
-    "PathChanged",
-    "TextFileError",
     "decode_text",
     "folder",
     "open_below",
@@ -46,14 +46,6 @@ _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
-class TextFileError(Exception):
-    """A file a tool will not read or write as text; the message says why."""
-
-
-class PathChanged(TextFileError):
-    """A folder or file on the way became a link (or a file) after the guard checked it."""
-
-
 def _changed(rel: str) -> PathChanged:
     return PathChanged(
         f"'{rel}' changed while it was being opened (something on the way is now a link "
@@ -61,7 +53,7 @@ def _changed(rel: str) -> PathChanged:
     )
 
 
-def settled_realpath(path: str | Path) -> str:
+def settled_realpath(path: str | os.PathLike[str]) -> str:
     """``os.path.realpath``, asked again when a link on the way changes under it.
 
     realpath reads each link by name; one that stops being a link between its ``lstat``

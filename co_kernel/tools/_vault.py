@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..exceptions import PathChanged, TextFileError
 from ._scope import SKIP_DIRS, Protection, Root, Scope, admit, read_bytes, walk
-from ._textfile import PathChanged, TextFileError, open_root
+from ._textfile import open_root
 from ._watch import DirWatcher, watch
 
 __all__ = [

@@ -20,11 +20,12 @@ from pydantic_ai import ApprovalRequired, ModelRetry, RunContext, Tool, ToolFail
 from pydantic_ai.toolsets import FunctionToolset
 
 from ..deps import CoDeps  # at run time: pydantic-ai reads the tools' annotations
+from ..exceptions import TextFileError
 from . import ToolsetBuild
 from ._audit import record_access
 from ._paging import paginate, result
 from ._scope import Protection, Resolved, Root, Scope, guarded, read_text, walk
-from ._textfile import TextFileError, replace_below
+from ._textfile import replace_below
 
 if TYPE_CHECKING:
     from ..config import Settings

@@ -14,11 +14,11 @@ from pydantic_ai import ModelRetry, RunContext, ToolFailed
 from pydantic_ai.toolsets import FunctionToolset
 
 from ..deps import CoDeps  # at run time: pydantic-ai reads the tools' annotations
+from ..exceptions import TextFileError
 from . import ToolsetBuild
 from ._audit import record_access
 from ._paging import paginate, result
 from ._scope import Protection, guarded, read_text
-from ._textfile import TextFileError
 from ._vault import BROAD_QUERY, Note, VaultIndex, keyword_patterns
 
 if TYPE_CHECKING:

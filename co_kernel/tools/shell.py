@@ -90,5 +90,7 @@ def build(settings: Settings) -> ToolsetBuild:
     from pydantic_ai.toolsets import FunctionToolset
 
     toolset: FunctionToolset[CoDeps] = FunctionToolset()
-    toolset.add_function(run_shell_command, args_validator=_check_args)
+    # pyright binds add_function's ParamSpec through the plain-function half of its union,
+    # which puts ctx among the validator's parameters too.
+    toolset.add_function(run_shell_command, args_validator=_check_args)  # pyright: ignore[reportArgumentType]
     return ToolsetBuild("shell", toolset, approval={"run_shell_command": True})

@@ -23,10 +23,11 @@ from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.toolsets import FunctionToolset
 
 from ..deps import CoDeps  # at run time: pydantic-ai reads the tools' annotations
+from ..exceptions import DefinitionError, TextFileError
 from . import ToolsetBuild
-from ._frontmatter import DefinitionError, read_definition
+from ._frontmatter import read_definition
 from ._scope import Protection, Root, Scope, in_scope, read_text, walk
-from ._textfile import TextFileError, settled_realpath
+from ._textfile import settled_realpath
 
 if TYPE_CHECKING:
     from pydantic_ai.tools import ToolDefinition

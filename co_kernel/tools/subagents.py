@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..config import parse_model_string
-from ._frontmatter import DefinitionError, read_definition
+from ..exceptions import DefinitionError
+from ._frontmatter import read_definition
 
 if TYPE_CHECKING:
     from ..config import Settings

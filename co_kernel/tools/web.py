@@ -10,17 +10,18 @@ from __future__ import annotations
 import html
 import re
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 from urllib.parse import urlsplit
 
 from pydantic_ai import ModelRetry, RunContext, Tool, ToolFailed
 from pydantic_ai.toolsets import FunctionToolset
 
 from ..deps import CoDeps  # at run time: pydantic-ai reads the tools' annotations
+from ..exceptions import FetchRefused
 from . import ToolsetBuild
 from ._audit import record_access
 from ._paging import result, text_pages
-from ._ssrf import Fetched, FetchRefused, check_url, domain_in, fetch
+from ._ssrf import Fetched, check_url, domain_in, fetch
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -38,7 +39,12 @@ def _plain(text: object) -> str:
     return html.unescape(_TAGS.sub("", text)) if isinstance(text, str) else ""
 
 
-def _domain_lists(settings: Settings) -> dict[str, list[str]]:
+class _DomainLists(TypedDict):
+    allowed_domains: list[str]
+    blocked_domains: list[str]
+
+
+def _domain_lists(settings: Settings) -> _DomainLists:
     return {
         "allowed_domains": settings.web_allowed_domains,
         "blocked_domains": settings.web_blocked_domains,

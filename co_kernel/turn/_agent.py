@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..config import paths
 from ._prompt import build_system_prompt
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from pydantic_ai import Agent
     from pydantic_ai.capabilities import AbstractCapability
     from pydantic_ai.models import Model
+    from pydantic_ai.settings import ModelSettings
     from pydantic_ai.toolsets import AbstractToolset
 
     from ..config import Settings
@@ -175,9 +176,9 @@ def build_agent(
             PermissionGate(),
         ],
         retries=settings.tool_retries,
-        model_settings={
-            "max_retries": 0,
-            "timeout": settings.request_timeout,
-            **(model_settings or {}),
-        },
+        # The handle's settings are the provider's own keys, unchecked here.
+        model_settings=cast(
+            "ModelSettings",
+            {"max_retries": 0, "timeout": settings.request_timeout, **(model_settings or {})},
+        ),
     )

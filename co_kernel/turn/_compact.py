@@ -11,18 +11,18 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from ..exceptions import CoError
+from ..exceptions import CompactError
 from ._history import SUMMARY_PREFIX, is_summary, turn_starts
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
     from pydantic_ai.models import Model
+    from pydantic_ai.settings import ModelSettings
 
 __all__ = [
     "SUMMARY_ACK",
-    "CompactError",
     "Summary",
     "compacted_history",
     "render_transcript",
@@ -42,10 +42,6 @@ _INSTRUCTIONS = (
 )
 _TOOL_CHARS = 600
 _TEXT_CHARS = 4000
-
-
-class CompactError(CoError):
-    """Compaction could not run; the message says why and the history is unchanged."""
 
 
 @dataclass
@@ -181,7 +177,9 @@ async def summarise(
         output_type=str,
         instructions=_INSTRUCTIONS,
         # The model's own timeout wins: a local model's allows for a slow CPU.
-        model_settings={"timeout": timeout, **(model_settings or {}), "max_retries": 0},
+        model_settings=cast(
+            "ModelSettings", {"timeout": timeout, **(model_settings or {}), "max_retries": 0}
+        ),
     )
     try:
         result = await agent.run(prompt)

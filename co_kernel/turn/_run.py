@@ -132,11 +132,9 @@ def patch_dangling_tool_calls(
     for msg in messages:
         if isinstance(msg, ModelRequest):
             for part in msg.parts:
-                if hasattr(part, "tool_call_id") and part.part_kind in (
-                    "tool-return",
-                    "retry-prompt",
-                ):
-                    answered.add(part.tool_call_id)
+                call_id = getattr(part, "tool_call_id", None)
+                if call_id is not None and part.part_kind in ("tool-return", "retry-prompt"):
+                    answered.add(call_id)
     patched = list(messages)
     for i, msg in enumerate(messages):
         if not isinstance(msg, ModelResponse):

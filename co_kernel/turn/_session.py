@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..config import parse_model_string
 from ..deps import CoDeps
-from ..exceptions import ConfigError
+from ..exceptions import CompactError, ConfigError
 from ..models import build_model
 from ..store import SessionConflict, SessionStore, TurnRow, session_store_path
-from ._compact import CompactError, compacted_history, render_transcript, split_for_compaction
+from ._compact import compacted_history, render_transcript, split_for_compaction
 from ._history import estimate_tokens, govern_history, token_calibration
 from ._run import TurnResult, run_turn
 

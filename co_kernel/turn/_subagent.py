@@ -212,6 +212,7 @@ async def run_subagent(ctx: RunContext[CoDeps], run: SubagentRun) -> SubagentOut
             )
         )
         frontend.cleanup()
+    assert result is not None  # set unless runner.run() raised, which ends here
     if result.interrupted:
         raise asyncio.CancelledError
     # The summary is the last response's text ("Let me look." before a tool call is

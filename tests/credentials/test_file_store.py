@@ -13,7 +13,8 @@ from cryptography.fernet import Fernet
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from co_kernel.config._credentials import CredentialError, CredentialStore
+from co_kernel.config._credentials import CredentialStore
+from co_kernel.exceptions import CredentialError
 
 from .conftest import HeaderProxy, all_bytes, clean_env, co_kernel_cli, secrets_cli
 

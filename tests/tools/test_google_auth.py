@@ -87,7 +87,8 @@ def test_adc_files_are_found_by_env_var_or_gcloud_config(tmp_path: Path) -> None
 _RESOLVE = """
 import json
 from co_kernel.config import load_settings
-from co_kernel.tools.google._auth import GoogleAuthUnavailable, resolve_credentials
+from co_kernel.exceptions import GoogleAuthUnavailable
+from co_kernel.tools.google._auth import resolve_credentials
 try:
     creds, source = resolve_credentials(load_settings().settings)
 except GoogleAuthUnavailable as exc:

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from co_kernel.config import Settings, SubagentSetting
-from co_kernel.tools._frontmatter import DefinitionError, parse_definition
+from co_kernel.exceptions import DefinitionError
+from co_kernel.tools._frontmatter import parse_definition
 from co_kernel.tools.skills import discover_skills
 from co_kernel.tools.subagents import discover_subagents
 

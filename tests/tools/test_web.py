@@ -348,7 +348,8 @@ def test_domain_allow_list_applies_before_anything_else(fetch_deps, site, audit)
 
 
 def test_private_host_exemptions_are_exact_host_and_port():
-    from co_kernel.tools._ssrf import FetchRefused, check_url
+    from co_kernel.exceptions import FetchRefused
+    from co_kernel.tools._ssrf import check_url
 
     allowed = asyncio.run(check_url("http://127.0.0.1:8080/x", private_hosts=["127.0.0.1:8080"]))
     assert allowed.addresses == ("127.0.0.1",)

@@ -17,8 +17,8 @@ from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.toolsets import FunctionToolset
 
 from co_kernel.deps import CoDeps
+from co_kernel.exceptions import ToolError, ToolErrorKind
 from co_kernel.tools import ToolsetBuild
-from co_kernel.tools._errors import ToolError, ToolErrorKind
 
 PLUGIN_NAME = "faults"
 LOG_NAME = "tool-calls.log"

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .. import ToolsetBuild
 from ._auth import SCOPES, find_credentials, not_configured_reason, run_auth_flow
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ...config import Settings
+    from ...deps import CoDeps
 
 __all__ = ["APPROVAL", "SCOPES", "build", "run_auth_flow"]
 
@@ -41,8 +44,9 @@ def build(settings: Settings, environ: Mapping[str, str] = os.environ) -> Toolse
 
     from . import calendar, drive, gmail
 
-    toolset: FunctionToolset[object] = FunctionToolset(id="google")
-    for func in (
+    toolset: FunctionToolset[CoDeps] = FunctionToolset(id="google")
+    # One declared type: pyright cannot bind add_function's ParamSpec to a union of signatures.
+    funcs: list[Callable[..., Any]] = [
         drive.search_drive_files,
         drive.read_drive_file,
         gmail.list_emails,
@@ -50,6 +54,7 @@ def build(settings: Settings, environ: Mapping[str, str] = os.environ) -> Toolse
         gmail.create_email_draft,
         calendar.list_calendar_events,
         calendar.search_calendar_events,
-    ):
+    ]
+    for func in funcs:
         toolset.add_function(func, requires_approval=APPROVAL[func.__name__])
     return ToolsetBuild("google", toolset, approval=dict(APPROVAL))

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ...config import CredentialError, CredentialStore, paths
-from ...exceptions import ConfigError
+from ...config import CredentialStore, paths
+from ...exceptions import CredentialError, GoogleAuthUnavailable
 
 if TYPE_CHECKING:
     from ...config import Settings
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 __all__ = [
     "SCOPES",
     "CredentialSource",
-    "GoogleAuthUnavailable",
     "client_secrets_path",
     "find_credentials",
     "forget_credentials",
@@ -72,10 +71,6 @@ _ADC_LOGIN = "gcloud auth application-default login --scopes=" + ",".join(
 
 
 log = logging.getLogger(__name__)
-
-
-class GoogleAuthUnavailable(ConfigError):
-    """No usable Google credentials; the message says how to get them."""
 
 
 @dataclass(frozen=True)

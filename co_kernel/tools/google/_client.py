@@ -6,13 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._auth import (
-    GoogleAuthUnavailable,
-    forget_credentials,
-    save_refreshed_token,
-    session_credentials,
-)
-from ._errors import ToolErrorKind, classify_google_error, handle_tool_error
+from ...exceptions import GoogleAuthUnavailable, ToolErrorKind
+from ._auth import forget_credentials, save_refreshed_token, session_credentials
+from ._errors import classify_google_error, handle_tool_error
 
 if TYPE_CHECKING:
     from pydantic_ai import RunContext

@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .._errors import ClassifiedError, ToolErrorKind, handle_tool_error, tool_error_result
+from ...exceptions import ToolErrorKind
+from .._errors import ClassifiedError, handle_tool_error, tool_error_result
 
 __all__ = [
     "ClassifiedError",

@@ -6,12 +6,15 @@ Registered when a token is set; nothing is imported or asked of Slack until the 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .. import ToolsetBuild
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ...config import Settings
+    from ...deps import CoDeps
 
 __all__ = ["APPROVAL", "NOT_CONFIGURED", "build"]
 
@@ -38,13 +41,15 @@ def build(settings: Settings) -> ToolsetBuild:
 
     from . import tools
 
-    toolset: FunctionToolset[object] = FunctionToolset(id="slack")
-    for func in (
+    toolset: FunctionToolset[CoDeps] = FunctionToolset(id="slack")
+    # One declared type: pyright cannot bind add_function's ParamSpec to a union of signatures.
+    funcs: list[Callable[..., Any]] = [
         tools.list_slack_channels,
         tools.list_slack_messages,
         tools.list_slack_replies,
         tools.list_slack_users,
         tools.send_slack_message,
-    ):
+    ]
+    for func in funcs:
         toolset.add_function(func, requires_approval=APPROVAL[func.__name__])
     return ToolsetBuild("slack", toolset, approval=dict(APPROVAL))

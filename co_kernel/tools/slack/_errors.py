@@ -8,7 +8,8 @@ thread or cursor is misuse with a hint. Slack reports most failures as HTTP 200 
 
 from __future__ import annotations
 
-from .._errors import ClassifiedError, ToolErrorKind
+from ...exceptions import ToolErrorKind
+from .._errors import ClassifiedError
 
 __all__ = ["classify_slack_error"]
 
