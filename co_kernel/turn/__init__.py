@@ -14,7 +14,8 @@ from ._frontend import (
 )
 from ._providers import PROVIDERS, ModelHandle, build_model, parse_model_string
 from ._recording import RecordingFrontend
-from ._run import INTERRUPTED_TOOL_RETURN, TurnResult, patch_dangling_tool_calls, run_turn
+from ._repair import INTERRUPTED_TOOL_RETURN, patch_dangling_tool_calls
+from ._run import TurnResult, run_turn
 from ._session import ChatSession, TurnRecord
 
 __all__ = [
