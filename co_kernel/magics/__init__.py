@@ -16,7 +16,8 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..turn import ChatSession
+    from ..frontend import JupyterKernel
+    from ..turn import SessionProtocol
 
 __all__ = [
     "MAGICS",
@@ -68,9 +69,9 @@ class RunPrompt:
 class MagicContext:
     """What a magic may touch."""
 
-    session: ChatSession
+    session: SessionProtocol
     """The kernel session's conversation, deps and model."""
-    kernel: Any = None
+    kernel: JupyterKernel | None = None
     """The kernel, for the few magics that need it (status of the sandbox, shutdown)."""
     extras: dict[str, Any] = field(default_factory=dict)
     """Frontend-provided facts (cell id, notebook path)."""

@@ -12,6 +12,7 @@ from ._frontend import (
     ToolResultView,
     TurnSummary,
 )
+from ._protocol import SessionProtocol
 from ._providers import PROVIDERS, ModelHandle, build_model, parse_model_string
 from ._recording import RecordingFrontend
 from ._repair import INTERRUPTED_TOOL_RETURN, patch_dangling_tool_calls
@@ -28,6 +29,7 @@ __all__ = [
     "ModelHandle",
     "RecordingFrontend",
     "SessionAgent",
+    "SessionProtocol",
     "ToolCallView",
     "ToolResultView",
     "TurnRecord",
