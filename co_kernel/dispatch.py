@@ -36,7 +36,9 @@ from .magics import MagicContext, MagicError, RunPrompt, find_magic, parse_magic
 from .notebook import CellRecord, NotebookContext, expand_references
 
 if TYPE_CHECKING:
-    from .frontend import Approver, BaseFrontend
+    from collections.abc import Callable
+
+    from .frontend import Approver, BaseFrontend, JupyterKernel, JupyterShell
     from .turn import ChatSession
 
 __all__ = ["CellDispatcher", "CellRequest", "Outcome", "frontend_kind"]
@@ -86,7 +88,13 @@ def frontend_kind(request: CellRequest) -> FrontendKind:
 class CellDispatcher:
     """Routes cells; owns nothing but the wiring between kernel, session and frontends."""
 
-    def __init__(self, shell: Any, session_factory: Any, *, kernel: Any = None) -> None:
+    def __init__(
+        self,
+        shell: JupyterShell,
+        session_factory: Callable[[], ChatSession],
+        *,
+        kernel: JupyterKernel | None = None,
+    ) -> None:
         self._shell = shell
         self._session_factory = session_factory
         self._session: ChatSession | None = None
@@ -116,17 +124,15 @@ class CellDispatcher:
         try:
             session = self.session
             session.ensure_agent()
-            if session.deps.audit is None:
-                session.deps.audit = session.telemetry.audit_log()
+            session.open_audit_log()
         except Exception:
             log.debug("building the session ahead of the first cell failed", exc_info=True)
 
     @property
     def session(self) -> ChatSession:
         if self._session is None:
-            session: ChatSession = self._session_factory()
-            session.deps.notebook = self.notebook
-            self._session = session
+            self._session = self._session_factory()
+            self._session.attach_notebook(self.notebook)
         return self._session
 
     def redact(self, text: str) -> str:
@@ -322,8 +328,4 @@ class CellDispatcher:
         if self._session is None:
             return
         session, self._session = self._session, None
-        await session.mcp.close()
-        session.close()
-        sandbox = session.deps.sandbox
-        if sandbox is not None:
-            await sandbox.close()
+        await session.aclose()

@@ -12,7 +12,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ipykernel.ipkernel import IPythonKernel
 from ipykernel.zmqshell import ZMQInteractiveShell
@@ -23,6 +23,9 @@ from . import __version__
 from .dispatch import INTERRUPTED, CellDispatcher, CellRequest, Outcome
 from .labstatus import LAB_STATUS_KEY, lab_status
 from .store import CellHistory, history_path
+
+if TYPE_CHECKING:
+    from .turn import ChatSession
 
 __all__ = ["CoKernel"]
 
@@ -77,7 +80,9 @@ class CoKernel(IPythonKernel):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._dispatcher = CellDispatcher(self.shell, self._new_session, kernel=self)
+        shell = self.shell
+        assert shell is not None  # IPythonKernel.__init__ made it
+        self._dispatcher = CellDispatcher(shell, self._new_session, kernel=self)
         self._warmed = False
         self._busy_lock = threading.Lock()
         self._running_cell: dict[str, Any] | None = None
@@ -87,15 +92,18 @@ class CoKernel(IPythonKernel):
 
     # -- lifecycle ---------------------------------------------------------
 
-    def _new_session(self) -> Any:
+    def _new_session(self) -> ChatSession:
         from .config import load_settings
         from .turn import ChatSession
 
         workspace = Path(os.getcwd())
         loaded = load_settings(workspace)
-        session = ChatSession(loaded, workspace=workspace, kernel_id=self._kernel_id())
-        session.deps.notebook_path = os.environ.get("JPY_SESSION_NAME")
-        return session
+        return ChatSession(
+            loaded,
+            workspace=workspace,
+            kernel_id=self._kernel_id(),
+            notebook_path=os.environ.get("JPY_SESSION_NAME"),
+        )
 
     def _kernel_id(self) -> str:
         connection_file = getattr(self.parent, "connection_file", None) if self.parent else None

@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Any
 from . import __version__
 
 if TYPE_CHECKING:
-    from .turn import ChatSession
+    from .turn import SessionProtocol
 
 __all__ = ["LAB_STATUS_KEY", "lab_status", "session_tokens"]
 
 LAB_STATUS_KEY = "co"
 
 
-def session_tokens(session: ChatSession) -> tuple[int, int]:
+def session_tokens(session: SessionProtocol) -> tuple[int, int]:
     """Input and output tokens of the conversation, counted the way ``%usage`` counts them.
 
     Each turn's usage plus the compaction requests; a turn replaced by re-running its cell
@@ -35,7 +35,7 @@ def session_tokens(session: ChatSession) -> tuple[int, int]:
     )
 
 
-def lab_status(session: ChatSession | None) -> dict[str, Any]:
+def lab_status(session: SessionProtocol | None) -> dict[str, Any]:
     """The session's status as JSON; never raises, since it rides on every reply.
 
     Before the session starts (``kernel_info``), the model comes from the settings the
@@ -59,12 +59,12 @@ def lab_status(session: ChatSession | None) -> dict[str, Any]:
             return status
         input_tokens, output_tokens = session_tokens(session)
         status.update(
-            session_id=session.deps.session_id,
-            model=session.model_string,
+            session_id=session.session_id,
+            model=session.model.name,
             turns=len(session.turns),
             input_tokens=input_tokens,
             output_tokens=output_tokens,
-            yolo=bool(session.deps.auto_confirm),
+            yolo=bool(session.auto_confirm),
             approval_mode=session.settings.approval_mode,
         )
     except Exception as exc:  # a broken session must not break kernel_info or a reply

@@ -10,9 +10,12 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import SECRET_FIELDS, LoadedSettings, Settings, load_settings, paths
+
+if TYPE_CHECKING:
+    from .turn import SessionProtocol
 
 __all__ = [
     "ProviderProbe",
@@ -256,18 +259,19 @@ def _secret_rows(report: StatusReport, loaded: LoadedSettings) -> None:
         report.add("secrets", name, f"set ({sources[name]})")
 
 
-def _session_rows(report: StatusReport, session: Any) -> None:
-    deps = session.deps
-    report.add("session", "id", deps.session_id)
-    report.add("session", "notebook", deps.notebook_path or "unknown (not sent by the frontend)")
+def _session_rows(report: StatusReport, session: SessionProtocol) -> None:
+    report.add("session", "id", session.session_id)
+    report.add("session", "notebook", session.notebook_path or "unknown (not sent by the frontend)")
     report.add("session", "turns", str(len(session.live_turns)))
-    report.add("session", "auto-approve (%yolo)", "on" if deps.auto_confirm else "off")
+    report.add("session", "auto-approve (%yolo)", "on" if session.auto_confirm else "off")
 
 
-def _integration_rows(report: StatusReport, settings: Settings, session: Any) -> None:
+def _integration_rows(
+    report: StatusReport, settings: Settings, session: SessionProtocol | None
+) -> None:
     from .turn import session_toolsets
 
-    builds = (session.toolsets if session is not None else None) or session_toolsets(settings)
+    builds = (session.model.toolsets if session is not None else None) or session_toolsets(settings)
     if not builds:
         report.add("integrations", "all", "none in this version of Co")
     for build in builds:
@@ -277,7 +281,7 @@ def _integration_rows(report: StatusReport, settings: Settings, session: Any) ->
             report.add("integrations", build.name, f"not registered: {build.reason or 'unknown'}")
 
 
-def _mcp_rows(report: StatusReport, settings: Settings, session: Any) -> None:
+def _mcp_rows(report: StatusReport, settings: Settings, session: SessionProtocol | None) -> None:
     """A row per MCP server: its state in the session, or its configuration."""
     manager = getattr(session, "mcp", None)
     if manager is not None:
@@ -307,7 +311,7 @@ def _store_rows(report: StatusReport) -> None:
 
 
 def collect_status(
-    project_dir: Path, session: Any = None, *, check_provider: bool = True
+    project_dir: Path, session: SessionProtocol | None = None, *, check_provider: bool = True
 ) -> StatusReport:
     """Gather settings, model, sandbox, integrations and stores."""
     from .config import PROVIDERS, parse_model_string
@@ -320,7 +324,7 @@ def collect_status(
     report.add("settings", "files in force", files)
     from .models import default_model_string
 
-    model = (session.model_override if session is not None else None) or settings.model
+    model = (session.model.override if session is not None else None) or settings.model
     is_default = False
     if not model:
         model = default_model_string(settings)
@@ -346,7 +350,7 @@ def collect_status(
                     settings,
                     model,
                     base_dir=project_dir,
-                    replay_base=getattr(session, "model_base_url", None),
+                    replay_base=session.model.base_url if session is not None else None,
                 )
                 mark = "✅" if probe.ok else "❌"
                 report.add("model", "reachable", f"{mark} {probe.detail}")
@@ -373,16 +377,18 @@ def collect_status(
     return report
 
 
-def _local_rows(report: StatusReport, name: str, project_dir: Path, session: Any) -> None:
+def _local_rows(
+    report: StatusReport, name: str, project_dir: Path, session: SessionProtocol | None
+) -> None:
     """The local model's file, size, load time and speed, without starting it."""
     from .exceptions import ConfigError
     from .models import local_status_rows, resolve_local_model
 
-    handle = session.model_handle if session is not None else None
+    handle = session.model.handle if session is not None else None
     if session is not None and handle is not None and handle.local is not None:
         rows = handle.local.describe(session.history)
     else:
-        base = session.deps.workspace if session is not None else project_dir
+        base = session.workspace if session is not None else project_dir
         try:
             spec = resolve_local_model(name, base_dir=base)
         except ConfigError as exc:
@@ -393,11 +399,13 @@ def _local_rows(report: StatusReport, name: str, project_dir: Path, session: Any
         report.add("model", item, value)
 
 
-def _sandbox_rows(report: StatusReport, settings: Any, project_dir: Path, session: Any) -> None:
+def _sandbox_rows(
+    report: StatusReport, settings: Settings, project_dir: Path, session: SessionProtocol | None
+) -> None:
     """Backend, engine, image and container, without creating anything."""
     from .sandbox import create_sandbox
 
-    sandbox = session.deps.sandbox if session is not None else None
+    sandbox = session.sandbox if session is not None else None
     report.add(
         "sandbox",
         "mode",
@@ -410,7 +418,7 @@ def _sandbox_rows(report: StatusReport, settings: Any, project_dir: Path, sessio
                 mode=settings.sandbox,
                 image=settings.sandbox_image,
                 workspace=project_dir,
-                session_id=session.deps.session_id if session is not None else "status",
+                session_id=session.session_id if session is not None else "status",
                 kernel_id="status",
                 network=settings.sandbox_network,
             )

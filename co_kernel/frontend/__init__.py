@@ -17,6 +17,7 @@ from ._base import Approver, BaseFrontend, parse_answer, policy_approver
 from ._console import ConsoleFrontend
 from ._footer import footer_enabled, format_footer
 from ._headless import HeadlessFrontend
+from ._jupyter import JupyterKernel, JupyterShell
 from ._markdown import MarkdownStream, find_block_boundary
 from ._notebook import NotebookFrontend
 from ._pending import PendingApprovals
@@ -35,6 +36,8 @@ __all__ = [
     "BaseFrontend",
     "ConsoleFrontend",
     "HeadlessFrontend",
+    "JupyterKernel",
+    "JupyterShell",
     "KernelPublisher",
     "KernelStdin",
     "MarkdownStream",

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 from ..exceptions import MagicError
 
 if TYPE_CHECKING:
-    from ..turn import ChatSession
+    from ..frontend import JupyterKernel
+    from ..turn import SessionProtocol
     from ._complete import complete_reply, inspect_reply, is_complete_reply
 
 __all__ = [
@@ -69,9 +70,9 @@ class RunPrompt:
 class MagicContext:
     """What a magic may touch."""
 
-    session: ChatSession
+    session: SessionProtocol
     """The kernel session's conversation, deps and model."""
-    kernel: Any = None
+    kernel: JupyterKernel | None = None
     """The kernel, for the few magics that need it (status of the sandbox, shutdown)."""
     extras: dict[str, Any] = field(default_factory=dict)
     """Frontend-provided facts (cell id, notebook path)."""

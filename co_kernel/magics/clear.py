@@ -18,7 +18,7 @@ async def run(ctx: MagicContext, args: str) -> str:
         raise MagicError(f"%clear takes no arguments (got '{args}').")
     session = ctx.session
     turns = len(session.turns)
-    if not session.history and not session.deps.todos:
+    if not session.history and not session.todos:
         return "The conversation is already empty."
     saved = session.is_saved
     old = session.clear()

@@ -62,7 +62,7 @@ async def run(ctx: MagicContext, args: str) -> str:
     sent = await session.prompt_tokens()
     sent_tokens = sent.tokens
     counted = _HOW[sent.how]
-    window = session.context_window
+    window = session.model.context_window
     limit = int(settings.auto_compact_ratio * window)
     turns = f"{len(live)}"
     if is_summary(history[0]):

@@ -102,14 +102,14 @@ async def _reload(ctx: MagicContext) -> str:
     from ..config import load_settings
 
     session = ctx.session
-    loaded = load_settings(session.deps.workspace)
+    loaded = load_settings(session.workspace)
     specs = loaded.settings.mcp_servers
     for spec in specs.values():
         session.telemetry.redactor.add(spec.secret_values())
     # Every setting that decides what MCP tools do: the servers, and the permission
     # rules that name their tools (mcp_* rules, annotations on top).
     fresh = {name: getattr(loaded.settings, name) for name in _MCP_SETTINGS}
-    session.deps.settings = session.deps.settings.model_copy(update=fresh)
+    session.update_settings(fresh)
     await session.mcp.reload(specs)
     problems = [p for p in loaded.problems if any(name in p for name in _MCP_SETTINGS)]
     text = format_servers(session.mcp)

@@ -17,7 +17,7 @@ from . import MagicContext, MagicError
 
 if TYPE_CHECKING:
     from ..status import ProviderProbe
-    from ..turn import ChatSession
+    from ..turn import SessionProtocol
 
 USAGE = "%model [provider:model]"
 
@@ -39,7 +39,7 @@ def known_models(provider: str) -> list[str]:
     ]
 
 
-async def check_model(session: ChatSession, value: str) -> ProviderProbe:
+async def check_model(session: SessionProtocol, value: str) -> ProviderProbe:
     """Whether ``value`` can be switched to (key set, server answering, model listed).
 
     Raises ConfigError for a malformed name. Listed model ids are kept for completion.
@@ -50,11 +50,11 @@ async def check_model(session: ChatSession, value: str) -> ProviderProbe:
         probe_provider,
         session.settings,
         value,
-        base_dir=session.deps.workspace,
-        replay_base=session.model_base_url if value == session.model_string else None,
+        base_dir=session.workspace,
+        replay_base=session.model.base_url if value == session.model.name else None,
     )
     if probe.models:
-        session.provider_models[value.split(":", 1)[0].lower()] = probe.models
+        session.model.provider_models[value.split(":", 1)[0].lower()] = probe.models
     return probe
 
 
@@ -63,7 +63,7 @@ async def run(ctx: MagicContext, args: str) -> str:
     from ..exceptions import ConfigError
 
     session = ctx.session
-    current = session.model_string
+    current = session.model.name
     if not args:
         lines = [f"Model: **{current}**" if current else "No model is configured."]
         lines.append("")
@@ -78,7 +78,7 @@ async def run(ctx: MagicContext, args: str) -> str:
     unchanged = f"still {current}" if current else "no model is set"
     if not probe.ok:
         raise MagicError(f"{probe.detail.rstrip('.')}. The model is unchanged ({unchanged}).")
-    label = session.set_model(value)
+    label = session.model.switch(value)
     return f"Switched to **{label}**: {probe.detail}. The conversation is kept."
 
 
@@ -89,7 +89,7 @@ def complete(ctx: MagicContext, arg_text: str) -> list[str]:
     session = ctx.session
     candidates = [f"{p}:" for p in PROVIDERS]
     providers = list(_KNOWN_PREFIX)
-    current = session.model_string
+    current = session.model.name
     if current:
         try:
             provider, _ = parse_model_string(current)
@@ -102,7 +102,7 @@ def complete(ctx: MagicContext, arg_text: str) -> list[str]:
         candidates.append(current)
     for provider in providers:
         candidates += known_models(provider)
-    for provider, models in session.provider_models.items():
+    for provider, models in session.model.provider_models.items():
         candidates += [f"{provider}:{m.removesuffix(':latest')}" for m in models]
     from ..models import CATALOGUE
 

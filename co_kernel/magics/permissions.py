@@ -25,20 +25,18 @@ USAGE = "%permissions [accept]"
 
 
 async def run(ctx: MagicContext, args: str) -> str:
-    from ..permissions import accept_project_rules, pending_project_rules
-
-    deps = ctx.session.deps
+    session = ctx.session
     word = args.strip().lower()
     if word == "accept":
-        accepted = accept_project_rules(deps)
+        accepted = session.rules.accept_project()
         if not accepted:
             return "No project allow rules are waiting: nothing to accept."
         listed = "\n".join(f"- `allow {r.rule}`" for r in accepted)
         return f"Accepted this project's allow rules (until they change):\n{listed}"
     if word:
         raise MagicError(f"%permissions takes nothing or `accept`, not '{args.strip()}'.")
-    pending = set(pending_project_rules(deps))
-    rules = [*deps.settings.permissions, *deps.session_rules]
+    pending = set(session.rules.waiting())
+    rules = session.rules.listed
     if not rules:
         return (
             "No permission rules: the defaults apply (read-only tools run, side effects "
@@ -78,9 +76,7 @@ async def add_rule(ctx: MagicContext, kind: RuleKind, args: str, usage: str) -> 
         message = str(exc).splitlines()
         detail = next((line.strip() for line in message if "Value error" in line), message[0])
         raise MagicError(detail.replace("Value error, ", "").split(" [type=")[0]) from None
-    deps = ctx.session.deps
-    if rule not in deps.session_rules:
-        deps.session_rules.append(rule)
+    ctx.session.rules.add(rule)
     said = f"`{kind} {rule.rule}` holds for this session"
     if save:
         try:

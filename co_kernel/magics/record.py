@@ -20,21 +20,21 @@ USAGE = "%record [start | PATH | stop]"
 
 
 def _default_path(ctx: MagicContext) -> Path:
-    deps = ctx.session.deps
-    name = Path(deps.notebook_path).stem if deps.notebook_path else "co-session"
-    return deps.workspace / f"{name}.replay.jsonl"
+    session = ctx.session
+    name = Path(session.notebook_path).stem if session.notebook_path else "co-session"
+    return session.workspace / f"{name}.replay.jsonl"
 
 
 def _shown(ctx: MagicContext, path: Path) -> str:
     """The path as the person would type it: relative to the notebook's folder when inside."""
     try:
-        return str(path.relative_to(ctx.session.deps.workspace))
+        return str(path.relative_to(ctx.session.workspace))
     except ValueError:
         return str(path)
 
 
 async def run(ctx: MagicContext, args: str) -> str:
-    recorder = ctx.session.deps.recorder
+    recorder = ctx.session.recorder
     if recorder is None:  # pragma: no cover - every kernel session has one
         raise MagicError("This session cannot record.")
     word = args.strip()
@@ -60,11 +60,11 @@ async def run(ctx: MagicContext, args: str) -> str:
     path = (
         _default_path(ctx)
         if word.lower() == "start"
-        else ctx.session.deps.workspace / Path(word).expanduser()
+        else ctx.session.workspace / Path(word).expanduser()
     )
     from ..testing import replayed_script
 
-    if replayed_script(ctx.session.model_string, ctx.session.deps.workspace) == path.resolve():
+    if replayed_script(ctx.session.model.name, ctx.session.workspace) == path.resolve():
         raise MagicError(
             f"`{word}` is the script this session replays; record into another file "
             "(or set `replay_mode` to `record-missing` to add what it lacks)."

@@ -19,7 +19,7 @@ from . import MagicContext, MagicError
 from ._render import short_id, when
 
 if TYPE_CHECKING:
-    from ..turn import ChatSession
+    from ..turn import SessionProtocol
 
 USAGE = "%resume [id]"
 
@@ -50,9 +50,9 @@ async def run(ctx: MagicContext, args: str) -> str:
     from ..tools.todos import format_todos, todos_from_history
 
     # In place: the list is shared with everything holding the session's deps.
-    session.deps.todos[:] = todos_from_history(session.history)
-    if session.deps.todos:
-        lines.append(f"\nIts todo list is back:\n```\n{format_todos(session.deps.todos)}\n```")
+    session.todos[:] = todos_from_history(session.history)
+    if session.todos:
+        lines.append(f"\nIts todo list is back:\n```\n{format_todos(session.todos)}\n```")
     restored = await _restore_model(session, info.model)
     if restored:
         lines.append(f"\n{restored}")
@@ -61,14 +61,14 @@ async def run(ctx: MagicContext, args: str) -> str:
     return "\n".join(lines)
 
 
-async def _restore_model(session: ChatSession, stored: str | None) -> str | None:
+async def _restore_model(session: SessionProtocol, stored: str | None) -> str | None:
     """Switch to the model the conversation was saved with, if it can still be used."""
     from ..config import parse_model_string
     from ..exceptions import ConfigError
     from ..models import default_model_string
     from .model import check_model
 
-    current = session.model_string
+    current = session.model.name
     if not stored:
         return None
     try:
@@ -87,7 +87,7 @@ async def _restore_model(session: ChatSession, stored: str | None) -> str | None
     else:
         ok, detail = probe.ok, probe.detail
     if ok:
-        return f"Its model **{session.set_model(stored)}** is in use again."
+        return f"Its model **{session.model.switch(stored)}** is in use again."
     keep = f"keeps **{current}**" if current else "has no model set"
     return (
         f"Its model `{stored}` cannot be used now ({detail.rstrip('.')}), so Co {keep}; "

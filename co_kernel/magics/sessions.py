@@ -42,7 +42,7 @@ async def run(ctx: MagicContext, args: str) -> str:
         raise MagicError(store.failure(exc)) from None
     if not infos:
         return "No conversation is saved yet: each one is saved after its first turn."
-    here = session.deps.notebook_path
+    here = session.notebook_path
     rows = []
     for info in infos:
         mark = " ← this one" if info.id == session.session_id else ""

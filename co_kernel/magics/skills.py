@@ -24,15 +24,15 @@ async def run(ctx: MagicContext, args: str) -> str:
 
     from ..config import paths
     from ..tools.skills import discover_skills, skill_folders
-    from ..tools.subagents import can_delegate, discover_subagents
+    from ..tools.subagents import discover_subagents
 
     if args:
         raise MagicError(f"%skills takes no arguments (got '{args}').")
-    deps = ctx.session.deps
+    session = ctx.session
     config_dir = paths().config_dir
     home = str(Path.home())
-    catalog = discover_skills(config_dir, deps.workspace)
-    folders = dict(skill_folders(config_dir, deps.workspace))
+    catalog = discover_skills(config_dir, session.workspace)
+    folders = dict(skill_folders(config_dir, session.workspace))
     parts = []
     if catalog.skills:
         # Each file relative to its skills folder keeps the table narrow; the folders are
@@ -60,7 +60,7 @@ async def run(ctx: MagicContext, args: str) -> str:
     if catalog.shadowed:
         hidden = ", ".join(f"`{s.name}` (`{_where(str(s.path), home)}`)" for s in catalog.shadowed)
         parts.append(f"Hidden by a project skill of the same name: {hidden}.")
-    agents = discover_subagents(deps.settings, deps.workspace)
+    agents = discover_subagents(session.settings, session.workspace)
     if agents.agents:
         agent_rows = [
             (
@@ -74,7 +74,7 @@ async def run(ctx: MagicContext, args: str) -> str:
         ]
         note = (
             ""
-            if can_delegate(deps)
+            if session.can_delegate
             else "\n\n*Delegation is off: setting `subagent_max_depth` is 0.*"
         )
         parts.append(

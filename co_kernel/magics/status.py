@@ -21,5 +21,5 @@ async def run(ctx: MagicContext, args: str) -> str:
     session = ctx.session
     await session.mcp.ready()  # a row per MCP server, in its settled state
     # The provider check is network I/O: keep it off the kernel's event loop.
-    report = await asyncio.to_thread(collect_status, session.deps.workspace, session)
+    report = await asyncio.to_thread(collect_status, session.workspace, session)
     return "**Co status**\n\n" + format_status(report, markdown=True)

@@ -19,6 +19,7 @@ from ._render import table
 if TYPE_CHECKING:
     from ..config import PermissionRule
     from ..tools import ToolsetBuild
+    from ..turn import SessionProtocol
 
 USAGE = "%tools"
 
@@ -105,44 +106,39 @@ async def run(ctx: MagicContext, args: str) -> str:
     if args:
         raise MagicError(f"%tools takes no arguments (got '{args}').")
     session = ctx.session
-    if not session.toolsets:
+    model = session.model
+    if not model.toolsets:
         # Building the agent starts nothing (a local model loads on its first turn) and
         # says which tools this model gets: none for a model without tool support.
         with contextlib.suppress(ConfigError):
             session.ensure_agent()
-    builds = session.toolsets or session_toolsets(session.settings)
+    builds = model.toolsets or session_toolsets(session.settings)
     await session.mcp.ready()
     builds = [*builds, *session.mcp.tool_builds()]
-    from ..permissions import active_rules
-
     return format_tools(
         builds,
-        auto_confirm=session.deps.auto_confirm,
-        unavailable=session.tools_unavailable,
-        rules=active_rules(session.deps),
+        auto_confirm=session.auto_confirm,
+        unavailable=model.tools_unavailable,
+        rules=session.rules.in_force(),
         offered=await _offered(session, builds),
     )
 
 
-async def _offered(session: Any, builds: list[ToolsetBuild]) -> set[str] | None:
+async def _offered(session: SessionProtocol, builds: list[ToolsetBuild]) -> set[str] | None:
     """The tools the model is offered now: each toolset asked as a turn asks it (a toolset
     may hold tools back, the skill tools while no skill exists); None without a model."""
-    from pydantic_ai import RunContext
-    from pydantic_ai.usage import RunUsage
-
     from ..exceptions import ConfigError
 
     try:
-        _, handle = session.ensure_agent()
+        session.ensure_agent()
     except ConfigError:
         return None
-    ctx = RunContext(deps=session.deps, model=handle.model, usage=RunUsage())
     names: set[str] = set()
     for build in builds:
         if build.toolset is None:
             continue
         try:
-            names |= set(await build.toolset.get_tools(ctx))
+            names |= await session.model.offered_tools(build.toolset)
         except Exception:  # cannot tell: list them as registered
             names |= set(_tools_of(build))
     return names

@@ -17,17 +17,17 @@ _VALUES = {"on": True, "off": False, "true": True, "false": False, "1": True, "0
 
 
 async def run(ctx: MagicContext, args: str) -> str:
-    deps = ctx.session.deps
+    session = ctx.session
     word = args.strip().lower()
     if not word:
-        deps.auto_confirm = not deps.auto_confirm
+        session.auto_confirm = not session.auto_confirm
     elif word in _VALUES:
-        deps.auto_confirm = _VALUES[word]
+        session.auto_confirm = _VALUES[word]
     else:
         close = difflib.get_close_matches(word, ["on", "off"], n=1)
         hint = f" Did you mean %yolo {close[0]}?" if close else ""
         raise MagicError(f"%yolo takes on or off, not '{args.strip()}'.{hint}")
-    if deps.auto_confirm:
+    if session.auto_confirm:
         return (
             "⚠️ Auto-approve is **on** for this session: Co runs side-effectful tool calls "
             "(shell commands, file edits, messages) without asking. `%yolo off` stops it."

@@ -16,8 +16,10 @@ from ._frontend import (
     TurnSummary,
 )
 from ._history import estimate_tokens, is_summary, token_calibration
+from ._protocol import SessionProtocol
 from ._recording import RecordingFrontend
-from ._run import INTERRUPTED_TOOL_RETURN, TurnResult, run_turn
+from ._repair import INTERRUPTED_TOOL_RETURN
+from ._run import TurnResult, run_turn
 from ._session import ChatSession
 
 __all__ = [
@@ -29,6 +31,7 @@ __all__ = [
     "FrontendProtocol",
     "NoticeLevel",
     "RecordingFrontend",
+    "SessionProtocol",
     "SubagentView",
     "TodoView",
     "ToolCallView",

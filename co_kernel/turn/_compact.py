@@ -1,5 +1,8 @@
 """Compaction: older turns become an LLM-written summary; the last turns stay verbatim.
 
+``compact_session`` does it for `%compact`; ``auto_compact`` before a prompt that would
+pass `auto_compact_ratio` of the context window.
+
 The summary is asked of ``summarization_model`` (default: the session's model) through the
 same provider stack as a turn, with the older turns rendered as a plain transcript so any
 provider can read them (no tool schemas needed). The summary then heads the history as a
@@ -11,19 +14,35 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from ..exceptions import CompactError
+from ..exceptions import CompactError, ConfigError
 from ._history import SUMMARY_PREFIX, is_summary, turn_starts
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
     from pydantic_ai.messages import ModelMessage
     from pydantic_ai.models import Model
     from pydantic_ai.settings import ModelSettings
 
+    from ..config import Settings
+    from ..models import ModelHandle
+    from ..store import TurnRow
+    from ..testing import Recorder
+    from ._frontend import FrontendProtocol
+    from ._session_model import SessionModel
+    from ._tokens import TokenCount
+
 __all__ = [
     "SUMMARY_ACK",
+    "CompactReport",
+    "Compactable",
+    "SessionUsage",
     "Summary",
+    "auto_compact",
+    "compact_session",
     "compacted_history",
     "render_transcript",
     "split_for_compaction",
@@ -193,3 +212,148 @@ async def summarise(
         raise CompactError("the model returned an empty summary")
     usage = result.usage
     return Summary(text, usage.input_tokens, usage.output_tokens, usage.requests)
+
+
+@dataclass
+class SessionUsage:
+    """Usage outside turns (compaction requests), kept with the session."""
+
+    input_tokens: int = 0
+    """Prompt tokens."""
+    output_tokens: int = 0
+    """Completion tokens."""
+    requests: int = 0
+    """Model requests."""
+
+
+@dataclass
+class CompactReport:
+    """What a compaction did."""
+
+    folded_turns: int
+    """Turns replaced by the summary (an earlier summary counts as none)."""
+    kept_turns: int
+    """Turns kept verbatim after the summary."""
+    tokens_before: int
+    """Estimated tokens the model was sent before."""
+    tokens_after: int
+    """Estimated tokens it is sent now."""
+    summary: str
+    """The summary text."""
+
+
+class Compactable(Protocol):
+    """What compaction reads and replaces of a session (``ChatSession``)."""
+
+    history: list[ModelMessage]
+    turns: list[TurnRow]
+    compaction_usage: SessionUsage
+
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def model(self) -> SessionModel: ...
+    @property
+    def workspace(self) -> Path: ...
+    @property
+    def recorder(self) -> Recorder | None: ...
+    @property
+    def live_turns(self) -> list[TurnRow]: ...
+    async def prompt_tokens(self, prompt: str | None = None) -> TokenCount: ...
+    def save(self) -> bool: ...
+
+
+async def compact_session(session: Compactable, focus: str | None = None) -> CompactReport:
+    """Replace older turns with a summary; the last `compact_keep_turns` stay verbatim."""
+    keep = session.settings.compact_keep_turns
+    split = split_for_compaction(session.history, keep)
+    if split is None:
+        raise CompactError(
+            f"there is nothing to compact yet: the conversation has "
+            f"{len(session.live_turns)} turn(s) and the last {keep} always stay as they are"
+        )
+    cut, folded = split
+    before = (await session.prompt_tokens()).tokens
+    handle, close = _summary_model(session)
+    try:
+        window = session.model.context_window
+        transcript = render_transcript(session.history[:cut], max_chars=window * 2)
+        summary = await summarise(
+            handle.model,
+            transcript,
+            focus=focus,
+            timeout=session.settings.request_timeout,
+            provider=handle.provider,
+            label=handle.label,
+            model_settings=handle.model_settings,
+        )
+    finally:
+        close()
+    usage = session.compaction_usage
+    usage.input_tokens += summary.input_tokens
+    usage.output_tokens += summary.output_tokens
+    usage.requests += summary.requests
+    kept = session.history[cut:]
+    session.history = compacted_history(summary.text, kept)
+    shift = len(session.history) - len(kept) - cut
+    for turn in session.turns:
+        if turn.start is not None:
+            turn.start = None if turn.start < cut else turn.start + shift
+    session.save()
+    return CompactReport(
+        folded_turns=folded,
+        kept_turns=len(session.live_turns),
+        tokens_before=before,
+        tokens_after=(await session.prompt_tokens()).tokens,
+        summary=summary.text,
+    )
+
+
+def _summary_model(session: Compactable) -> tuple[ModelHandle, Callable[[], None]]:
+    """(handle, close) of the model that writes the summary."""
+    from ..config import parse_model_string
+    from ..models import build_model
+
+    settings = session.settings
+    wanted = settings.summarization_model
+    current = session.model.name
+    if not wanted or (current and parse_model_string(wanted) == parse_model_string(current)):
+        _, handle = session.model.ensure_agent()
+        return handle, lambda: None
+    handle = build_model(settings, wanted, base_dir=session.workspace, recorder=session.recorder)
+    return handle, handle.close
+
+
+async def auto_compact(session: Compactable, prompt: str, frontend: FrontendProtocol) -> None:
+    """Compact first when the prompt would pass `auto_compact_ratio` of the window."""
+    settings = session.settings
+    window = session.model.context_window
+    limit = int(settings.auto_compact_ratio * window)
+    if not session.history:
+        return
+    estimate = (await session.prompt_tokens(prompt)).tokens
+    if (
+        estimate <= limit
+        or split_for_compaction(session.history, settings.compact_keep_turns) is None
+    ):
+        return
+    frontend.on_status("Compacting the conversation to fit the context window…")
+    try:
+        report = await compact_session(session)
+    except (CompactError, ConfigError) as exc:
+        frontend.clear_status()
+        frontend.on_notice(
+            f"The conversation is near the context window (~{estimate:,} of "
+            f"{window:,} tokens) but Co could not compact it: {exc}. "
+            "Try `%compact` or `%clear`.",
+            "warning",
+        )
+        return
+    frontend.clear_status()
+    frontend.on_notice(
+        f"Co compacted the conversation: it was ~{estimate:,} tokens, past "
+        f"{settings.auto_compact_ratio:.0%} of the {window:,}-token "
+        f"context window. {report.folded_turns} earlier turn(s) are now a summary; the last "
+        f"{report.kept_turns} stay as they were (~{report.tokens_after:,} tokens now).",
+        "info",
+    )

@@ -8,39 +8,32 @@ Whatever happens, the history a turn returns is one the next turn can send: ever
 call has a return, and a turn that produced nothing but a failed request leaves the
 history as it found it. A retry continues from the failed request (the tools that already
 ran are not run again); a 400 is answered by showing the model the error once.
+What the turn shows is ``_events.py``, the approval batch ``_approval_batch.py`` and the
+history repair ``_repair.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
-import functools
 import logging
 import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from types import ModuleType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from ..models import ErrorAction, ProviderErrorKind, backoff_delay, classify_provider_error
-from ..permissions import (
-    INTERRUPTED,
-    auto_decision,
-    decision_label,
-    denial_message,
-    is_refusal,
-    normalise_args,
-    record_decision,
-    replayed_decision,
-)
-from ._frontend import (
-    ApprovalRequest,
-    FrontendProtocol,
-    TodoView,
-    ToolCallView,
-    ToolResultView,
-    TurnSummary,
+from ._approval_batch import decide_batch
+from ._events import TurnEvents
+from ._frontend import FrontendProtocol, TurnSummary
+from ._repair import (
+    INTERRUPTED_TOOL_RETURN,
+    answered_since,
+    ends_with_request,
+    interrupted_history,
+    tidy,
+    with_stop_note,
 )
 
 if TYPE_CHECKING:
@@ -51,18 +44,7 @@ if TYPE_CHECKING:
 
     from ..deps import CoDeps
 
-__all__ = [
-    "INTERRUPTED_TOOL_RETURN",
-    "TurnResult",
-    "TurnScope",
-    "current_turn",
-    "patch_dangling_tool_calls",
-    "run_turn",
-]
-
-INTERRUPTED_TOOL_RETURN = "Interrupted by user."
-INTERRUPTED_MARK = "[interrupted]"
-"""Appended to a partial answer kept in the history, so the model knows it was cut."""
+__all__ = ["TurnResult", "TurnScope", "current_turn", "run_turn"]
 
 log = logging.getLogger(__name__)
 
@@ -122,56 +104,6 @@ class _Interrupted(Exception):
         self.messages = messages
 
 
-def patch_dangling_tool_calls(
-    messages: list[ModelMessage], content: str = INTERRUPTED_TOOL_RETURN
-) -> list[ModelMessage]:
-    """Answer every unanswered tool call with a synthetic return (seed 002 7.5)."""
-    from pydantic_ai.messages import ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
-
-    answered: set[str] = set()
-    for msg in messages:
-        if isinstance(msg, ModelRequest):
-            for part in msg.parts:
-                call_id = getattr(part, "tool_call_id", None)
-                if call_id is not None and part.part_kind in ("tool-return", "retry-prompt"):
-                    answered.add(call_id)
-    patched = list(messages)
-    for i, msg in enumerate(messages):
-        if not isinstance(msg, ModelResponse):
-            continue
-        dangling = [
-            p for p in msg.parts if isinstance(p, ToolCallPart) and p.tool_call_id not in answered
-        ]
-        if dangling:
-            returns = [
-                ToolReturnPart(p.tool_name, content, tool_call_id=p.tool_call_id) for p in dangling
-            ]
-            # Insert right after the response so the order stays call -> return.
-            insert_at = patched.index(msg, i) + 1
-            nxt = patched[insert_at] if insert_at < len(patched) else None
-            if isinstance(nxt, ModelRequest):
-                patched[insert_at] = ModelRequest(parts=[*returns, *nxt.parts])
-            else:
-                patched.insert(insert_at, ModelRequest(parts=returns))
-            answered.update(p.tool_call_id for p in dangling)
-    return patched
-
-
-def _tidy(messages: list[ModelMessage]) -> list[ModelMessage]:
-    """A run's live messages without the traces of a request that never completed.
-
-    pydantic-ai records a failed or cancelled request as a trailing ``interrupted``
-    response (empty, or holding the partial text and half-streamed tool calls) and a tool
-    that blew up as an empty request; neither is something to send again.
-    """
-    from pydantic_ai.messages import ModelRequest, ModelResponse
-
-    tidy = [m for m in messages if not (isinstance(m, ModelRequest) and not m.parts)]
-    while tidy and isinstance(tidy[-1], ModelResponse) and tidy[-1].state == "interrupted":
-        tidy.pop()
-    return tidy
-
-
 class _TurnRunner:
     """State of one turn; run() is the state machine."""
 
@@ -208,25 +140,13 @@ class _TurnRunner:
         self.limits = limits or UsageLimits(request_limit=settings.max_request_limit)
         self.usage = usage if usage is not None else RunUsage()
         self.child = child
-        self.capabilities = capabilities
         """A subagent's run inside a tool call: an interrupt is re-raised by its caller."""
-        self.subagent = subagent
-        """The subagent's name when this run is one: its audit rows say whose calls they were."""
-        self.todos_seen = [dict(t) for t in deps.todos]
-        """The checklist as last shown; a tool that changes it is followed by ``on_todos``."""
+        self.capabilities = capabilities
+        self.events = TurnEvents(frontend, deps, subagent=subagent)
+        """What the turn shows, and the answer it streamed."""
         self.messages: list[ModelMessage] = list(history)
         self.partial: list[ModelMessage] | None = None
         """The live messages of the run that just failed, when it got that far."""
-        self.text_parts: list[str] = []
-        """Text of the responses that made it into the history: the answer."""
-        self.response_text = ""
-        """Text of the response being streamed; confirmed or dropped when it ends."""
-        self.pending_text = ""
-        self.tool_started: dict[str, float] = {}
-        self.decisions: dict[str, str] = {}
-        self.shown_calls: set[str] = set()
-        self.call_args: dict[str, Any] = {}
-        self.verbose = settings.verbose
         self.retries_used = 0
         self.reflected: set[str] = set()
         self.status_shown = False
@@ -257,7 +177,7 @@ class _TurnRunner:
                     if isinstance(event, AgentRunResultEvent):
                         result = event.result
                     else:
-                        self._on_event(event)
+                        self.events.on_event(event)
             except asyncio.CancelledError:
                 raise _Interrupted(self._partial_messages(events)) from None
             except Exception:
@@ -265,199 +185,11 @@ class _TurnRunner:
                 raise
         return result
 
-    def _on_event(self, event: Any) -> None:
-        m = _messages()
-        # The common case first: this runs for every piece of every streamed answer.
-        if isinstance(event, m.PartDeltaEvent):
-            delta = event.delta
-            if isinstance(delta, m.TextPartDelta):
-                self._text(delta.content_delta)
-            elif isinstance(delta, m.ThinkingPartDelta) and self.verbose and delta.content_delta:
-                self.frontend.on_thinking_delta(delta.content_delta)
-        elif isinstance(event, m.PartStartEvent):
-            if isinstance(event.part, m.TextPart) and event.part.content:
-                self._text(event.part.content)
-            elif isinstance(event.part, m.ThinkingPart) and self.verbose:
-                self.frontend.on_thinking_delta(event.part.content)
-        elif isinstance(event, m.PartEndEvent):
-            if isinstance(event.part, m.TextPart):
-                self._commit_text()
-            elif isinstance(event.part, m.ThinkingPart) and self.verbose:
-                self.frontend.on_thinking_commit()
-        elif isinstance(event, m.FunctionToolCallEvent):
-            self._confirm_response()
-            self._tool_call(event.part)
-        elif isinstance(event, m.FunctionToolResultEvent):
-            self._tool_result(event.part)
-
     def _partial_messages(self, events: Any) -> list[ModelMessage]:
         try:
             return list(events.all_messages())
         except Exception:  # the run may not have started; fall back to what we had
             return list(self.messages)
-
-    def _text(self, delta: str) -> None:
-        if delta:
-            self.pending_text += delta
-            self.response_text += delta
-            self.frontend.on_text_delta(delta)
-
-    def _commit_text(self) -> None:
-        self.pending_text = ""
-        self.frontend.on_text_commit()
-
-    def _confirm_response(self) -> None:
-        """The streamed response is in the history now: its text is part of the answer."""
-        if self.response_text:
-            self.text_parts.append(self.response_text)
-        self.response_text = ""
-
-    def _tool_call(self, part: Any) -> None:
-        if self.pending_text:
-            self._commit_text()
-        self.tool_started[part.tool_call_id] = time.monotonic()
-        self.call_args[part.tool_call_id] = part.args
-        if part.tool_call_id in self.shown_calls:
-            return
-        self.shown_calls.add(part.tool_call_id)
-        self.frontend.on_tool_call(ToolCallView(part.tool_call_id, part.tool_name, part.args))
-
-    def _audit(self, result: ToolResultView, args: Any) -> None:
-        audit = self.deps.audit
-        if audit is None:
-            return
-        from ..telemetry import AuditEvent, audit_target
-
-        content = result.content
-        size = (
-            len(content)
-            if isinstance(content, str)
-            else len(str(content))
-            if content is not None
-            else 0
-        )
-        audit.record(
-            AuditEvent(
-                session_id=self.deps.session_id,
-                turn=self.deps.turn_index,
-                tool=result.name,
-                target=audit_target(normalise_args(args)),
-                decision=result.decision or "auto",
-                status=result.status,
-                result_size=size,
-                duration_ms=result.duration * 1000 if result.duration is not None else None,
-                agent=self.subagent,
-            )
-        )
-
-    def _tool_result(self, part: Any) -> None:
-        started = self.tool_started.pop(part.tool_call_id, None)
-        # Only calls that needed approval carry a decision; read-only tools have none.
-        decision = self.decisions.get(part.tool_call_id)
-        kind = getattr(part, "part_kind", "")
-        status: Literal["ok", "error", "denied", "interrupted"] = "ok"
-        if is_refusal(decision) or getattr(part, "outcome", None) == "denied":
-            status = "denied"
-        elif kind == "retry-prompt" or getattr(part, "outcome", "success") in ("failed", "retried"):
-            status = "error"
-        content = getattr(part, "content", None)
-        if kind == "retry-prompt":
-            content = part.model_response() if hasattr(part, "model_response") else content
-        elif isinstance(content, dict) and content.get("error") is True:
-            status = "error"  # a terminal tool error (tools/_errors.py)
-        view = ToolResultView(
-            part.tool_call_id,
-            getattr(part, "tool_name", None) or "tool",
-            content,
-            status=status,
-            # A refused call never ran: it has no duration to show.
-            duration=(time.monotonic() - started) if started and status != "denied" else None,
-            decision=decision,
-        )
-        self.frontend.on_tool_result(view)
-        self._audit(view, self.call_args.pop(part.tool_call_id, None))
-        self._check_todos()
-
-    def _check_todos(self) -> None:
-        current = [dict(t) for t in self.deps.todos]
-        if current != self.todos_seen:
-            self.todos_seen = current
-            self.frontend.on_todos(
-                [TodoView(str(t.get("content", "")), t.get("status", "pending")) for t in current]
-            )
-
-    # -- approvals ---------------------------------------------------------
-
-    async def _decide(self, requests: Any) -> Any:
-        """Answer one batch of deferred calls: yolo, safe prefix, or ask the person.
-
-        Calls are decided in order, so "Approve all" on one call also covers the rest of
-        the batch (``auto_decision`` sees ``deps.auto_confirm``).
-        """
-        from pydantic_ai import DeferredToolResults, ToolDenied
-
-        results = DeferredToolResults()
-        timeout = self.deps.settings.approval_timeout
-        for call in requests.approvals:
-            call_id = call.tool_call_id
-            self.call_args[call_id] = call.args
-            meta = requests.metadata.get(call_id, {})
-            view = ToolCallView(call_id, call.tool_name, call.args, needs_approval=True)
-            view.detail = meta.get("detail") if isinstance(meta, dict) else None
-            self.shown_calls.add(call_id)
-            label = auto_decision(
-                call.tool_name, normalise_args(call.args), self.deps
-            ) or replayed_decision(call_id, call.tool_name, call.args, self.deps)
-            if label is not None:
-                view.decision = label
-                self.frontend.on_tool_call(view)
-            else:
-                label = await self._ask(view, timeout)
-                headless = getattr(self.frontend, "kind", "") == "headless"
-                record_decision(call_id, label, self.deps, by_policy=headless)
-            self.decisions[call_id] = label
-            if is_refusal(label):
-                # A headless run's policy answered: the model must not think the user did.
-                headless = getattr(self.frontend, "kind", "") == "headless"
-                policy = self.deps.settings.approval_mode if headless else None
-                results.approvals[call_id] = ToolDenied(
-                    denial_message(label, timeout, policy=policy)
-                )
-            else:
-                results.approvals[call_id] = True
-        for call in requests.calls:
-            # External calls are not used by Co's tools; never leave them dangling.
-            results.calls[call.tool_call_id] = "This tool cannot run here."
-        return results
-
-    async def _ask(self, view: ToolCallView, timeout: float | None) -> str:
-        from ..config import PermissionRule
-        from ..permissions import narrowest_rule
-
-        rule = narrowest_rule(view.name, normalise_args(view.args), self.deps.workspace)
-        try:
-            choice = await self.frontend.prompt_approval(
-                ApprovalRequest(view, timeout=timeout, rule=rule)
-            )
-        except asyncio.CancelledError:
-            self.decisions[view.call_id] = INTERRUPTED
-            raise
-        except Exception as exc:
-            # A frontend that cannot ask (widgets or stdin broken) must not run the call.
-            self.frontend.on_notice(
-                f"Could not ask for approval of `{view.name}` ({type(exc).__name__}: {exc}); "
-                "the call was denied.",
-                "error",
-            )
-            choice = "deny"
-        if choice == "approve_all":
-            # Session yolo: the rest of this batch and of the session runs without asking.
-            self.deps.auto_confirm = True
-        elif choice == "always_allow":
-            self.deps.session_rules.append(
-                PermissionRule(kind="allow", rule=rule, source="session")
-            )
-        return decision_label(choice)
 
     # -- the state machine -------------------------------------------------
 
@@ -496,10 +228,10 @@ class _TurnRunner:
                 return self._stop("The model returned no result.", None)
             self.messages = list(result.all_messages())
             self.usage = result.usage
-            self._confirm_response()
+            self.events.confirm_response()
             if isinstance(result.output, DeferredToolRequests):
                 try:
-                    deferred = await self._decide(result.output)
+                    deferred = await decide_batch(result.output, self.events)
                 except asyncio.CancelledError:  # interrupted while waiting for a decision
                     tools = ", ".join(dict.fromkeys(c.tool_name for c in result.output.approvals))
                     waiting = (
@@ -517,8 +249,8 @@ class _TurnRunner:
         """End the turn, or return the (input, deferred results) of the retry."""
         from pydantic_ai.exceptions import UnexpectedModelBehavior, UsageLimitExceeded
 
-        resume = _tidy(self.partial) if self.partial is not None else None
-        self._drop_response()
+        resume = tidy(self.partial) if self.partial is not None else None
+        self.events.drop_response()
         if isinstance(exc, UsageLimitExceeded):
             # The request budget, or a rate limit of seed 003 (telemetry's RateLimits).
             from ..telemetry import usage_limit_message
@@ -546,7 +278,7 @@ class _TurnRunner:
             tried = f" (gave up after {attempts} attempt{plural}; setting `model_http_retries`)"
             return self._stop(f"{action.message}{tried}.", resume)
         self.retries_used += 1
-        if resume is not None and resume and _ends_with_request(resume):
+        if resume is not None and resume and ends_with_request(resume):
             # Continue from the failed request: what already ran does not run again.
             self.messages, user_input, deferred = resume, None, None
         if action.kind is ProviderErrorKind.REFLECT:
@@ -591,32 +323,17 @@ class _TurnRunner:
             return f"{user_input}\n\n{note}", None
         return note, None
 
-    def _drop_response(self) -> None:
-        """A failed request's partial text is not part of the answer; a retry streams anew."""
-        if self.response_text.strip():
-            self.frontend.on_text_commit()
-            self.frontend.on_notice(
-                "*The answer above was cut off; it is not kept in the conversation.*", "warning"
-            )
-        self.response_text = self.pending_text = ""
-
     # -- endings -----------------------------------------------------------
 
     def _stop(self, message: str, resume: list[ModelMessage] | None) -> TurnResult:
         """End the turn early with ``message``, keeping whatever completed."""
-        from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart
-
-        messages = resume if resume is not None else _tidy(self.messages)
-        new = messages[len(self.history) :]
-        if not any(isinstance(m, ModelResponse) for m in new):
+        messages = resume if resume is not None else tidy(self.messages)
+        if not answered_since(messages, len(self.history)):
             # Nothing came back: leave the conversation as it was, the cell can simply run again.
             messages = list(self.history)
         else:
-            messages = self._answer_dangling(messages, f"Not run: {message}", "error")
-            if isinstance(messages[-1], ModelRequest):
-                messages.append(
-                    ModelResponse(parts=[TextPart(f"[Co stopped this turn] {message}")])
-                )
+            messages = self.events.answer_dangling(messages, f"Not run: {message}", "error")
+            messages = with_stop_note(messages, message)
         self.messages = messages
         return self._end(error=message)
 
@@ -625,77 +342,36 @@ class _TurnRunner:
     ) -> TurnResult:
         """History after an interrupt: keep the partial answer, answer dangling calls
         (with ``dangling``: what they were doing when it came)."""
-        from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
-
         task = asyncio.current_task()
         if task is not None and not self.child:
             # The cancellation is handled here; later awaits of this cell must not see it.
             # (A subagent's caller re-raises it instead: the turn around it must stop too.)
             task.uncancel()
-        messages = _tidy(messages)
-        if not any(
-            isinstance(m, ModelRequest) and any(isinstance(p, UserPromptPart) for p in m.parts)
-            for m in messages[len(self.history) :]
-        ) and isinstance(self.prompt, str):
-            # Interrupted before the run recorded the prompt: keep it so the next turn has context.
-            messages.append(ModelRequest(parts=[UserPromptPart(self.prompt)]))
-        partial = self.response_text
-        if messages and isinstance(messages[-1], ModelRequest):
-            if partial.strip():
-                messages.append(ModelResponse(parts=[TextPart(f"{partial} {INTERRUPTED_MARK}")]))
-            elif any(isinstance(p, UserPromptPart) for p in messages[-1].parts):
-                messages.append(
-                    ModelResponse(parts=[TextPart(f"{INTERRUPTED_MARK} (before answering)")])
-                )
-        if partial:
-            self.text_parts.append(partial)
-        self.response_text = self.pending_text = ""
-        self.messages = self._answer_dangling(messages, dangling, "interrupted")
+        messages = interrupted_history(
+            messages, self.history, self.prompt, self.events.response_text
+        )
+        self.events.keep_partial()
+        self.messages = self.events.answer_dangling(messages, dangling, "interrupted")
         return self._end(interrupted=True)
 
-    def _answer_dangling(
-        self, messages: list[ModelMessage], content: str, status: Literal["error", "interrupted"]
-    ) -> list[ModelMessage]:
-        """Patch the unanswered calls and close their cards (and audit rows) with ``status``."""
-        patched = patch_dangling_tool_calls(messages, content)
-        before = _returned_ids(messages)
-        for call_id, name in _returned_ids(patched).items():
-            if call_id in before:
-                continue
-            self.tool_started.pop(call_id, None)
-            view = ToolResultView(
-                call_id, name, content, status=status, decision=self.decisions.get(call_id)
-            )
-            if call_id in self.shown_calls:
-                self.frontend.on_tool_result(view)
-            self._audit(view, self.call_args.pop(call_id, None))
-        return patched
-
     def _end(self, *, interrupted: bool = False, error: str | None = None) -> TurnResult:
-        if self.pending_text:
-            self._commit_text()
+        events = self.events
+        if events.pending_text:
+            events.commit_text()
         if self.status_shown:
             self.frontend.clear_status()
             self.status_shown = False
         if error is None and not interrupted:
-            self._confirm_response()
+            events.confirm_response()
         return TurnResult(
             messages=self.messages,
-            output="".join(self.text_parts),
+            output="".join(events.text_parts),
             usage=self.usage,
             interrupted=interrupted,
             error=error,
             requests=self.usage.requests,
-            decisions=dict(self.decisions),
+            decisions=dict(events.decisions),
         )
-
-
-@functools.cache
-def _messages() -> ModuleType:
-    """pydantic-ai's message types, imported on first use (the kernel starts without them)."""
-    import pydantic_ai.messages
-
-    return pydantic_ai.messages
 
 
 def _unusable_reply(detail: str) -> str:
@@ -705,25 +381,6 @@ def _unusable_reply(detail: str) -> str:
         name, count = exceeded.groups()
         detail = f"its calls to `{name}` were still invalid after {count} corrections (setting `tool_retries`)"
     return f"The model's reply could not be used: {detail.rstrip('.')}. The turn stopped; ask again or rephrase."
-
-
-def _returned_ids(messages: list[ModelMessage]) -> dict[str, str]:
-    """tool_call_id -> tool name of every tool return in ``messages``."""
-    from pydantic_ai.messages import ModelRequest, ToolReturnPart
-
-    return {
-        p.tool_call_id: p.tool_name
-        for m in messages
-        if isinstance(m, ModelRequest)
-        for p in m.parts
-        if isinstance(p, ToolReturnPart)
-    }
-
-
-def _ends_with_request(messages: list[ModelMessage]) -> bool:
-    from pydantic_ai.messages import ModelRequest
-
-    return bool(messages) and isinstance(messages[-1], ModelRequest)
 
 
 def _seconds(delay: float) -> str:

@@ -217,7 +217,8 @@ async def run_subagent(ctx: RunContext[CoDeps], run: SubagentRun) -> SubagentOut
         raise asyncio.CancelledError
     # The summary is the last response's text ("Let me look." before a tool call is
     # progress, shown in the cell); when it stopped early, whatever it said.
-    final = runner.text_parts[-1] if runner.text_parts and not result.error else result.output
+    parts = runner.events.text_parts
+    final = parts[-1] if parts and not result.error else result.output
     return SubagentOutcome(final.strip(), result.error, requests)
 
 

@@ -143,7 +143,7 @@ def test_a_session_loads_once_answers_reports_and_stops(
 
     try:
         asyncio.run(scenario())
-        handle = session.model_handle
+        handle = session.model.handle
         assert handle is not None and handle.local is not None
         pid = handle.local.server.pid
         assert pid is not None and _alive(pid)
@@ -161,8 +161,8 @@ def test_a_session_loads_once_answers_reports_and_stops(
     assert "%model" in notices[0][1]
     assert first.text.strip() and second.text.strip()
     # No tools for a model without tool support, and the reason is kept for %tools.
-    assert session.tools_unavailable and "no tool support" in session.tools_unavailable
-    assert all(b.toolset is None for b in session.toolsets)
+    assert session.model.tools_unavailable and "no tool support" in session.model.tools_unavailable
+    assert all(b.toolset is None for b in session.model.toolsets)
     assert "local:smollm2-135m" in status and "the default" in status
     assert str(SMOLLM2) in status and size in status
     assert "model.local load time" in status and "not loaded yet" not in status

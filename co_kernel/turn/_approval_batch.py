@@ -1,0 +1,95 @@
+"""The approval batch: deferred tool calls decided by yolo, a rule, a replay, or the person.
+
+Calls are decided in order, so "Approve all" on one call also covers the rest of the
+batch (``auto_decision`` sees ``deps.auto_confirm``); each decision is written on the
+call's card and kept for its result and audit row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from ..permissions import (
+    INTERRUPTED,
+    auto_decision,
+    decision_label,
+    denial_message,
+    is_refusal,
+    normalise_args,
+    record_decision,
+    replayed_decision,
+)
+from ._frontend import ApprovalRequest, ToolCallView
+
+if TYPE_CHECKING:
+    from pydantic_ai import DeferredToolRequests, DeferredToolResults
+
+    from ._events import TurnEvents
+
+__all__ = ["decide_batch"]
+
+
+async def decide_batch(requests: DeferredToolRequests, events: TurnEvents) -> DeferredToolResults:
+    """Answer one batch of deferred calls, showing each on ``events``' frontend."""
+    from pydantic_ai import DeferredToolResults, ToolDenied
+
+    deps, frontend = events.deps, events.frontend
+    results = DeferredToolResults()
+    timeout = deps.settings.approval_timeout
+    for call in requests.approvals:
+        call_id = call.tool_call_id
+        events.call_args[call_id] = call.args
+        meta = requests.metadata.get(call_id, {})
+        view = ToolCallView(call_id, call.tool_name, call.args, needs_approval=True)
+        view.detail = meta.get("detail") if isinstance(meta, dict) else None
+        events.shown_calls.add(call_id)
+        label = auto_decision(call.tool_name, normalise_args(call.args), deps) or replayed_decision(
+            call_id, call.tool_name, call.args, deps
+        )
+        if label is not None:
+            view.decision = label
+            frontend.on_tool_call(view)
+        else:
+            label = await _ask(view, timeout, events)
+            headless = getattr(frontend, "kind", "") == "headless"
+            record_decision(call_id, label, deps, by_policy=headless)
+        events.decisions[call_id] = label
+        if is_refusal(label):
+            # A headless run's policy answered: the model must not think the user did.
+            headless = getattr(frontend, "kind", "") == "headless"
+            policy = deps.settings.approval_mode if headless else None
+            results.approvals[call_id] = ToolDenied(denial_message(label, timeout, policy=policy))
+        else:
+            results.approvals[call_id] = True
+    for call in requests.calls:
+        # External calls are not used by Co's tools; never leave them dangling.
+        results.calls[call.tool_call_id] = "This tool cannot run here."
+    return results
+
+
+async def _ask(view: ToolCallView, timeout: float | None, events: TurnEvents) -> str:
+    from ..config import PermissionRule
+    from ..permissions import narrowest_rule
+
+    deps, frontend = events.deps, events.frontend
+    rule = narrowest_rule(view.name, normalise_args(view.args), deps.workspace)
+    try:
+        choice = await frontend.prompt_approval(ApprovalRequest(view, timeout=timeout, rule=rule))
+    except asyncio.CancelledError:
+        events.decisions[view.call_id] = INTERRUPTED
+        raise
+    except Exception as exc:
+        # A frontend that cannot ask (widgets or stdin broken) must not run the call.
+        frontend.on_notice(
+            f"Could not ask for approval of `{view.name}` ({type(exc).__name__}: {exc}); "
+            "the call was denied.",
+            "error",
+        )
+        choice = "deny"
+    if choice == "approve_all":
+        # Session yolo: the rest of this batch and of the session runs without asking.
+        deps.auto_confirm = True
+    elif choice == "always_allow":
+        deps.session_rules.append(PermissionRule(kind="allow", rule=rule, source="session"))
+    return decision_label(choice)
