@@ -5,7 +5,7 @@ process (``python -m co_kernel.testing``) so its allocations and garbage collect
 stall the in-process baseline. Measures
 
 1. added latency to the first visible output: Co = execute_request sent -> first
-   display_data with text/markdown at the client; baseline = `run_stream_events` entered
+   display_data with the answer (text/html) at the client; baseline = `run_stream_events` entered
    -> first text delta, in-process. Trials alternate and are cut after the first output
    (Co by an interrupt, the baseline by leaving the loop); every trial re-runs the same
    cell, so Co regenerates one turn and sends the model no growing history.
@@ -52,7 +52,7 @@ from tests.kernel_harness import CoKernel
 TOKENS_PER_SECOND = 200.0
 MAX_RATE = 20.0
 """Updates a second of the naive design (the issue's throttle)."""
-ANSWER_MIME = "text/markdown"
+ANSWER_MIME = "text/html"  # Co renders Markdown itself (issue 39)
 CARRIERS = ("display_data", "update_display_data", "stream")
 PROMPT = "Explain how Co streams an answer into a notebook cell."
 
