@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from ._prepared import ModelMixin
+
 if TYPE_CHECKING:
     from pydantic_ai.models import ModelRequestParameters
 
@@ -31,15 +33,13 @@ ANTHROPIC_CACHING: dict[str, Any] = {
 """Request settings that mark the stable prefix for Anthropic's prompt cache."""
 
 
-class StableInstructions:
+class StableInstructions(ModelMixin):
     """Mixin for a ``Model``: every instruction part counts as part of the stable prefix."""
 
     def customize_request_parameters(
         self, model_request_parameters: ModelRequestParameters
     ) -> ModelRequestParameters:
-        params: ModelRequestParameters = super().customize_request_parameters(  # type: ignore[misc]
-            model_request_parameters
-        )
+        params = super().customize_request_parameters(model_request_parameters)
         parts = params.instruction_parts
         if not parts or not any(part.dynamic for part in parts):
             return params

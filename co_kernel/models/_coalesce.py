@@ -22,9 +22,12 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncGenerator, AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx2
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["DEFAULT_WINDOW", "CoalescingTransport", "local_http_client", "merge_events"]
 
@@ -181,8 +184,9 @@ class CoalescedStream(httpx2.AsyncByteStream):
             read.cancel()
             # wait() rather than await: a cancellation of this task must still propagate.
             await asyncio.wait([read])
-        if isinstance(self._parts, AsyncGenerator):
-            await self._parts.aclose()
+        parts = self._parts
+        if isinstance(parts, AsyncGenerator):
+            await parts.aclose()
         await self._source.aclose()
 
 
@@ -275,7 +279,7 @@ def _text_chunk(event: bytes) -> tuple[dict[str, Any], str, Any] | None:
     if not event.startswith(b"data: {") or b"\n" in event:
         return None
     try:
-        obj = json.loads(event[len(_DATA) :])
+        obj: JsonValue = json.loads(event[len(_DATA) :])
     except ValueError:
         return None
     if (

@@ -26,10 +26,16 @@ if TYPE_CHECKING:
     from pydantic_ai.models import ModelRequestContext
     from pydantic_ai.tools import RunContext
 
-__all__ = ["RequireFinish", "UnfinishedResponse"]
+__all__ = ["RequireFinish", "UnfinishedResponse", "finished"]
 
 _KEEP_RAW_REASON = frozenset({"openai", "anthropic"})
 """Providers whose models put the finish reason they received in ``provider_details``."""
+
+
+def finished(response: ModelResponse) -> bool:
+    """Whether the answer is complete: it has a finish reason, where the model keeps one."""
+    sent = response.provider_details or {}
+    return response.provider_name not in _KEEP_RAW_REASON or bool(sent.get("finish_reason"))
 
 
 class UnfinishedResponse(ModelAPIError, RunError):
@@ -51,7 +57,6 @@ class RequireFinish(AbstractCapability[Any]):
         request_context: ModelRequestContext,
         response: ModelResponse,
     ) -> ModelResponse:
-        sent = response.provider_details or {}
-        if response.provider_name in _KEEP_RAW_REASON and not sent.get("finish_reason"):
+        if not finished(response):
             raise UnfinishedResponse(response.model_name or "", "the answer has no finish reason")
         return response

@@ -22,6 +22,7 @@ from pydantic_ai.models.wrapper import WrapperModel
 from ._prepared import CustomizesOnce
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel, JsonValue
     from pydantic_ai import RunContext
     from pydantic_ai.messages import ModelMessage, ModelResponse
     from pydantic_ai.settings import ModelSettings
@@ -42,9 +43,9 @@ _COUNT_TIMEOUT = 30.0
 _TIMING_KEYS = ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms", "predicted_per_second")
 
 
-def timings_of(obj: Any) -> dict[str, Any] | None:
+def timings_of(obj: BaseModel) -> dict[str, Any] | None:
     """The timing figures of a validated completion or chunk, or None."""
-    timings = (getattr(obj, "model_extra", None) or {}).get("timings")
+    timings: JsonValue = (obj.model_extra or {}).get("timings")
     if not isinstance(timings, dict):
         return None
     return {k: timings[k] for k in _TIMING_KEYS if k in timings}
@@ -107,7 +108,7 @@ class LlamaCppChatModel(CustomizesOnce, OpenAIChatModel):
                 "/tokenize", json={"content": prompt, "add_special": True}
             )
             tokenized.raise_for_status()
-            tokens = tokenized.json().get("tokens")
+            tokens: JsonValue = tokenized.json().get("tokens")
             if not isinstance(tokens, list):
                 raise ValueError(f"/tokenize answered without tokens: {tokenized.text[:200]}")
         return RequestUsage(input_tokens=len(tokens))

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..exceptions import ProviderNotConfigured
 
 if TYPE_CHECKING:
+    from pydantic import JsonValue
     from pydantic_ai.messages import ModelMessage
     from pydantic_ai.models import Model
     from pydantic_ai.providers.openai import OpenAIProvider
@@ -375,7 +376,7 @@ class LocalServer:
 
 def _parse(line: bytes) -> dict[str, Any]:
     try:
-        value = json.loads(line.decode("utf-8", "replace"))
+        value: JsonValue = json.loads(line.decode("utf-8", "replace"))
     except json.JSONDecodeError:
         return {"error": "load", "detail": "the server stopped while loading the model"}
     return value if isinstance(value, dict) else {"error": "load"}
@@ -387,7 +388,7 @@ def _log_errors(path: Path) -> str:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return ""
-    errors = []
+    errors: list[str] = []
     for line in lines:
         # "0.00.107.920 E gguf_init_from_reader: failed to read key-value pairs"
         head, sep, text = line.partition(" E ")
@@ -467,18 +468,16 @@ def local_status_rows(
 
 def last_turn_speed(history: list[ModelMessage]) -> str | None:
     """Tokens a second llama.cpp measured over the last turn's responses."""
-    from pydantic_ai.messages import ModelRequest, ModelResponse, UserPromptPart
+    from pydantic_ai.messages import ModelResponse, UserPromptPart
 
     tokens = 0
     millis = 0.0
     for message in reversed(history):
         if isinstance(message, ModelResponse):
-            timings = (message.provider_details or {}).get("timings") or {}
+            timings: dict[str, Any] = (message.provider_details or {}).get("timings") or {}
             tokens += int(timings.get("predicted_n") or 0)
             millis += float(timings.get("predicted_ms") or 0.0)
-        elif isinstance(message, ModelRequest) and any(
-            isinstance(p, UserPromptPart) for p in message.parts
-        ):
+        elif any(isinstance(p, UserPromptPart) for p in message.parts):
             break
     if not tokens or millis <= 0:
         return None

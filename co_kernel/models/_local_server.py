@@ -17,7 +17,40 @@ import os
 import signal
 import sys
 import time
-from typing import Any
+from typing import Any, Protocol, cast
+
+
+class _ModelParams(Protocol):
+    path: str
+
+
+class _CpuParams(Protocol):
+    n_threads: int
+
+
+class _CommonParams(Protocol):
+    model: _ModelParams
+    n_ctx: int
+    cpuparams: _CpuParams
+    cpuparams_batch: _CpuParams
+    hostnames: list[str]
+    port: int
+    n_parallel: int
+    cache_ram_mib: int
+    ui: bool
+    verbosity: int
+
+
+class _Server(Protocol):
+    listening_address: str
+
+
+class _XLlamaCpp(Protocol):
+    """What this script uses of xllamacpp, a compiled module that ships no type stubs."""
+
+    def CommonParams(self) -> _CommonParams: ...
+
+    def Server(self, params: _CommonParams, /) -> _Server: ...
 
 
 def _say(message: dict[str, Any]) -> None:
@@ -32,12 +65,12 @@ def main() -> None:
     config = json.loads(sys.argv[1])
     started = time.monotonic()
     try:
-        import xllamacpp
+        import xllamacpp  # pyright: ignore[reportMissingTypeStubs]: _XLlamaCpp declares it
     except ImportError as exc:
         _say({"error": "missing", "detail": str(exc)})
         return
-    # A compiled module without stubs: pyright sees none of its names.
-    params = xllamacpp.CommonParams()  # pyright: ignore[reportAttributeAccessIssue]
+    llama = cast("_XLlamaCpp", xllamacpp)
+    params = llama.CommonParams()
     params.model.path = config["path"]
     params.n_ctx = int(config["context"])
     params.cpuparams.n_threads = int(config["threads"])
@@ -49,7 +82,7 @@ def main() -> None:
     params.ui = False
     params.verbosity = 1  # errors only
     try:
-        server = xllamacpp.Server(params)  # pyright: ignore[reportAttributeAccessIssue]
+        server = llama.Server(params)
     except Exception as exc:
         _say({"error": "load", "detail": str(exc)})
         return

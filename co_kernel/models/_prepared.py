@@ -22,12 +22,20 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 if TYPE_CHECKING:
     from pydantic_ai.models import Model, ModelRequestParameters
 
-__all__ = ["CustomizesOnce", "customizing_once"]
+__all__ = ["CustomizesOnce", "ModelMixin", "customizing_once"]
 
 M = TypeVar("M", bound="Model")
 
+if TYPE_CHECKING:
+    ModelMixin = Model[Any]
+else:
+    ModelMixin = object
+"""What a mixin for a ``Model`` derives from: ``Model`` to the type checker, so that its
+``super()`` calls are checked against the model's methods; ``object`` when it runs, so
+that the mixin puts no ``Model`` of its own into the class it is mixed into."""
 
-class CustomizesOnce:
+
+class CustomizesOnce(ModelMixin):
     """Mixin for a ``Model``: the last ``customize_request_parameters`` result, reused."""
 
     _last_customized: tuple[ModelRequestParameters, ModelRequestParameters] | None = None
@@ -38,9 +46,7 @@ class CustomizesOnce:
         last = self._last_customized
         if last is not None and last[0] is model_request_parameters:
             return last[1]
-        customized: ModelRequestParameters = super().customize_request_parameters(  # type: ignore[misc]
-            model_request_parameters
-        )
+        customized = super().customize_request_parameters(model_request_parameters)
         # Holding the parameters keeps their id from being reused by another object.
         self._last_customized = (model_request_parameters, customized)
         return customized

@@ -24,14 +24,15 @@ __all__ = ["MissRememberingSnapshot", "remember_unpriced_models"]
 MAX_MISSES = 1024
 """Lookups remembered as misses (a session uses a handful of model names)."""
 
+_Lookup = tuple[str, str | None, str | None, str | None]
+"""What a lookup asked: the model's name (lower case), provider, provider id, API URL."""
+
 
 @dataclass
 class MissRememberingSnapshot(DataSnapshot):
     """A ``DataSnapshot`` that answers a lookup it could not match before at once."""
 
-    _misses: set[tuple[str, str | None, str | None, str | None]] = field(
-        default_factory=set, init=False, repr=False
-    )
+    _misses: set[_Lookup] = field(default_factory=set[_Lookup], init=False, repr=False)
 
     def find_provider_model(
         self,

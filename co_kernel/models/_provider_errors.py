@@ -25,6 +25,7 @@ import enum
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TypeGuard
 
 __all__ = [
     "BACKOFF_BASE",
@@ -87,13 +88,19 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
+def _is_mapping(value: object) -> TypeGuard[Mapping[object, object]]:
+    """``isinstance(value, Mapping)``, typed for reading: keys and values as objects (the
+    check alone leaves the type checker with a mapping of unknown types)."""
+    return isinstance(value, Mapping)
+
+
 def _body_text(body: object) -> str:
     """The provider's own words from an error body (OpenAI, Anthropic, Gemini shapes)."""
     if body is None:
         return ""
-    if isinstance(body, Mapping):
+    if _is_mapping(body):
         err = body.get("error", body)
-        if isinstance(err, Mapping):
+        if _is_mapping(err):
             message = err.get("message")
             if message:
                 kind = err.get("type") or err.get("status") or err.get("code")
@@ -122,8 +129,8 @@ _KEY_HINTS = {
 
 
 def _header(exc: object, name: str) -> str | None:
-    headers = getattr(exc, "headers", None)
-    if not isinstance(headers, Mapping):
+    headers: object = getattr(exc, "headers", None)
+    if not _is_mapping(headers):
         return None
     for key, value in headers.items():
         if str(key).lower() == name:

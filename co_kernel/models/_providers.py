@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import threading
-import urllib.error
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from ..exceptions import ProviderNotConfigured
 from ._prepared import customizing_once
 
 if TYPE_CHECKING:
+    from pydantic import JsonValue
     from pydantic_ai.models import Model
 
     from ..config import Settings
@@ -61,7 +61,7 @@ class ModelHandle:
     """Provider key from PROVIDERS."""
     base_url: str | None = None
     """Where requests go, for status and reachability checks."""
-    closers: list[Callable[[], None]] = field(default_factory=list)
+    closers: list[Callable[[], None]] = field(default_factory=list[Callable[[], None]])
     """Called when the session ends (stops a replay or local model server)."""
     local: LocalRuntime | None = None
     """The local model's server, started before a turn (``local`` provider only)."""
@@ -69,7 +69,7 @@ class ModelHandle:
     """Whether tools are offered to the model (a tiny local model has no tool support)."""
     compact_prompt: bool = False
     """Send the short system prompt (a tiny model on a CPU pays for every prompt token)."""
-    model_settings: dict[str, Any] = field(default_factory=dict)
+    model_settings: dict[str, Any] = field(default_factory=dict[str, Any])
     """Request settings the model needs on top of Co's (a local model's generation cap)."""
     default: bool = False
     """Chosen because no model was configured."""
@@ -246,7 +246,7 @@ def _detect_ollama(host: str, timeout: float) -> str | None:
         return None  # no server, or not Ollama
     for name in names[:_OLLAMA_MODELS_CHECKED]:
         try:
-            shown = _ollama_get(f"{host}/api/show", timeout, {"model": name})
+            shown: JsonValue = _ollama_get(f"{host}/api/show", timeout, {"model": name})
         except (OSError, ValueError):
             continue
         capabilities = shown.get("capabilities") if isinstance(shown, dict) else None

@@ -18,15 +18,16 @@ import tempfile
 from collections.abc import AsyncGenerator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic_ai.exceptions import ModelAPIError, ModelHTTPError
 from pydantic_ai.models.wrapper import WrapperModel
 
 from ..exceptions import ConfigError, RunError
-from ._finish import _KEEP_RAW_REASON
+from ._finish import finished
 
 if TYPE_CHECKING:
+    from pydantic import JsonValue
     from pydantic_ai import RunContext
     from pydantic_ai.messages import ModelMessage, ModelResponse
     from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
@@ -40,12 +41,6 @@ _SCRIPT_REFUSALS = ("script_mismatch", "script_exhausted")
 """Error types the scripted server answers with when it has no step for a request."""
 
 
-def _finished(response: ModelResponse) -> bool:
-    """Whether the answer is complete (``_finish.RequireFinish`` retries one that is not)."""
-    sent = response.provider_details or {}
-    return response.provider_name not in _KEEP_RAW_REASON or bool(sent.get("finish_reason"))
-
-
 class RecordingModel(WrapperModel):
     """A model whose completed exchanges go to a ``Recorder`` (which may not be recording)."""
 
@@ -54,7 +49,7 @@ class RecordingModel(WrapperModel):
         self.recorder = recorder
 
     def _record(self, messages: list[ModelMessage], response: ModelResponse) -> None:
-        if self.recorder.path is not None and _finished(response):
+        if self.recorder.path is not None and finished(response):
             self.recorder.record(messages, response)
 
     async def request(
@@ -112,7 +107,9 @@ class ReplayModel(WrapperModel):
 
     def _missed(self, exc: ModelHTTPError) -> Model:
         """The model to ask instead of the script, or ``ReplayMismatch`` with what differs."""
-        body: Any = exc.body
+        # The OpenAI SDK decodes an error body from JSON (or keeps its text); pydantic-ai
+        # passes it on typed as `object`.
+        body = cast("JsonValue", exc.body)
         error = body.get("error", body) if isinstance(body, dict) else None
         kind = error.get("type") if isinstance(error, dict) else None
         if kind not in _SCRIPT_REFUSALS:
@@ -193,7 +190,7 @@ class ReplayModel(WrapperModel):
                 stream = await stack.enter_async_context(model.request_stream(*args))
                 fallback = True
             yield stream
-        if fallback and _finished(stream.get()):
+        if fallback and finished(stream.get()):
             self._answered_by_fallback(messages, stream.get())
         self._save()
 

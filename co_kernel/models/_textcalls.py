@@ -20,7 +20,10 @@ import json
 import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 __all__ = ["ScanState", "TextCall", "recognise_tool_calls", "scan_text"]
 
@@ -60,7 +63,7 @@ class ScanState:
     """Characters of the text already turned into segments."""
     in_code_fence: bool = False
     """Inside a fenced block whose language is not a call's (its text streams freely)."""
-    segments: list[Segment] = field(default_factory=list)
+    segments: list[Segment] = field(default_factory=list[Segment])
     """Everything resolved so far, in order (adjacent text merged)."""
 
 
@@ -234,7 +237,7 @@ def _balanced_end(text: str, start: int) -> int | None:
     return None
 
 
-def _loads(source: str) -> Any:
+def _loads(source: str) -> JsonValue:
     source = source.strip()
     if not source:
         return None
@@ -254,7 +257,7 @@ def _calls_in(source: str, names: frozenset[str]) -> list[TextCall] | None:
     items = value if isinstance(value, list) else [value]
     if not items:
         return None
-    calls = []
+    calls: list[TextCall] = []
     for item in items:
         call = _as_call(item, names)
         if call is None:
@@ -263,16 +266,16 @@ def _calls_in(source: str, names: frozenset[str]) -> list[TextCall] | None:
     return calls
 
 
-def _as_call(item: Any, names: frozenset[str]) -> TextCall | None:
+def _as_call(item: JsonValue, names: frozenset[str]) -> TextCall | None:
     if not isinstance(item, dict) or not set(item) <= _ALLOWED_KEYS:
         return None
     function = item.get("function")
     if isinstance(function, dict):  # OpenAI's {"type": "function", "function": {...}}
         return _as_call(function, names)
     name = next((item[k] for k in _NAME_KEYS if isinstance(item.get(k), str)), None)
-    if name not in names:
+    if not isinstance(name, str) or name not in names:
         return None
-    args: Any = next((item[k] for k in _ARGS_KEYS if k in item), {})
+    args: JsonValue = next((item[k] for k in _ARGS_KEYS if k in item), None)
     if isinstance(args, str):
         try:
             args = json.loads(args) if args.strip() else {}

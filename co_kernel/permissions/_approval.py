@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from ._shell_options import COMMANDS, Parsed, parse_arguments, parse_find
 
 if TYPE_CHECKING:
+    from pydantic import JsonValue
+
     from ..deps import CoDeps
 
 __all__ = [
@@ -215,7 +217,7 @@ def normalise_args(args: dict[str, Any] | str | None) -> dict[str, Any]:
     if isinstance(args, dict):
         return args
     try:
-        value = json.loads(args) if args.strip() else {}
+        value: JsonValue = json.loads(args) if args.strip() else {}
     except json.JSONDecodeError:
         return {"_raw": args}
     return value if isinstance(value, dict) else {"_value": value}

@@ -58,7 +58,7 @@ def _git(workspace: Path, *args: str) -> subprocess.CompletedProcess[bytes] | No
 def _untrusted_keys(listing: bytes, workspace: Path) -> list[str]:
     """Keys of the entries that come from the repository or from a file in the workspace."""
     fields = listing.split(b"\0")
-    keys = []
+    keys: list[str] = []
     for scope, origin, entry in zip(fields[0::3], fields[1::3], fields[2::3], strict=False):
         where = origin.decode(errors="replace")
         in_workspace = where.startswith("file:") and _inside(workspace / where[5:], workspace)

@@ -48,6 +48,7 @@ from pydantic_ai.exceptions import ApprovalRequired
 from ..config import KINDS, PROJECT, PermissionRule, paths
 
 if TYPE_CHECKING:
+    from pydantic import JsonValue
     from pydantic_ai import RunContext
     from pydantic_ai.capabilities import ValidatedToolArgs
     from pydantic_ai.messages import ToolCallPart
@@ -116,7 +117,8 @@ _NOTICED = "permissions.noticed"
 
 def _path_regex(pattern: str) -> re.Pattern[str]:
     """A path glob: ``**`` any folders, ``*`` and ``?`` within one name, ``[...]`` a set."""
-    out, i = [], 0
+    out: list[str] = []
+    i = 0
     while i < len(pattern):
         c = pattern[i]
         if pattern.startswith("**/", i):
@@ -234,9 +236,9 @@ def narrowest_rule(tool: str, args: dict[str, Any], workspace: Path | None) -> s
         rel = _relative(args.get("path"), workspace)
         if rel:
             return f"{tool}({_escape(rel)})"
-    if tool == WEB_FETCH and isinstance(args.get("url"), str):
+    if tool == WEB_FETCH and isinstance(url := args.get("url"), str):
         try:
-            host = urlsplit(args["url"]).hostname
+            host = urlsplit(url).hostname
         except ValueError:
             host = None
         if host:
@@ -259,9 +261,9 @@ def _project_key(deps: CoDeps) -> str:
     return os.path.realpath(deps.workspace)
 
 
-def _accepted(deps: CoDeps) -> dict[str, str]:
+def _accepted(deps: CoDeps) -> dict[str, JsonValue]:
     try:
-        data = json.loads(_accepted_file().read_text(encoding="utf-8"))
+        data: JsonValue = json.loads(_accepted_file().read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}

@@ -65,8 +65,8 @@ def _table(text: str, *, short: bool) -> dict[str, Option]:
 class Spec:
     """How one safe command reads its arguments."""
 
-    shorts: dict[str, Option] = field(default_factory=dict)
-    longs: dict[str, Option] = field(default_factory=dict)
+    shorts: dict[str, Option] = field(default_factory=dict[str, Option])
+    longs: dict[str, Option] = field(default_factory=dict[str, Option])
     operands: str = "paths"
     """"paths", "words" (not files), "any" (every argument is a word, options too),
     "none" (no operands allowed), "pattern" (grep: the first is the pattern unless an
@@ -208,7 +208,7 @@ COMMANDS: dict[str, Spec] = {
 class Parsed:
     """A safe command's arguments, once every option was found read-only."""
 
-    paths: list[str] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list[str])
     """Arguments that name files (operands and file-valued options)."""
     recursive: bool = False
     """The command reads whole trees under its paths."""
