@@ -26,7 +26,9 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ] || ! "$VENV/bin/python"
     say "installing Co and its dependencies into $VENV (a minute or two the first time)"
     "$VENV/bin/python" -m pip install -q --upgrade pip
     # The JupyterLab extension is prebuilt and committed: no Node.js build here.
-    SKIP_JUPYTER_BUILDER=1 "$VENV/bin/python" -m pip install -q -e ".[lab,test]"
+    SKIP_JUPYTER_BUILDER=1 "$VENV/bin/python" -m pip install -q -e ".[lab]"
+    # The tests' tools are a dependency group (PEP 735, pip 25.1 or newer), not an extra.
+    "$VENV/bin/python" -m pip install -q --group test
     echo "$want" > "$stamp"
 fi
 
