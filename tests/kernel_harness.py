@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -10,6 +11,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from html import unescape
 from pathlib import Path
 from typing import Any, Literal
 
@@ -91,15 +93,24 @@ class CellResult:
 
 
 def markdown_source(data: dict[str, Any]) -> str | None:
-    """The Markdown of an output Co rendered to HTML (its text/plain), else None.
+    """The Markdown of an output Co rendered to HTML, else None.
 
     Co never sends ``text/markdown`` (issue 39): it sends the rendered, sanitised HTML in a
-    ``co-markdown`` element, with the Markdown as the text/plain.
+    ``co-markdown`` element, with the Markdown as the text/plain. A streamed answer's
+    updates before a segment's last carry the HTML only: for them, the HTML's text.
     """
     assert "text/markdown" not in data, f"Co sent raw Markdown: {data}"
-    if 'class="co-markdown"' in str(data.get("text/html", "")):
-        return str(data.get("text/plain", ""))
-    return None
+    html = str(data.get("text/html", ""))
+    if 'class="co-markdown"' not in html:
+        return None
+    if "text/plain" in data:
+        return str(data["text/plain"])
+    return html_text(html)
+
+
+def html_text(html: str) -> str:
+    """The text a page shows for Co's rendered HTML (tags dropped, entities decoded)."""
+    return unescape(re.sub(r"<[^>]+>", "", html))
 
 
 class CoKernel:

@@ -71,7 +71,7 @@ class MarkdownStream:
 
     def __init__(
         self,
-        publish: Callable[[str, str, bool], None],
+        publish: Callable[[str, str, bool, bool], None],
         *,
         max_rate: float = 20.0,
         split_at: int = 600,
@@ -81,8 +81,12 @@ class MarkdownStream:
         max_lag: float = 1.0,
         call_later: Callable[[float, Callable[[], None]], Any] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        cost: Callable[[str, bool], int] | None = None,
     ) -> None:
+        """``cost(segment, final)``: bytes a message of that segment puts on the wire, not
+        counting ``message_overhead`` (default: the segment's length)."""
         self._publish = publish
+        self._cost = cost or (lambda seg, _final: len(seg))
         self._interval = 1.0 / max_rate
         self._split_at = split_at
         self._ratio = budget_ratio
@@ -95,6 +99,7 @@ class MarkdownStream:
         self._seg_start = 0
         self._seg_id: str | None = None
         self._sent = ""
+        self._sent_final = False
         self._dirty = False
         self._last = float("-inf")
         self._received = 0
@@ -104,7 +109,7 @@ class MarkdownStream:
         self.messages = 0
         """Number of display messages published (creations and updates)."""
         self.spent = 0
-        """Estimated bytes published: text plus ``message_overhead`` per message."""
+        """Estimated bytes published: ``cost`` plus ``message_overhead`` per message."""
 
     @property
     def text(self) -> str:
@@ -153,26 +158,28 @@ class MarkdownStream:
             cut = find_block_boundary(seg)
             if cut > 0:
                 shown, before = len(self._sent), self.messages
-                self._send(seg[:cut])
+                self._send(seg[:cut], final=True)
                 self._seg_start += cut
                 self._seg_id, self._sent = None, ""
                 seg = self._text[self._seg_start :]
                 if not final and shown <= cut and self.messages > before:
                     self._dirty = True
                     return
-        self._send(seg)
+        self._send(seg, final=final)
 
-    def _send(self, seg: str) -> None:
-        if seg == self._sent or not seg.strip():
+    def _send(self, seg: str, *, final: bool = False) -> None:
+        """Publish ``seg``; ``final``: the segment's last version (the publisher may send
+        more with it, e.g. the text itself, which the updates before it can do without)."""
+        if not seg.strip() or (seg == self._sent and (self._sent_final or not final)):
             return
         update = self._seg_id is not None
         if not update:
             self._seg_id = uuid.uuid4().hex
             self.segments += 1
         assert self._seg_id is not None
-        self._publish(self._seg_id, seg, update)
-        self._sent = seg
-        self.spent += len(seg) + self._overhead
+        self._publish(self._seg_id, seg, update, final)
+        self._sent, self._sent_final = seg, final
+        self.spent += self._cost(seg, final) + self._overhead
         self.messages += 1
         self._last = self._clock()
 

@@ -45,6 +45,16 @@ class _Card:
     """What came back, once it did."""
 
 
+HTML_PER_CHAR = 1.3
+"""Bytes of rendered HTML per character of Markdown (a 20 KB answer of prose, lists, tables
+and code in benchmarks/bench_streaming.py: 1.30)."""
+
+
+def _wire_cost(segment: str, final: bool) -> int:
+    """What a streamed update sends: the HTML, and with a segment's last one its source."""
+    return int(len(segment) * HTML_PER_CHAR) + (len(segment) if final else 0)
+
+
 class NotebookFrontend(BaseFrontend):
     """A frontend that renders live updates (JupyterLab, Notebook 7)."""
 
@@ -72,13 +82,20 @@ class NotebookFrontend(BaseFrontend):
 
     # -- text ----------------------------------------------------------------
 
-    def _publish_markdown(self, display_id: str, text: str, update: bool) -> None:
-        self._pub.display({"text/markdown": text}, display_id=display_id, update=update)
+    def _publish_markdown(self, display_id: str, text: str, update: bool, final: bool) -> None:
+        # The page shows the HTML the publisher renders; the source goes with a segment's
+        # last version only (saved with the notebook, for clients that read text), which
+        # keeps each streamed update near the size of its Markdown (benchmarks/bench_streaming).
+        data = {"text/markdown": text, "text/plain": text} if final else {"text/markdown": text}
+        self._pub.display(data, display_id=display_id, update=update)
 
     def on_text_delta(self, delta: str) -> None:
         if self._stream is None:
             self._stream = MarkdownStream(
-                self._publish_markdown, max_rate=self._max_rate, call_later=self._call_later
+                self._publish_markdown,
+                max_rate=self._max_rate,
+                call_later=self._call_later,
+                cost=_wire_cost,
             )
             self.streams.append(self._stream)
         self._stream.feed(delta)

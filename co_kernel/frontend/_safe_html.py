@@ -157,16 +157,15 @@ def markdown_to_html(text: str) -> str:
 def safe_bundle(data: dict[str, Any]) -> dict[str, Any]:
     """A MIME bundle with its ``text/markdown`` replaced by safe ``text/html``.
 
-    The Markdown source becomes the ``text/plain`` where the bundle has none, so a client
-    that shows text (a console, a log) still reads it. A bundle without Markdown is
-    returned as it is.
+    A bundle without Markdown is returned as it is. The caller says what ``text/plain``
+    goes with it (usually the source, for clients that show text); it is not added here,
+    so a streamed update can leave it out.
     """
     source = data.get("text/markdown")
     if not isinstance(source, str):
         return data
     out = {k: v for k, v in data.items() if k != "text/markdown"}
     out["text/html"] = markdown_to_html(source)
-    out.setdefault("text/plain", source)
     return out
 
 

@@ -32,10 +32,14 @@ def _scrub_output(output: dict[str, Any]) -> bool:
     tag = (output.get("metadata") or {}).get(OUTPUT_TAG)
     if not isinstance(data, dict) or not isinstance(tag, dict) or "text/markdown" not in data:
         return False
+    source = _source(data["text/markdown"])
     plain = data.get("text/plain")
-    bundle = {**data, "text/markdown": _source(data["text/markdown"])}
-    if plain is not None:
-        bundle["text/plain"] = _source(plain)
+    # Older answers had no text/plain: the source becomes it, as Co saves answers now.
+    bundle = {
+        **data,
+        "text/markdown": source,
+        "text/plain": source if plain is None else _source(plain),
+    }
     output["data"] = safe_bundle(bundle)
     return True
 

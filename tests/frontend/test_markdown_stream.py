@@ -33,6 +33,8 @@ class Published:
     """The segment's whole Markdown at that moment."""
     update: bool
     """update_display_data (True) or a new display_data (False)."""
+    final: bool = False
+    """The segment's last version (the notebook adds the source as text/plain to it)."""
 
 
 @dataclass
@@ -113,8 +115,8 @@ def stream_answer(
     loop = FakeLoop()
     published: list[Published] = []
 
-    def publish(display_id: str, seg: str, update: bool) -> None:
-        published.append(Published(loop.now, display_id, seg, update))
+    def publish(display_id: str, seg: str, update: bool, final: bool) -> None:
+        published.append(Published(loop.now, display_id, seg, update, final))
 
     stream = MarkdownStream(
         publish, max_rate=max_rate, call_later=loop.call_later, clock=loop.clock, **kw
@@ -242,7 +244,9 @@ def test_the_first_token_is_shown_at_once() -> None:
     loop = FakeLoop()
     published: list[str] = []
     stream = MarkdownStream(
-        lambda _id, text, _upd: published.append(text), call_later=loop.call_later, clock=loop.clock
+        lambda _id, text, _upd, _final: published.append(text),
+        call_later=loop.call_later,
+        clock=loop.clock,
     )
     stream.feed("Hello")
     assert published == ["Hello"]
@@ -304,7 +308,9 @@ def test_a_paused_stream_is_flushed_by_the_timer_and_commit_sends_the_rest() -> 
     loop = FakeLoop()
     published: list[str] = []
     stream = MarkdownStream(
-        lambda _id, text, _upd: published.append(text), call_later=loop.call_later, clock=loop.clock
+        lambda _id, text, _upd, _final: published.append(text),
+        call_later=loop.call_later,
+        clock=loop.clock,
     )
     stream.feed("One")
     loop.advance(0.01)
@@ -350,3 +356,17 @@ def test_any_answer_is_shown_whole_and_split_only_between_blocks(
             assert after.startswith(before)
         if len(texts) > 1:
             assert texts[-1].startswith(texts[-2]) or texts[-2].startswith(texts[-1])
+
+
+def test_each_segment_ends_with_exactly_one_final_version() -> None:
+    """The last message of every segment is marked final, and only that one, so the
+    notebook sends the source (text/plain) once per segment instead of with every update."""
+    answer = realistic_answer(8_000).text
+    run = stream_answer(answer, 200)
+    by_segment: dict[str, list[Published]] = {}
+    for p in run.published:
+        by_segment.setdefault(p.display_id, []).append(p)
+    assert len(by_segment) > 3
+    for messages in by_segment.values():
+        assert [m.final for m in messages] == [False] * (len(messages) - 1) + [True]
+    assert "".join(ms[-1].text for ms in by_segment.values()) == answer

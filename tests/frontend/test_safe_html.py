@@ -136,11 +136,13 @@ def test_money_is_not_math_and_unknown_languages_are_plain_code() -> None:
     assert "<pre><code>&lt;b&gt;x&lt;/b&gt;\n</code></pre>" in html
 
 
-def test_bundles_lose_their_markdown_and_keep_the_source_as_text() -> None:
-    assert safe_bundle({"text/markdown": "**a**"}) == {
+def test_bundles_lose_their_markdown_and_keep_their_text() -> None:
+    assert safe_bundle({"text/markdown": "**a**", "text/plain": "**a**"}) == {
         "text/html": '<div class="co-markdown"><p><strong>a</strong></p>\n</div>',
         "text/plain": "**a**",
     }
+    # A streamed update leaves the text out; nothing adds it back.
+    assert set(safe_bundle({"text/markdown": "**a**"})) == {"text/html"}
     bundle = safe_bundle({"text/markdown": "*x*", "text/plain": "x (for terminals)"})
     assert bundle["text/plain"] == "x (for terminals)"
     untouched = {"text/plain": "p", "application/json": {}}

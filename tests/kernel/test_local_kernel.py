@@ -26,7 +26,7 @@ import pytest
 
 from co_kernel.models._local_runtime import CATALOGUE, _catalogue_file
 
-from ..kernel_harness import CoKernel, markdown_source
+from ..kernel_harness import CoKernel, html_text, markdown_source
 
 SMOLLM2 = _catalogue_file(CATALOGUE["smollm2-135m"])
 
@@ -147,16 +147,18 @@ def local_kernel(co_home: Path, workspace: Path) -> Iterator[Callable[..., CoKer
 
 
 def _answer_states(result: Any) -> list[str]:
-    """The Markdown the answer's display showed, in order: its first display, then each update."""
+    """The text the answer's display showed, in order: its first display, then each update."""
     shown = [
         m["content"]
         for m in result.messages
         if m["msg_type"] in ("display_data", "update_display_data")
         and markdown_source(m["content"]["data"]) is not None
-        and "very small local model" not in m["content"]["data"]["text/plain"]
+        and "very small local model" not in (markdown_source(m["content"]["data"]) or "")
     ]
     last_id = shown[-1]["transient"]["display_id"]
-    return [c["data"]["text/plain"] for c in shown if c["transient"]["display_id"] == last_id]
+    return [
+        html_text(c["data"]["text/html"]) for c in shown if c["transient"]["display_id"] == last_id
+    ]
 
 
 def test_a_conversation_with_the_bundled_model(local_kernel: Callable[..., CoKernel]) -> None:
