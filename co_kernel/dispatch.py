@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -74,6 +74,9 @@ class Outcome:
     """Error name for an error reply."""
     evalue: str = ""
     """Readable message for an error reply."""
+    traceback: list[str] = field(default_factory=list[str])
+    """The error output's lines, which the reply carries too: nbclient, nbconvert and
+    papermill build their message from the reply, not from the output."""
 
 
 def frontend_kind(request: CellRequest) -> FrontendKind:
@@ -198,8 +201,9 @@ class CellDispatcher:
         Every cell whose reply is an error ends with exactly one such output, so clients
         that save or look for ``error`` messages (nbclient, papermill, nbval) see it.
         """
-        self.publisher.error(ename, message, message.rstrip("\n").splitlines() or [ename])
-        return Outcome("error", ename, message)
+        lines = message.rstrip("\n").splitlines() or [ename]
+        self.publisher.error(ename, message, lines)
+        return Outcome("error", ename, message, lines)
 
     async def execute(self, request: CellRequest) -> Outcome:
         try:
@@ -247,7 +251,8 @@ class CellDispatcher:
             return self.fail("UsageError", message)
         run = await self.notebook.run_cell(code)
         if run.ename:
-            return Outcome("error", run.ename, run.evalue or "")
+            shown = run.error or f"{run.ename}: {run.evalue or ''}"
+            return Outcome("error", run.ename, run.evalue or "", shown.rstrip("\n").splitlines())
         return Outcome()
 
     def _report_settings_problems(self) -> None:

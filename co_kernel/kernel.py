@@ -174,7 +174,12 @@ class CoKernel(IPythonKernel):
         if outcome.status == "ok":
             reply.update(payload=[], user_expressions={})
         else:
-            reply.update(ename=outcome.ename, evalue=outcome.evalue, traceback=[])
+            redact = self._dispatcher.redact
+            reply.update(
+                ename=outcome.ename,
+                evalue=redact(outcome.evalue),
+                traceback=[redact(line) for line in outcome.traceback],
+            )
         return reply
 
     async def do_history(  # type: ignore[override]

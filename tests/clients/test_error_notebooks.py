@@ -78,3 +78,30 @@ def test_papermill_stops_at_the_failed_turn_and_saves_its_error(
     failed = [c for c in saved.cells if any(o.output_type == "error" for o in c.get("outputs", []))]
     assert [c.source for c in failed] == ["What is the capital of France?"]
     _check_turn_error(failed[0].outputs)
+
+
+def test_nbconvert_says_why_a_cell_failed(tmp_path: Path, co_home: Path) -> None:
+    """`jupyter nbconvert --execute` stops at the first failed cell with its reason: nbclient
+    builds the message from the execute_reply's traceback, which Co fills (issue 36)."""
+    ensure_kernelspec()
+    for source, reason in (
+        ("%nosuchmagic", "Unknown magic"),
+        ("%python 1/0", "ZeroDivisionError"),
+    ):
+        path = tmp_path / f"fails-{len(reason)}.ipynb"
+        nb = nbformat.v4.new_notebook()
+        nb.metadata["kernelspec"] = {"name": "co", "display_name": "Co", "language": "co"}
+        nb.cells = [nbformat.v4.new_code_cell(source)]
+        nbformat.write(nb, path)
+        with ScriptedModelServer([]) as server:
+            done = subprocess.run(
+                [sys.executable, "-m", "nbconvert", "--execute", "--to", "notebook", str(path)],
+                env=client_env(co_home, server),
+                cwd=tmp_path,
+                capture_output=True,
+                text=True,
+                timeout=180,
+            )
+        assert done.returncode != 0
+        message = done.stderr[done.stderr.find("CellExecutionError") :]
+        assert reason in message, done.stderr[-2000:]
