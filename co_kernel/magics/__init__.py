@@ -55,7 +55,11 @@ MAGICS: dict[str, str] = {
     "allow": "allow",
     "ask": "ask",
     "deny": "deny",
+    "python": "python",
 }
+
+CELL_MAGICS = ("python",)
+"""The magics that also stand as `%%name` on a cell's first line."""
 
 
 @dataclass(frozen=True)

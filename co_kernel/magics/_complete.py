@@ -13,13 +13,13 @@ import re
 from typing import Any
 
 from ..frontend import safe_bundle
-from . import MAGICS, MagicContext, MagicError, find_magic, magic_help
+from . import CELL_MAGICS, MAGICS, MagicContext, MagicError, find_magic, magic_help
 
 __all__ = ["complete_reply", "inspect_reply", "is_complete_reply"]
 
 log = logging.getLogger(__name__)
 
-_NAME = re.compile(r"^(\s*)%(\w*)$")
+_NAME = re.compile(r"^(\s*)(%%?)(\w*)$")
 _ARGS = re.compile(r"^\s*%(\w+)\s+(.*)$", re.DOTALL)
 _MAGIC_AT = re.compile(r"%(\w+)")
 
@@ -49,8 +49,9 @@ def complete_reply(ctx: MagicContext | None, code: str, cursor_pos: int | None) 
         return _reply([], cursor, cursor)
     name_match = _NAME.match(line)
     if name_match:
-        prefix = name_match.group(2).lower()
-        names = [f"%{n}" for n in sorted(MAGICS) if n.startswith(prefix)]
+        sign, prefix = name_match.group(2), name_match.group(3).lower()
+        known = CELL_MAGICS if sign == "%%" else sorted(MAGICS)
+        names = [f"{sign}{n}" for n in known if n.startswith(prefix)]
         return _reply(names, line_start + len(name_match.group(1)), cursor)
     args_match = _ARGS.match(line)
     if not args_match or ctx is None:

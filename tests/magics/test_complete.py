@@ -98,3 +98,19 @@ def test_is_complete_for_the_console(kernel: CoKernel) -> None:
     assert is_complete(kernel, "a long prompt \\") == {"status": "incomplete", "indent": ""}
     assert is_complete(kernel, "fix this:\n```python\nx = 1")["status"] == "incomplete"
     assert is_complete(kernel, "fix this:\n```python\nx = 1\n```")["status"] == "complete"
+
+
+def test_python_cells_can_be_found(kernel: CoKernel) -> None:
+    """`%python` and `%%python` are in the completion, the inspection and `%help` (issue 36)."""
+    assert complete(kernel, "%py")["matches"] == ["%python"]
+    assert complete(kernel, "%%py")["matches"] == ["%%python"]
+    assert complete(kernel, "%%")["matches"] == ["%%python"]
+    for code in ("%%python\nx = 1", "%python df.shape"):
+        found = inspect(kernel, code, 3)
+        assert found["found"] is True, code
+        assert found["data"]["text/plain"].startswith("%python <expression> | %%python")
+    listed = kernel.execute("%help").markdown()
+    assert "| `%python <expression> \\| %%python` | Run Python in the kernel's own namespace" in listed
+    helped = kernel.execute("%help python")
+    assert helped.status == "ok" and "Unknown magic" not in helped.text()
+    assert "`%%python` runs the rest as Python" in helped.markdown()
