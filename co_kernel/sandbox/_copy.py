@@ -104,6 +104,7 @@ class WorkspaceCopy:
         self._protected = protected  # paths relative to the workspace, read at each copy
         self.sent: dict[str, tuple[Fingerprint, str]] = {}
         self.placed: set[str] = set()  # root-owned stand-ins for control paths the host lacks
+        self.made: set[str] = set()  # links copied back onto the host
 
     def reset(self) -> None:
         """A new container: its workspace is empty."""
@@ -256,6 +257,7 @@ class WorkspaceCopy:
                 del self.sent[rel]  # moved away in the container: the next push sends it again
             else:
                 self._delete(rel)
+        self._recheck_links(notes)
         if len(notes) > _NOTES_SHOWN:
             notes[_NOTES_SHOWN:] = [f"[copy mode: {len(notes) - _NOTES_SHOWN} more left out]"]
         return notes
@@ -302,6 +304,7 @@ class WorkspaceCopy:
                 if path is not None:
                     self._replace(path, lambda tmp: os.symlink(member.linkname, tmp))
                     self._record(rel, path, member.linkname)
+                    self.made.add(rel)
             return
         if member.ischr() or member.isblk() or member.isfifo():
             kind = "FIFO" if member.isfifo() else "device"
@@ -332,6 +335,25 @@ class WorkspaceCopy:
 
         self._replace(path, write)
         self._record(rel, path, digest)
+
+    def _recheck_links(self, notes: list[str]) -> None:
+        """Remove the links copied back that now lead outside the workspace: one checked
+        before a link on its way came back (``a -> b/..``, then ``b -> .``)."""
+        for rel in sorted(self.made):
+            path = os.path.join(self.workspace, rel)
+            try:
+                target = os.readlink(path)
+            except OSError:
+                self.made.discard(rel)  # gone or replaced since
+                continue
+            if not self._inside(rel, target):
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+                self.made.discard(rel)
+                notes.append(
+                    f"[copy mode: the link {rel} -> {target} leads outside the workspace; "
+                    "removed from the host]"
+                )
 
     def _first_half(self, member: tarfile.TarInfo, digest: str) -> str | None:
         """The host file a hard link's other half came back as, when it holds the same

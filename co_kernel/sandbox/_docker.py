@@ -244,16 +244,46 @@ def _masks(hidden: Secrets) -> list[Mount]:
     ]
 
 
-Controls = dict[str, tuple[int, int]]
-"""The control paths in the workspace: name -> (device, inode)."""
+_PLACEHOLDER = "user.co.placeholder"
+"""The extended attribute marking a mount point a sandbox made for a missing control path."""
 
 
-def _controls_in(workspace: Path) -> Controls:
+def _is_placeholder(path: Path) -> bool:
+    try:
+        return os.getxattr(path, _PLACEHOLDER, follow_symlinks=False) == b"1"
+    except OSError:
+        return False
+
+
+_MOUNTED = "user.co.mounted"
+"""The extended attribute naming the control path a sandbox mounted: a folder replaced on
+the host may get the old one's inode number back, never its attributes."""
+
+Controls = dict[str, tuple[int, int, bytes]]
+"""The control paths in the workspace: name -> (device, inode, its _MOUNTED mark)."""
+
+
+def _controls_in(workspace: Path, *, mark: bool = False) -> Controls:
+    """The control paths there are; with ``mark``, each one without a mark gets one (shared
+    by the kernels that mount it, so they do not take turns replacing it)."""
     found: Controls = {}
     for name in CONTROL_PATHS:
-        with contextlib.suppress(FileNotFoundError):
-            st = os.lstat(workspace / name)
-            found[name] = (st.st_dev, st.st_ino)
+        path = workspace / name
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        try:
+            token = os.getxattr(path, _MOUNTED, follow_symlinks=False)
+        except OSError:
+            token = b""
+        if mark and not token:
+            token = secrets.token_hex(8).encode()
+            try:
+                os.setxattr(path, _MOUNTED, token, follow_symlinks=False)
+            except OSError:
+                token = b""  # no user xattrs here (or not the user's): the inode must do
+        found[name] = (st.st_dev, st.st_ino, token)
     return found
 
 
@@ -639,7 +669,7 @@ class DockerSandbox:
             if self._copy is None:
                 hidden = _secrets_in(workspace, _secret_paths(workspace, self.settings, walk=True))
                 self._place_controls(workspace)
-            controls = _controls_in(workspace) if self._copy is None else {}
+            controls = _controls_in(workspace, mark=True) if self._copy is None else {}
             container = client.containers.create(
                 self.image,
                 ["sleep", "infinity"],
@@ -711,9 +741,12 @@ class DockerSandbox:
             path = workspace / name
             try:
                 os.mkdir(path, 0o755)
+                with contextlib.suppress(OSError):  # a file system without user xattrs
+                    os.setxattr(path, _PLACEHOLDER, b"1")
                 self._placeholders.add(path)
             except FileExistsError:
-                pass
+                if _is_placeholder(path):  # another kernel's, alive or not: ours to clean too
+                    self._placeholders.add(path)
             except PermissionError:
                 continue  # the sandbox user, no more privileged, cannot create it either
             mode = os.lstat(path).st_mode
