@@ -54,7 +54,7 @@ _NOTES_SHOWN = 20
 """Copy-back notes shown per command; the rest are counted."""
 
 
-def is_control(rel: str) -> bool:
+def _is_control(rel: str) -> bool:
     """Whether ``rel`` (relative to the workspace) lies in one of ``CONTROL_PATHS``."""
     return rel.split("/", 1)[0] in CONTROL_PATHS
 
@@ -159,10 +159,10 @@ class WorkspaceCopy:
         current = self.scan(protected)
         gone = sorted(rel for rel in self.sent if rel not in current)
         if gone:
-            mine = [rel for rel in gone if not is_control(rel)]
+            mine = [rel for rel in gone if not _is_control(rel)]
             if mine:
                 self._exec(api, container_id, ["rm", "-rf", "--", *mine])
-            control = [rel for rel in gone if is_control(rel)]
+            control = [rel for rel in gone if _is_control(rel)]
             if control:
                 # Root owns them (and has no capabilities: a folder without its write bit
                 # keeps its files; the container's copy never comes back anyway).
@@ -202,7 +202,7 @@ class WorkspaceCopy:
             st = os.lstat(path)
             info.mtime = int(st.st_mtime)
             info.mode = stat.S_IMODE(st.st_mode)
-            if is_control(rel):  # readable, not writable, by the sandbox user (no capabilities)
+            if _is_control(rel):  # readable, not writable, by the sandbox user (no capabilities)
                 info.uid, info.gid = 0, 0
                 info.mode = info.mode & ~0o022 | 0o444 | (0o111 if info.mode & 0o100 else 0)
             if fp[0] == "d":
@@ -248,12 +248,12 @@ class WorkspaceCopy:
                     rel = posixpath.normpath(member.name)
                     if rel == "." or rel.startswith(("/", "../")) or rel == "..":
                         continue
-                    if self._is_protected(rel, protected) or is_control(rel):
+                    if self._is_protected(rel, protected) or _is_control(rel):
                         continue
                     seen.add(rel)
                     self._receive(tar, member, rel, notes)
         for rel in sorted(set(self.sent) - seen, reverse=True):  # children before parents
-            if is_control(rel):
+            if _is_control(rel):
                 del self.sent[rel]  # moved away in the container: the next push sends it again
             else:
                 self._delete(rel)
@@ -360,7 +360,7 @@ class WorkspaceCopy:
         content; None when the link must come back as a file of its own."""
         target = posixpath.normpath(member.linkname)
         entry = self.sent.get(target)
-        if entry is None or entry[0][0] != "f" or entry[1] != digest or is_control(target):
+        if entry is None or entry[0][0] != "f" or entry[1] != digest or _is_control(target):
             return None
         path = self._host_path(target)
         try:
