@@ -6,6 +6,11 @@ copy go in with ``put_archive`` (files the host deleted are removed); after it t
 container's workspace comes back with ``get_archive`` and what the command created,
 changed or deleted is applied on the host. Protected files (``config.protected_paths``,
 ``.env*``) are never sent, and never overwritten or deleted from the container's side.
+``.co`` and ``.git`` (``CONTROL_PATHS``) go in owned by root, so the sandbox user cannot
+change them, an empty root-owned folder stands in for each one the host lacks, and nothing
+under them ever comes back. What comes back is checked: a link that resolves outside the
+workspace, a FIFO or a device is left out with a note, set-uid and set-gid bits are
+dropped, and a hard link comes back as a hard link to its other half.
 
 What the container holds is tracked per path: the host's (kind, size, mtime) when it was
 sent, which says what changed on the host, and a digest of the content, which says what
@@ -29,9 +34,30 @@ from typing import Any
 
 from ..exceptions import SandboxUnavailable
 
-__all__ = ["WorkspaceCopy"]
+__all__ = ["CONTROL_PATHS", "WorkspaceCopy"]
 
 log = logging.getLogger(__name__)
+
+CONTROL_PATHS = (".co", ".git")
+"""What, at the workspace's top, Co or git run or obey on the host: the sandbox may read
+them, never create or change them. ``.co`` holds Co's project settings, instructions, agents
+and skills. ``.git`` whole, not only ``config`` and ``hooks``: a command able to rename
+``.git`` could put a new one (config, hooks) in its place, and ``config.worktree``,
+``modules/*/config`` and ``modules/*/hooks`` give power as well; Codex's workspace-write
+sandbox keeps ``.git`` read-only for the same reasons. Left writable: ``.gitattributes``
+(it only names filters and diff drivers, which must be defined in the protected config)
+and ``.gitmodules`` (git never runs an ``update = !command`` from it, only from
+``.git/config``); both are ordinary files of a project. Nested repositories (``sub/.git``)
+are not covered."""
+
+_NOTES_SHOWN = 20
+"""Copy-back notes shown per command; the rest are counted."""
+
+
+def _is_control(rel: str) -> bool:
+    """Whether ``rel`` (relative to the workspace) lies in one of ``CONTROL_PATHS``."""
+    return rel.split("/", 1)[0] in CONTROL_PATHS
+
 
 Fingerprint = tuple[str, int, int]
 """A host path's kind ("f", "d" or "l"), size and mtime (ns); folders are ("d", 0, 0)."""
@@ -45,6 +71,14 @@ def _fingerprint(st: os.stat_result) -> Fingerprint | None:
     if stat.S_ISLNK(st.st_mode):
         return ("l", st.st_size, st.st_mtime_ns)
     return None  # sockets, fifos, devices: not copied
+
+
+def _same(a: str, b: str) -> bool:
+    """Whether ``b`` is already a hard link to ``a``."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def _digest(data: bytes) -> str:
@@ -69,10 +103,13 @@ class WorkspaceCopy:
         self.uid, self.gid = (int(n) for n in user.split(":"))
         self._protected = protected  # paths relative to the workspace, read at each copy
         self.sent: dict[str, tuple[Fingerprint, str]] = {}
+        self.placed: set[str] = set()  # root-owned stand-ins for control paths the host lacks
+        self.made: set[str] = set()  # links copied back onto the host
 
     def reset(self) -> None:
         """A new container: its workspace is empty."""
         self.sent = {}
+        self.placed = set()
 
     # -- host -> container ----------------------------------------------------
 
@@ -122,16 +159,32 @@ class WorkspaceCopy:
         current = self.scan(protected)
         gone = sorted(rel for rel in self.sent if rel not in current)
         if gone:
-            self._exec(api, container_id, ["rm", "-rf", "--", *gone])
+            mine = [rel for rel in gone if not _is_control(rel)]
+            if mine:
+                self._exec(api, container_id, ["rm", "-rf", "--", *mine])
+            control = [rel for rel in gone if _is_control(rel)]
+            if control:
+                # Root owns them (and has no capabilities: a folder without its write bit
+                # keeps its files; the container's copy never comes back anyway).
+                argv = ["/bin/sh", "-c", 'rm -rf -- "$@" 2>/dev/null; exit 0', "sh", *control]
+                self._exec(api, container_id, argv, user="0")
             for rel in gone:
                 del self.sent[rel]
         changed = sorted(
             rel for rel, fp in current.items() if rel not in self.sent or self.sent[rel][0] != fp
         )
-        if not changed:
+        missing = [
+            name for name in CONTROL_PATHS if name not in current and name not in self.placed
+        ]
+        if not changed and not missing:
             return
         with tempfile.TemporaryFile() as archive:
             with tarfile.open(fileobj=archive, mode="w", format=tarfile.PAX_FORMAT) as tar:
+                for name in missing:
+                    info = tarfile.TarInfo(name)
+                    info.type, info.mode, info.uid, info.gid = tarfile.DIRTYPE, 0o755, 0, 0
+                    tar.addfile(info)
+                    self.placed.add(name)
                 for rel in changed:
                     entry = self._add(tar, rel, current[rel])
                     if entry is not None:
@@ -149,6 +202,9 @@ class WorkspaceCopy:
             st = os.lstat(path)
             info.mtime = int(st.st_mtime)
             info.mode = stat.S_IMODE(st.st_mode)
+            if _is_control(rel):  # readable, not writable, by the sandbox user (no capabilities)
+                info.uid, info.gid = 0, 0
+                info.mode = info.mode & ~0o022 | 0o444 | (0o111 if info.mode & 0o100 else 0)
             if fp[0] == "d":
                 info.type = tarfile.DIRTYPE
                 tar.addfile(info)
@@ -166,8 +222,8 @@ class WorkspaceCopy:
         tar.addfile(info, io.BytesIO(data))
         return fp, _digest(data)
 
-    def _exec(self, api: Any, container_id: str, argv: list[str]) -> None:
-        exec_id = api.exec_create(container_id, argv, workdir=self.workdir)["Id"]
+    def _exec(self, api: Any, container_id: str, argv: list[str], user: str = "") -> None:
+        exec_id = api.exec_create(container_id, argv, workdir=self.workdir, user=user)["Id"]
         output = api.exec_start(exec_id)
         if api.exec_inspect(exec_id).get("ExitCode") != 0:
             raise SandboxUnavailable(
@@ -176,9 +232,11 @@ class WorkspaceCopy:
 
     # -- container -> host ----------------------------------------------------
 
-    def pull(self, api: Any, container_id: str) -> None:
-        """Apply on the host what the container's workspace created, changed or deleted."""
+    def pull(self, api: Any, container_id: str) -> list[str]:
+        """Apply on the host what the container's workspace created, changed or deleted;
+        return a note for each thing left out."""
         protected = self._protected()
+        notes: list[str] = []
         chunks, _ = api.get_archive(container_id, f"{self.workdir}/.")
         seen: set[str] = set()
         with tempfile.TemporaryFile() as archive:
@@ -190,12 +248,19 @@ class WorkspaceCopy:
                     rel = posixpath.normpath(member.name)
                     if rel == "." or rel.startswith(("/", "../")) or rel == "..":
                         continue
-                    if self._is_protected(rel, protected):
+                    if self._is_protected(rel, protected) or _is_control(rel):
                         continue
                     seen.add(rel)
-                    self._receive(tar, member, rel)
+                    self._receive(tar, member, rel, notes)
         for rel in sorted(set(self.sent) - seen, reverse=True):  # children before parents
-            self._delete(rel)
+            if _is_control(rel):
+                del self.sent[rel]  # moved away in the container: the next push sends it again
+            else:
+                self._delete(rel)
+        self._recheck_links(notes)
+        if len(notes) > _NOTES_SHOWN:
+            notes[_NOTES_SHOWN:] = [f"[copy mode: {len(notes) - _NOTES_SHOWN} more left out]"]
+        return notes
 
     def _host_path(self, rel: str) -> str | None:
         """Where ``rel`` lies on the host, if no link on the way leads out of its folder."""
@@ -208,7 +273,16 @@ class WorkspaceCopy:
             return None
         return os.path.join(root, rel)
 
-    def _receive(self, tar: tarfile.TarFile, member: tarfile.TarInfo, rel: str) -> None:
+    def _inside(self, rel: str, target: str) -> bool:
+        """Whether the link ``rel`` -> ``target`` resolves inside the workspace on the host
+        (through the links already there)."""
+        root = os.path.realpath(self.workspace)
+        where = os.path.realpath(os.path.join(root, os.path.dirname(rel), target))
+        return where == root or where.startswith(root.rstrip("/") + "/")
+
+    def _receive(
+        self, tar: tarfile.TarFile, member: tarfile.TarInfo, rel: str, notes: list[str]
+    ) -> None:
         old = self.sent.get(rel)
         if member.isdir():
             if old is None or old[0][0] != "d":
@@ -220,29 +294,81 @@ class WorkspaceCopy:
             return
         if member.issym():
             if old is None or old[1] != member.linkname:
+                if not self._inside(rel, member.linkname):
+                    notes.append(
+                        f"[copy mode: the link {rel} -> {member.linkname} leads outside the "
+                        "workspace; not copied back]"
+                    )
+                    return
                 path = self._host_path(rel)
                 if path is not None:
                     self._replace(path, lambda tmp: os.symlink(member.linkname, tmp))
                     self._record(rel, path, member.linkname)
+                    self.made.add(rel)
             return
-        if not member.isfile():
+        if member.ischr() or member.isblk() or member.isfifo():
+            kind = "FIFO" if member.isfifo() else "device"
+            notes.append(f"[copy mode: {rel} is a {kind}; not copied back]")
             return
-        source = tar.extractfile(member)
+        if not (member.isfile() or member.islnk()):
+            return
+        source = tar.extractfile(member)  # a hard link's data is its first half's
         data = source.read() if source is not None else b""
         digest = _digest(data)
-        if old is not None and old[1] == digest:
+        first = self._first_half(member, digest) if member.islnk() else None
+        here = os.path.join(self.workspace, rel)
+        if old is not None and old[1] == digest and (first is None or _same(first, here)):
             return
         path = self._host_path(rel)
         if path is None:
             return
+        # Never set-uid or set-gid: the file would run as the kernel's user or group.
+        mode = stat.S_IMODE(member.mode) & ~(stat.S_ISUID | stat.S_ISGID)
 
         def write(tmp: str) -> None:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, stat.S_IMODE(member.mode))
+            if first is not None:
+                os.link(first, tmp)
+                return
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
 
         self._replace(path, write)
         self._record(rel, path, digest)
+
+    def _recheck_links(self, notes: list[str]) -> None:
+        """Remove the links copied back that now lead outside the workspace: one checked
+        before a link on its way came back (``a -> b/..``, then ``b -> .``)."""
+        for rel in sorted(self.made):
+            path = os.path.join(self.workspace, rel)
+            try:
+                target = os.readlink(path)
+            except OSError:
+                self.made.discard(rel)  # gone or replaced since
+                continue
+            if not self._inside(rel, target):
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+                self.made.discard(rel)
+                notes.append(
+                    f"[copy mode: the link {rel} -> {target} leads outside the workspace; "
+                    "removed from the host]"
+                )
+
+    def _first_half(self, member: tarfile.TarInfo, digest: str) -> str | None:
+        """The host file a hard link's other half came back as, when it holds the same
+        content; None when the link must come back as a file of its own."""
+        target = posixpath.normpath(member.linkname)
+        entry = self.sent.get(target)
+        if entry is None or entry[0][0] != "f" or entry[1] != digest or _is_control(target):
+            return None
+        path = self._host_path(target)
+        try:
+            if path is None or _fingerprint(os.lstat(path)) != entry[0]:
+                return None
+        except OSError:
+            return None
+        return path
 
     def _replace(self, path: str, make: Callable[[str], None]) -> None:
         """Make the new file beside ``path`` and rename it over: a link at ``path`` is

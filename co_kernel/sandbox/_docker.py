@@ -6,11 +6,16 @@ read-only root filesystem with a tmpfs /tmp (HOME), memory/CPU/pids limits, no
 network unless asked for, and only the workspace mounted (at /workspace). Co's
 secret files inside the workspace (``config.protected_paths``: settings files, tokens,
 credentials, wherever the settings put them; ``.env*`` files) are covered by empty
-read-only mounts. A mount covers the inode it was put over, so when one of those files
-is replaced (renamed over) or appears, the container is recreated before the next command.
+read-only mounts. ``.co`` and ``.git`` (``_copy.CONTROL_PATHS``: what Co or git would run
+or obey on the host) are mounted read-only over themselves; one that does not exist yet
+gets an empty folder as its mount point (Linux mounts only over what exists), removed
+again with the container when it is still empty and no other kernel's container mounts it.
+A mount covers the inode it was put over, so when one of those files is replaced (renamed
+over), appears or goes, the container is recreated before the next command.
 With ``sandbox_workspace = copy`` (``auto`` when ``DOCKER_HOST`` names a remote engine)
 nothing is mounted: the workspace is copied in before each command and the command's
-changes copied back after it (``_copy.WorkspaceCopy``), secret files left out.
+changes copied back after it (``_copy.WorkspaceCopy``), secret files and control paths left
+out.
 
 Each command runs as a `docker exec` of a small /bin/sh wrapper that records its
 pid (the exec is a session leader under runc, so that pid is also its process
@@ -48,7 +53,7 @@ import docker.errors  # type: ignore[import-untyped]
 from docker.types import DriverConfig, Mount  # type: ignore[import-untyped]
 
 from ..exceptions import SandboxUnavailable
-from ._copy import WorkspaceCopy
+from ._copy import CONTROL_PATHS, WorkspaceCopy
 from ._protocol import (
     EOF,
     GRACE_SECONDS,
@@ -177,6 +182,12 @@ def _owner_alive(labels: dict[str, str], boot: str) -> bool:
     return not (started and now and started != now)
 
 
+_GIT_TRUST = {
+    "GIT_CONFIG_COUNT": "1",
+    "GIT_CONFIG_KEY_0": "safe.directory",
+    "GIT_CONFIG_VALUE_0": WORKDIR,
+}
+
 _MASK_WALK_LIMIT = 50_000
 """Workspace entries searched for ``.env*`` files to mask when the container is created."""
 
@@ -231,6 +242,49 @@ def _masks(hidden: Secrets) -> list[Mount]:
         else Mount(f"{WORKDIR}/{rel}", "/dev/null", type="bind", read_only=True)
         for rel, (_, _, is_dir) in sorted(hidden.items())
     ]
+
+
+_PLACEHOLDER = "user.co.placeholder"
+"""The extended attribute marking a mount point a sandbox made for a missing control path."""
+
+
+def _is_placeholder(path: Path) -> bool:
+    try:
+        return os.getxattr(path, _PLACEHOLDER, follow_symlinks=False) == b"1"
+    except OSError:
+        return False
+
+
+_MOUNTED = "user.co.mounted"
+"""The extended attribute naming the control path a sandbox mounted: a folder replaced on
+the host may get the old one's inode number back, never its attributes."""
+
+Controls = dict[str, tuple[int, int, bytes]]
+"""The control paths in the workspace: name -> (device, inode, its _MOUNTED mark)."""
+
+
+def _controls_in(workspace: Path, *, mark: bool = False) -> Controls:
+    """The control paths there are; with ``mark``, each one without a mark gets one (shared
+    by the kernels that mount it, so they do not take turns replacing it)."""
+    found: Controls = {}
+    for name in CONTROL_PATHS:
+        path = workspace / name
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        try:
+            token = os.getxattr(path, _MOUNTED, follow_symlinks=False)
+        except OSError:
+            token = b""
+        if mark and not token:
+            token = secrets.token_hex(8).encode()
+            try:
+                os.setxattr(path, _MOUNTED, token, follow_symlinks=False)
+            except OSError:
+                token = b""  # no user xattrs here (or not the user's): the inode must do
+        found[name] = (st.st_dev, st.st_ino, token)
+    return found
 
 
 def _workspace_mode(setting: str, docker_host: str) -> str:
@@ -408,6 +462,8 @@ class DockerSandbox:
         self._client: Any = None
         self._container_id: str | None = None
         self._hidden: Secrets = {}  # what the container's masks cover
+        self._controls: Controls = {}  # what its read-only mounts of CONTROL_PATHS cover
+        self._placeholders: set[Path] = set()  # mount points this sandbox made for them
         self._lock = threading.Lock()
         self._generation = 0  # bumped by close(): runs in flight become "interrupted"
 
@@ -576,10 +632,17 @@ class DockerSandbox:
 
     def _ensure_container(self, status: StatusCallback) -> str:
         with self._lock:
-            if self._copy is None and self._container_id is not None and self._secrets_changed():
+            bound = self._copy is None and self._container_id is not None
+            reason = None
+            if bound and self._secrets_changed():
                 # A mask covers the inode it was mounted over: a secret file replaced by
                 # rename (a token refresh, an editor's save) or new since would be readable.
-                status("Co's secret files in the workspace changed; recreating the sandbox…")
+                reason = "Co's secret files in the workspace changed"
+            elif bound and _controls_in(self.workspace.resolve()) != self._controls:
+                # .co or .git replaced or removed on the host: the new one would be writable.
+                reason = ".co or .git in the workspace changed"
+            if reason is not None:
+                status(f"{reason}; recreating the sandbox…")
                 with contextlib.suppress(docker.errors.DockerException):
                     self._get_client().api.remove_container(self._container_id, force=True, v=True)
                 self._container_id = None
@@ -605,6 +668,8 @@ class DockerSandbox:
             hidden: Secrets = {}
             if self._copy is None:
                 hidden = _secrets_in(workspace, _secret_paths(workspace, self.settings, walk=True))
+                self._place_controls(workspace)
+            controls = _controls_in(workspace, mark=True) if self._copy is None else {}
             container = client.containers.create(
                 self.image,
                 ["sleep", "infinity"],
@@ -615,8 +680,9 @@ class DockerSandbox:
                 user=self.user,
                 hostname="co-sandbox",
                 working_dir=WORKDIR,
-                environment={"HOME": "/tmp"},
-                mounts=self._mounts(workspace, hidden),
+                # In copy mode root owns .git: git must trust it to read it.
+                environment={"HOME": "/tmp", **({} if self._copy is None else _GIT_TRUST)},
+                mounts=self._mounts(workspace, hidden, controls),
                 network_mode=self.network,
                 cap_drop=["ALL"],
                 security_opt=["no-new-privileges"],
@@ -643,21 +709,69 @@ class DockerSandbox:
                 f"Could not start the sandbox container from {self.image}: {e}"
             ) from e
         self._hidden = hidden
+        self._controls = controls
         if self._copy is not None:
             with self._copy_lock:
                 self._copy.reset()
         return str(container.id)
 
-    def _mounts(self, workspace: Path, hidden: Secrets) -> list[Mount]:
-        """Bind mode: the workspace and the masks over its secrets. Copy mode: an empty
-        tmpfs volume owned by the sandbox user, as big as the copy limit (a volume, not a
-        tmpfs mount: ``put_archive`` refuses a tmpfs on a read-only root)."""
+    def _mounts(self, workspace: Path, hidden: Secrets, controls: Controls) -> list[Mount]:
+        """Bind mode: the workspace, the control paths read-only over themselves and the
+        masks over its secrets. Copy mode: an empty tmpfs volume,
+        as big as the copy limit (a volume, not a tmpfs mount: ``put_archive`` refuses a
+        tmpfs on a read-only root)."""
         if self._copy is None:
-            return [Mount(WORKDIR, str(workspace), type="bind", read_only=False), *_masks(hidden)]
-        uid, gid = self.user.split(":")
-        options = f"uid={uid},gid={gid},mode=0755,size={self._copy.limit}"
+            read_only = [
+                Mount(f"{WORKDIR}/{name}", str(workspace / name), type="bind", read_only=True)
+                for name in sorted(controls)
+            ]
+            workspace_mount = Mount(WORKDIR, str(workspace), type="bind", read_only=False)
+            return [workspace_mount, *read_only, *_masks(hidden)]
+        # Root's, sticky and open to all: the sandbox user may create and remove its own
+        # files, not rename or remove the root-owned control paths (_copy.CONTROL_PATHS).
+        options = f"uid=0,gid=0,mode=1777,size={self._copy.limit}"
         tmpfs = DriverConfig("local", {"type": "tmpfs", "device": "tmpfs", "o": options})
         return [Mount(WORKDIR, None, type="volume", driver_config=tmpfs)]
+
+    def _place_controls(self, workspace: Path) -> None:
+        """Bind mode: make an empty folder for each control path the workspace lacks, so a
+        read-only mount can cover it (the container could create it otherwise); refuse a
+        control path that is a link (its target would be covered, the link not)."""
+        for name in CONTROL_PATHS:
+            path = workspace / name
+            try:
+                os.mkdir(path, 0o755)
+                with contextlib.suppress(OSError):  # a file system without user xattrs
+                    os.setxattr(path, _PLACEHOLDER, b"1")
+                self._placeholders.add(path)
+            except FileExistsError:
+                if _is_placeholder(path):  # another kernel's, alive or not: ours to clean too
+                    self._placeholders.add(path)
+            except PermissionError:
+                continue  # the sandbox user, no more privileged, cannot create it either
+            mode = os.lstat(path).st_mode
+            if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+                raise SandboxUnavailable(
+                    f"{path} is a link or a special file, which the sandbox cannot keep "
+                    "read-only: replace it with what it points to, or set "
+                    "sandbox_workspace = copy."
+                )
+
+    def _drop_placeholders(self, client: Any) -> None:
+        """Remove the mount points ``_place_controls`` made, when still empty and no other
+        kernel's container mounts them (removing one would unmount it there)."""
+        if not self._placeholders:
+            return
+        try:
+            containers = client.api.containers(all=True, filters={"label": "co.kernel=1"})
+        except docker.errors.DockerException:
+            return  # cannot tell: leave them
+        used = {m.get("Source") for c in containers for m in c.get("Mounts") or []}
+        for path in sorted(self._placeholders):
+            if str(path) not in used:
+                with contextlib.suppress(OSError):
+                    os.rmdir(path)  # fails when something was put in it: it stays
+        self._placeholders = set()
 
     def _protected_here(self) -> set[str]:
         """Where Co's secret files and folders are or would be in the workspace, relative to
@@ -763,6 +877,7 @@ class DockerSandbox:
             if container_id is not None:
                 with contextlib.suppress(docker.errors.NotFound):
                     client.api.remove_container(container_id, force=True, v=True)
+            self._drop_placeholders(client)
         except docker.errors.DockerException:
             log.warning("could not remove sandbox container %s", container_id, exc_info=True)
         finally:
@@ -861,22 +976,22 @@ class DockerSandbox:
         if self._copy is None or generation != self._generation:
             return None
         try:
-            copied = await asyncio.to_thread(self._pull)
+            notes = await asyncio.to_thread(self._pull)
         except (docker.errors.DockerException, OSError, tarfile.TarError) as e:
             log.warning("copy mode: copying the workspace back failed", exc_info=True)
             return f"[copy mode: the command's file changes could not be copied back: {e}]"
-        if not copied:
+        if notes is None:
             return "[copy mode: the container was removed; the command's file changes are lost]"
-        return None
+        return "\n".join(notes) or None
 
-    def _pull(self) -> bool:
+    def _pull(self) -> list[str] | None:
+        """The copy-back notes; None when there was no container to copy from."""
         with self._lock:
             container_id, client = self._container_id, self._client
         if container_id is None or client is None or self._copy is None:
-            return False
+            return None
         with self._copy_lock:
-            self._copy.pull(client.api, container_id)
-        return True
+            return self._copy.pull(client.api, container_id)
 
     async def _kill(self, marker: str) -> bool:
         try:

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from co_kernel.config import Settings
 from co_kernel.sandbox import DockerSandbox, SandboxUnavailable
+from co_kernel.sandbox._copy import CONTROL_PATHS
 from co_kernel.sandbox._docker import _workspace_mode
 
 # Prints every file under /workspace with its content, as JSON, and every folder.
@@ -42,7 +43,11 @@ def _container_tree(sandbox: DockerSandbox) -> dict[str, str | None]:
     result = asyncio.run(sandbox.run(DUMP, timeout=60))
     assert result.exit_code == 0, result.output
     line = next(x for x in result.output.splitlines() if x.startswith("TREE"))
-    return json.loads(line[4:])
+    tree = json.loads(line[4:])
+    for name in CONTROL_PATHS:  # the empty read-only stand-ins for those the host lacks
+        if tree.get(name, "") is None and not (sandbox.workspace / name).exists():
+            del tree[name]
+    return tree
 
 
 def _run(sandbox: DockerSandbox, command: str) -> str:
@@ -158,9 +163,10 @@ def test_protected_files_never_reach_the_container_nor_are_overwritten(
     assert "visible" in out and "SECRET" not in out
     assert ".env" not in out and "tok.json" not in out and "sa.json" not in out
 
-    # What the container writes at those paths never lands on the host.
-    _run(sandbox, "echo FAKE > .env && echo FAKE > tok.json && mkdir -p .co creds && "
-                  "echo FAKE > .co/settings.json && echo FAKE > creds/sa.json")  # fmt: skip
+    # What the container writes at those paths never lands on the host (.co is read-only
+    # there: see test_control_paths.py).
+    _run(sandbox, "echo FAKE > .env && echo FAKE > tok.json && mkdir -p creds && "
+                  "echo FAKE > creds/sa.json && { echo FAKE > .co/settings.json || true; }")  # fmt: skip
     assert (workspace / ".env").read_text() == "KEY=SECRET-ENV\n"
     assert (workspace / "tok.json").read_text() == "SECRET-TOKEN\n"
     assert (workspace / ".co" / "settings.json").read_text() == '{"k": "SECRET-SETTINGS"}\n'
@@ -188,16 +194,19 @@ def test_links_are_copied_as_links_never_followed(
     make_sandbox: Callable[..., DockerSandbox], workspace: Path, tmp_path: Path
 ) -> None:
     """A host link to a file outside the workspace goes in as a link (not the file's
-    content), and a link the command makes comes back as a link."""
+    content), and a link the command makes comes back as a link (one that leads outside
+    the workspace does not: test_control_paths.py)."""
     outside = tmp_path / "outside.txt"
     outside.write_text("OUTSIDE-CONTENT\n")
     (workspace / "out").symlink_to(outside)
+    (workspace / "in.txt").write_text("inside\n")
     sandbox = make_sandbox(workspace_mode="copy")
 
-    out = _run(sandbox, "readlink out; cat out 2>&1 || true; ln -s /etc/hostname made")
+    out = _run(sandbox, "readlink out; cat out 2>&1 || true; mkdir d && ln -s ../in.txt d/made")
 
     assert str(outside) in out and "OUTSIDE-CONTENT" not in out
-    assert os.readlink(workspace / "made") == "/etc/hostname"
+    assert os.readlink(workspace / "d" / "made") == "../in.txt"
+    assert os.readlink(workspace / "out") == str(outside)
     assert outside.read_text() == "OUTSIDE-CONTENT\n"
 
 

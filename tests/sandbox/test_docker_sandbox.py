@@ -174,8 +174,10 @@ def test_container_settings(make_sandbox: MakeSandbox, docker_client: Any, works
     assert host["Memory"] == 256 * 2**20
     assert host["NanoCpus"] == 500_000_000
     assert host["PidsLimit"] == 100
-    assert [(m["Source"], m["Destination"], m["RW"]) for m in attrs["Mounts"]] == [
-        (str(workspace), "/workspace", True)
+    assert sorted((m["Source"], m["Destination"], m["RW"]) for m in attrs["Mounts"]) == [
+        (str(workspace), "/workspace", True),
+        (str(workspace / ".co"), "/workspace/.co", False),  # what Co and git obey: read-only
+        (str(workspace / ".git"), "/workspace/.git", False),
     ]
     assert (
         attrs["Config"]["User"]
