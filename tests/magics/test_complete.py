@@ -110,7 +110,9 @@ def test_python_cells_can_be_found(kernel: CoKernel) -> None:
         assert found["found"] is True, code
         assert found["data"]["text/plain"].startswith("%python <expression> | %%python")
     listed = kernel.execute("%help").markdown()
-    assert "| `%python <expression> \\| %%python` | Run Python in the kernel's own namespace" in listed
+    assert (
+        "| `%python <expression> \\| %%python` | Run Python in the kernel's own namespace" in listed
+    )
     helped = kernel.execute("%help python")
     assert helped.status == "ok" and "Unknown magic" not in helped.text()
     assert "`%%python` runs the rest as Python" in helped.markdown()
