@@ -57,7 +57,7 @@ def connect(
     )
     try:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        conn.execute("PRAGMA journal_mode = WAL")
+        _wal(conn)
         # NORMAL in WAL mode loses nothing when a process dies, only on power loss.
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
@@ -66,6 +66,25 @@ def connect(
         conn.close()
         raise
     return conn
+
+
+def _wal(conn: sqlite3.Connection) -> None:
+    """Put the file in WAL mode, waiting for a kernel that holds it meanwhile.
+
+    SQLite answers the switch with "database is locked" at once, without its busy timeout,
+    while another connection is making the same new file: so wait here instead.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+        except sqlite3.OperationalError as exc:
+            busy = (getattr(exc, "sqlite_errorcode", 0) & 0xFF) == sqlite3.SQLITE_BUSY
+            if not busy or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+        else:
+            return
 
 
 def migrate(
