@@ -78,30 +78,8 @@ CREATE TABLE IF NOT EXISTS agent_turns (
 """
 
 # The audit log before subagents were named: no agent column.
-AUDIT_BEFORE_SUBAGENTS = """
-CREATE TABLE IF NOT EXISTS agent_actions (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    ts REAL NOT NULL,
-    session_id TEXT NOT NULL,
-    turn INTEGER NOT NULL DEFAULT 0,
-    tool TEXT NOT NULL,
-    action TEXT NOT NULL DEFAULT 'call',
-    target TEXT,
-    decision TEXT NOT NULL,
-    status TEXT NOT NULL DEFAULT 'ok',
-    result_size INTEGER,
-    duration_ms REAL,
-    detail TEXT
-);
-CREATE INDEX IF NOT EXISTS agent_actions_session ON agent_actions(session_id, ts);
-CREATE INDEX IF NOT EXISTS agent_actions_tool ON agent_actions(tool, ts);
-CREATE TABLE IF NOT EXISTS agent_turns (
-    session_id TEXT NOT NULL,
-    turn INTEGER NOT NULL,
-    ts REAL NOT NULL,
-    PRIMARY KEY (session_id, turn)
-);
-"""
+AUDIT_BEFORE_SUBAGENTS = AUDIT.replace("    detail TEXT,\n    agent TEXT\n", "    detail TEXT\n")
+assert "agent TEXT" not in AUDIT_BEFORE_SUBAGENTS
 
 SPAN_ROW = """
 INSERT INTO spans (span_id, trace_id, name, kind, session_id, turn, start_time, end_time,
