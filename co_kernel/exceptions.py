@@ -21,6 +21,7 @@
         ├── SandboxUnavailable           the sandbox cannot run commands
         ├── SessionConflict              another kernel saved the session meanwhile
         ├── CompactError                 compaction failed; the history is unchanged
+        ├── DatabaseTooNew               a database file written by a newer Co
         ├── UnfinishedResponse *         the model's answer has no finish reason (ModelAPIError)
         ├── ReplayMismatch *             a request the replay script has no step for (ModelAPIError)
         └── CoLimitExceeded *            a Co rate limit was reached (UsageLimitExceeded)
@@ -43,6 +44,7 @@ __all__ = [
     "CompactError",
     "ConfigError",
     "CredentialError",
+    "DatabaseTooNew",
     "DefinitionError",
     "FetchRefused",
     "GoogleAuthUnavailable",
@@ -196,3 +198,20 @@ class SessionConflict(RunError):
 
 class CompactError(RunError):
     """Compaction could not run; the message says why and the history is unchanged."""
+
+
+class DatabaseTooNew(RunError):
+    """A database whose schema is newer than this Co knows: left as it is, not written."""
+
+    def __init__(self, path: str, version: int, known: int) -> None:
+        super().__init__(
+            f"{path} is at schema version {version}, but this Co knows versions up to "
+            f"{known} only: a newer Co wrote it. Upgrade co-kernel to use it (this Co "
+            "leaves it untouched)."
+        )
+        self.path = path
+        """The database file."""
+        self.version = version
+        """Its ``user_version``."""
+        self.known = known
+        """The newest version this Co's migrations reach."""

@@ -13,6 +13,7 @@ USAGE = "%forget <id>"
 async def run(ctx: MagicContext, args: str) -> str:
     import sqlite3
 
+    from ..exceptions import DatabaseTooNew
     from ..memory import MemoryStore
 
     word = args.strip().lstrip("#")
@@ -30,7 +31,7 @@ async def run(ctx: MagicContext, args: str) -> str:
                 raise MagicError(f"No memory has id {memory_id}: there are no memories saved.")
             nearest = min(known, key=lambda k: abs(k - memory_id))
             raise MagicError(f"No memory has id {memory_id}. Did you mean {nearest}?")
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, DatabaseTooNew) as exc:
         raise MagicError(f"The memory store could not be read ({exc}).") from None
     finally:
         store.close()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import sqlite3
 from typing import TYPE_CHECKING
 
+from ..exceptions import DatabaseTooNew
 from . import MagicContext, MagicError
 from ._render import short_id, when
 
@@ -36,7 +37,7 @@ async def run(ctx: MagicContext, args: str) -> str:
         info = session.resume(word)
     except SessionLookupError as exc:
         raise MagicError(str(exc)) from None
-    except (sqlite3.Error, OSError) as exc:
+    except (sqlite3.Error, OSError, DatabaseTooNew) as exc:
         store = session.store
         raise MagicError(store.failure(exc) if store else str(exc)) from None
     where = f" of {info.notebook}" if info.notebook else ""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from ..exceptions import DatabaseTooNew
 from . import MagicContext, MagicError
 from ._render import short_id, table, when
 
@@ -38,7 +39,7 @@ async def run(ctx: MagicContext, args: str) -> str:
     try:
         total = store.count()
         infos = store.recent(limit)
-    except (sqlite3.Error, OSError) as exc:
+    except (sqlite3.Error, OSError, DatabaseTooNew) as exc:
         raise MagicError(store.failure(exc)) from None
     if not infos:
         return "No conversation is saved yet: each one is saved after its first turn."

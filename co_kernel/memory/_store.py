@@ -20,12 +20,15 @@ from pathlib import Path
 from typing import Any
 
 from ..config import paths
-from ..store import connect, write
+from ..sqlite import Migration, connect, write
 from ..telemetry import Redactor
 
 __all__ = ["Memory", "MemoryStore", "memory_store_path"]
 
-_SCHEMA = """
+_MIGRATIONS = (
+    Migration(
+        1,
+        """
 CREATE TABLE IF NOT EXISTS memories (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     text TEXT NOT NULL,
@@ -48,8 +51,9 @@ CREATE TRIGGER IF NOT EXISTS memories_au AFTER UPDATE ON memories BEGIN
         VALUES ('delete', old.id, old.text, old.tags);
     INSERT INTO memories_fts (rowid, text, tags) VALUES (new.id, new.text, new.tags);
 END;
-"""
-_VERSION = 1
+""",
+    ),
+)
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -105,7 +109,7 @@ class MemoryStore:
     @property
     def conn(self) -> sqlite3.Connection:
         if self._conn is None:
-            self._conn = connect(self.path, _SCHEMA, _VERSION)
+            self._conn = connect(self.path, _MIGRATIONS)
         return self._conn
 
     def close(self) -> None:

@@ -8,7 +8,6 @@ from ..config import paths
 from ..exceptions import SessionConflict, SessionLookupError
 from ._history import CellHistory, HistoryEntry
 from ._sessions import Revision, SessionInfo, SessionStore, StoredSession, TurnRow
-from ._sqlite import connect, write
 
 __all__ = [
     "CellHistory",
@@ -20,10 +19,8 @@ __all__ = [
     "SessionStore",
     "StoredSession",
     "TurnRow",
-    "connect",
     "history_path",
     "session_store_path",
-    "write",
 ]
 
 

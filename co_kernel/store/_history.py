@@ -35,7 +35,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ._sqlite import connect, set_aside, write
+from ..exceptions import DatabaseTooNew
+from ..sqlite import Migration, connect, set_aside, write
 
 __all__ = ["CellHistory", "HistoryEntry"]
 
@@ -44,7 +45,10 @@ log = logging.getLogger(__name__)
 HistoryEntry = tuple[int, int, Any]
 """(session, line, source) or, when output is asked for, (session, line, (source, None))."""
 
-_SCHEMA = """
+_MIGRATIONS = (
+    Migration(
+        1,
+        """
 CREATE TABLE IF NOT EXISTS sessions (
     session INTEGER PRIMARY KEY AUTOINCREMENT,
     scope TEXT NOT NULL,
@@ -58,8 +62,9 @@ CREATE TABLE IF NOT EXISTS cells (
     source TEXT NOT NULL,
     PRIMARY KEY (session, line)
 ) WITHOUT ROWID;
-"""
-_VERSION = 1
+""",
+    ),
+)
 _DEFAULT_TAIL = 10
 _SELECT = "SELECT session, line, source FROM cells JOIN sessions USING (session)"
 
@@ -81,7 +86,7 @@ class CellHistory:
     def _db(self) -> sqlite3.Connection:
         if self._conn is None:
             try:
-                self._conn = connect(self.path, _SCHEMA, _VERSION)
+                self._conn = connect(self.path, _MIGRATIONS)
             except sqlite3.DatabaseError as exc:
                 if isinstance(exc, sqlite3.OperationalError):
                     raise  # locked or unreadable: not a damaged file, leave it be
@@ -89,7 +94,7 @@ class CellHistory:
                 log.warning(
                     "history database %s was damaged (%s): moved to %s", self.path, exc, aside
                 )
-                self._conn = connect(self.path, _SCHEMA, _VERSION)
+                self._conn = connect(self.path, _MIGRATIONS)
         return self._conn
 
     def record(self, line: int, source: str) -> None:
@@ -97,7 +102,7 @@ class CellHistory:
         try:
             with self._lock:
                 self._record(line, source)
-        except (sqlite3.Error, OSError) as exc:
+        except (sqlite3.Error, OSError, DatabaseTooNew) as exc:
             # Not a warning: a kernel's warnings print into the cell, and the cause (a data
             # directory that can't be written) is what the cell's own store reports.
             log.info("cell not kept in the history (%s): %s", self.path, exc)
@@ -141,7 +146,7 @@ class CellHistory:
                     rows = self.search(pattern or "*", n=n, unique=unique)
                 else:
                     rows = []
-        except (sqlite3.Error, OSError) as exc:
+        except (sqlite3.Error, OSError, DatabaseTooNew) as exc:
             log.warning("history not read (%s): %s", self.path, exc)
             rows = []
         if output:  # Co keeps no outputs, like IPython without db_log_output

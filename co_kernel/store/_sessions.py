@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from ..exceptions import SessionConflict, SessionLookupError
-from ._sqlite import connect, set_aside, write
+from ..sqlite import Migration, connect, set_aside, write
 
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
@@ -42,7 +42,10 @@ __all__ = [
     "TurnRow",
 ]
 
-_SCHEMA = """
+_MIGRATIONS = (
+    Migration(
+        1,
+        """
 CREATE TABLE IF NOT EXISTS sessions (
     id TEXT PRIMARY KEY,
     notebook TEXT,
@@ -78,8 +81,9 @@ CREATE TABLE IF NOT EXISTS turns (
     at REAL NOT NULL,
     PRIMARY KEY (session_id, n)
 ) WITHOUT ROWID;
-"""
-_VERSION = 1
+""",
+    ),
+)
 _PREVIEW = 200
 
 
@@ -285,7 +289,7 @@ class SessionStore:
     @property
     def conn(self) -> sqlite3.Connection:
         if self._conn is None:
-            self._conn = connect(self.path, _SCHEMA, _VERSION)
+            self._conn = connect(self.path, _MIGRATIONS)
         return self._conn
 
     def close(self) -> None:

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config import private_file
+from ._database import connect
 
 __all__ = ["DECISIONS", "AuditEvent", "AuditLog", "audit_target"]
 
@@ -40,32 +40,6 @@ DECISIONS = (
     "timed-out",
     "rate-limited",
 )
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS agent_actions (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    ts REAL NOT NULL,
-    session_id TEXT NOT NULL,
-    turn INTEGER NOT NULL DEFAULT 0,
-    tool TEXT NOT NULL,
-    action TEXT NOT NULL DEFAULT 'call',
-    target TEXT,
-    decision TEXT NOT NULL,
-    status TEXT NOT NULL DEFAULT 'ok',
-    result_size INTEGER,
-    duration_ms REAL,
-    detail TEXT,
-    agent TEXT
-);
-CREATE INDEX IF NOT EXISTS agent_actions_session ON agent_actions(session_id, ts);
-CREATE INDEX IF NOT EXISTS agent_actions_tool ON agent_actions(tool, ts);
-CREATE TABLE IF NOT EXISTS agent_turns (
-    session_id TEXT NOT NULL,
-    turn INTEGER NOT NULL,
-    ts REAL NOT NULL,
-    PRIMARY KEY (session_id, turn)
-);
-"""
 
 
 @dataclass
@@ -108,21 +82,14 @@ class AuditLog:
         self.listeners: list[Callable[[AuditEvent], None]] = []
         """Called with every recorded event (after redaction)."""
         self._local = threading.local()
-        private_file(path)
-        with self._connect() as db:
-            db.executescript(_SCHEMA)
-            columns = {row["name"] for row in db.execute("PRAGMA table_info(agent_actions)")}
-            if "agent" not in columns:  # a log written before subagents were named
-                db.execute("ALTER TABLE agent_actions ADD COLUMN agent TEXT")
+        with self._connect():  # the file made 0600 and its schema brought up to date
+            pass
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
         db: sqlite3.Connection | None = getattr(self._local, "db", None)
         if db is None:
-            db = sqlite3.connect(self.path, timeout=10, isolation_level=None)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.row_factory = sqlite3.Row
+            db = connect(self.path)
             self._local.db = db
         yield db
 

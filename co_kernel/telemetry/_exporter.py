@@ -35,8 +35,9 @@ from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.trace import Status
 
+from ._database import connect
 from ._redact import Redactor
-from ._store import SPAN_KINDS, connect
+from ._store import SPAN_KINDS
 
 __all__ = [
     "MAX_ATTRIBUTE_CHARS",

@@ -73,13 +73,10 @@ def serve_logs(db_path: Path, *, port: int = 8001, open_browser: bool = False) -
     except ImportError:
         print(missing_datasette_message())
         return 1
-    from ._store import connect
+    from ._database import connect
 
     # Create the tables, so a fresh install shows empty tables rather than an error.
     connect(db_path).close()
-    from ._audit import AuditLog
-
-    AuditLog(db_path).close()
     with tempfile.TemporaryDirectory(prefix="co-logs-") as tmp:
         metadata = Path(tmp) / "metadata.json"
         metadata.write_text(json.dumps(datasette_metadata(db_path)), encoding="utf-8")

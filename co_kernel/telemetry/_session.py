@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..exceptions import DatabaseTooNew
 from ._audit import AuditEvent, AuditLog
 from ._redact import Redactor
 
@@ -94,7 +95,7 @@ class SessionTelemetry:
                     retention_days=self.settings.trace_retention_days,
                     service_version=__version__,
                 )
-            except (OSError, sqlite3.Error) as exc:
+            except (OSError, sqlite3.Error, DatabaseTooNew) as exc:
                 self._fail(exc)
         return self._tracing
 
@@ -106,7 +107,7 @@ class SessionTelemetry:
         if self._audit is None and not self._broken:
             try:
                 self._audit = AuditLog(self.db_path, redact=self.redact)
-            except (OSError, sqlite3.Error) as exc:
+            except (OSError, sqlite3.Error, DatabaseTooNew) as exc:
                 self._fail(exc)
                 return None
             tracing = self.tracing

@@ -15,52 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config import private_file
+from ._database import connect
 
-__all__ = ["SPAN_KINDS", "SpanRow", "connect", "max_span_id", "read_spans"]
+__all__ = ["SPAN_KINDS", "SpanRow", "max_span_id", "read_spans"]
 
 SPAN_KINDS = ("turn", "agent", "model", "tool", "other")
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS spans (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    span_id TEXT NOT NULL UNIQUE,
-    trace_id TEXT NOT NULL,
-    parent_id TEXT,
-    name TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    session_id TEXT,
-    turn INTEGER,
-    start_time TEXT NOT NULL,
-    end_time TEXT NOT NULL,
-    start_ns INTEGER NOT NULL,
-    end_ns INTEGER NOT NULL,
-    duration_ms REAL NOT NULL,
-    status TEXT NOT NULL,
-    status_message TEXT,
-    model TEXT,
-    tool TEXT,
-    input_tokens INTEGER,
-    output_tokens INTEGER,
-    attributes TEXT NOT NULL DEFAULT '{}',
-    events TEXT NOT NULL DEFAULT '[]'
-);
-CREATE INDEX IF NOT EXISTS spans_session ON spans(session_id, start_ns);
-CREATE INDEX IF NOT EXISTS spans_trace ON spans(trace_id);
-CREATE INDEX IF NOT EXISTS spans_kind ON spans(kind, start_ns);
-"""
-
-
-def connect(path: Path, *, create: bool = True) -> sqlite3.Connection:
-    """A connection in WAL mode with the spans table present."""
-    if create:
-        private_file(path)
-    db = sqlite3.connect(path, timeout=10, isolation_level=None, check_same_thread=False)
-    db.row_factory = sqlite3.Row
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=NORMAL")
-    db.executescript(SCHEMA)
-    return db
 
 
 @dataclass

@@ -197,6 +197,8 @@ def memory_prompt(deps: CoDeps, prompt: str | None) -> str:
     """The system prompt's memory section: relevant to ``prompt``, then recent."""
     import sqlite3
 
+    from ..exceptions import DatabaseTooNew
+
     count = deps.settings.memory_prompt_count
     if count <= 0:
         return ""
@@ -205,7 +207,7 @@ def memory_prompt(deps: CoDeps, prompt: str | None) -> str:
         return ""
     try:
         return prompt_section(store, prompt, count)
-    except sqlite3.Error:  # a locked or damaged store must not stop the turn
+    except (sqlite3.Error, DatabaseTooNew):  # locked, damaged or newer: the turn goes on
         return ""
 
 

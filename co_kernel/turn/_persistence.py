@@ -13,6 +13,7 @@ import sqlite3
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from ..exceptions import DatabaseTooNew
 from ..store import SessionConflict, SessionStore, TurnRow, session_store_path
 from ._compact import SessionUsage
 
@@ -178,7 +179,7 @@ class SessionPersistence:
                     f"first, so this kernel's conversation goes on as a fork, "
                     f"`{deps.session_id[:8]}`. Both are saved (see `%sessions`).",
                 )
-        except (sqlite3.Error, OSError) as exc:
+        except (sqlite3.Error, OSError, DatabaseTooNew) as exc:
             log.warning("saving session %s failed", deps.session_id, exc_info=True)
             if frontend is not None and not self._failed:
                 frontend.on_notice(
