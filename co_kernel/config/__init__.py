@@ -32,7 +32,7 @@ from ._credentials import (
     resolve_secrets,
 )
 from ._mcp import McpServerSpec, expand_vars, merge_server_layers
-from ._models import PROVIDERS, parse_model_string
+from ._models import PROVIDERS, SUGGESTED_MODELS, parse_model_string, suggested
 from ._permissions import (
     KINDS,
     PROJECT,
@@ -56,6 +56,7 @@ __all__ = [
     "PROVIDERS",
     "SECRET_FIELDS",
     "SECRET_REF",
+    "SUGGESTED_MODELS",
     "CoPaths",
     "CredentialError",
     "CredentialStore",
@@ -79,6 +80,7 @@ __all__ = [
     "private_file",
     "protected_paths",
     "save_user_rule",
+    "suggested",
 ]
 
 APP_NAME = "co"
@@ -169,7 +171,7 @@ class Settings(BaseSettings):
 
     # --- model and providers ---
     model: str | None = Field(
-        None, description="provider:model, e.g. gemini:gemini-2.5-flash or ollama:llama3.2"
+        None, description=f"provider:model, e.g. {suggested('gemini')} or {suggested('ollama')}"
     )
     base_url: str | None = Field(None, description="Base URL for the `compat` provider")
     api_key: SecretStr | None = Field(None, description="API key for the `compat` provider")

@@ -6,7 +6,7 @@ import difflib
 
 from ..exceptions import UnknownProvider
 
-__all__ = ["PROVIDERS", "parse_model_string"]
+__all__ = ["PROVIDERS", "SUGGESTED_MODELS", "parse_model_string", "suggested"]
 
 PROVIDERS: dict[str, str] = {
     "gemini": "Google Gemini (GEMINI_API_KEY)",
@@ -17,6 +17,21 @@ PROVIDERS: dict[str, str] = {
     "replay": "a scripted conversation (replay:path/to/script.jsonl)",
     "local": "a GGUF model run on this machine by llama.cpp (local:path/to/model.gguf, local:smollm2-135m)",
 }
+
+SUGGESTED_MODELS: dict[str, str] = {
+    "gemini": "gemini-3.8-flash",
+    "openai": "gpt-6.1-terra",
+    "anthropic": "claude-sonnet-5-5",
+    "ollama": "llama3.2",
+}
+"""The model Co names in its hints for each provider, in one place: providers retire
+names (Anthropic retires claude-sonnet-4-5 on 30 November 2026), and a test fails when a
+cloud provider's name here is not one the installed pydantic-ai knows."""
+
+
+def suggested(provider: str) -> str:
+    """``provider:model`` as Co's hints write it, e.g. ``gemini:gemini-3.8-flash``."""
+    return f"{provider}:{SUGGESTED_MODELS[provider]}"
 
 
 def parse_model_string(value: str) -> tuple[str, str]:

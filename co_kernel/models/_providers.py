@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..config import PROVIDERS, parse_model_string
+from ..config import PROVIDERS, parse_model_string, suggested
 from ..exceptions import ProviderNotConfigured
 from ._prepared import customizing_once
 
@@ -41,9 +41,9 @@ __all__ = [
 
 NO_MODEL_MESSAGE = (
     "No model is configured. Choose one with `%model provider:model` or set `CO_MODEL`, "
-    "for example `CO_MODEL=ollama:llama3.2` (local), `CO_MODEL=gemini:gemini-2.5-flash` with "
-    "`GEMINI_API_KEY`, `CO_MODEL=openai:gpt-4o-mini` with `OPENAI_API_KEY`, or "
-    "`CO_MODEL=anthropic:claude-sonnet-4-5` with `ANTHROPIC_API_KEY`, or a GGUF file run "
+    f"for example `CO_MODEL={suggested('ollama')}` (local), `CO_MODEL={suggested('gemini')}` "
+    f"with `GEMINI_API_KEY`, `CO_MODEL={suggested('openai')}` with `OPENAI_API_KEY`, or "
+    f"`CO_MODEL={suggested('anthropic')}` with `ANTHROPIC_API_KEY`, or a GGUF file run "
     "on this machine with `CO_MODEL=local:/path/to/model.gguf`. "
     "Settings can also live in `~/.config/co/settings.json` or `.co/settings.json`."
 )
@@ -314,7 +314,7 @@ def _replay(
                 raise ProviderNotConfigured(
                     "`replay_mode` is `record-missing`: set `replay_fallback_model` to the "
                     "model that answers what the script lacks (a provider such as "
-                    "`openai:gpt-4o-mini`; not `replay` or `local`)"
+                    f"`{suggested('openai')}`; not `replay` or `local`)"
                 )
             handle = _build(settings, fallback_string, base_dir=base_dir, recorder=None)
             return handle.model, handle.close

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..config import parse_model_string
+from ..config import parse_model_string, suggested
 from ..exceptions import ConfigError
 
 if TYPE_CHECKING:
@@ -157,5 +157,5 @@ def _default_notice(handle: ModelHandle) -> str:
         "that runs offline on this machine: expect short, simple answers and no tools. "
         "For a better assistant choose another model with `%model`, e.g. "
         "`%model ollama:qwen2.5-coder:1.5b`, `%model local:/path/to/model.gguf`, or "
-        "`%model gemini:gemini-2.5-flash` with `GEMINI_API_KEY` set."
+        f"`%model {suggested('gemini')}` with `GEMINI_API_KEY` set."
     )
