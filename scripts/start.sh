@@ -9,5 +9,10 @@ scripts/setup.sh
 scripts/setup-sandbox.sh || true
 extra=()
 [ "$(id -u)" -eq 0 ] && extra+=(--allow-root)
-# The file is resolved against the current directory, not --notebook-dir.
-exec .venv/bin/jupyter lab --notebook-dir=notebooks "${extra[@]}" "$@" notebooks/00-tour.ipynb
+# The tour runs in a copy, tour/ (ignored by git): running it saves outputs, and the
+# regression notebooks in notebooks/ stay as committed. -n keeps what was changed there.
+mkdir -p tour
+cp -Rn notebooks/. tour/
+# The URL it prints (and the browser it opens) goes to the tour, not the Launcher.
+exec .venv/bin/jupyter lab --notebook-dir=tour --LabApp.default_url=/lab/tree/00-tour.ipynb \
+    "${extra[@]}" "$@"

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
@@ -28,7 +29,9 @@ from ..kernel_harness import CoKernel
 from ..lab_server import REPO
 
 URL = re.compile(r"http://127\.0\.0\.1:\d+/\S*\?token=\w+")
-SKIPPED = {".git", ".venv", "node_modules", "test-artifacts", "dist", "build", "__pycache__"}
+SKIPPED = {
+    ".git", ".venv", "node_modules", "test-artifacts", "dist", "build", "__pycache__", "tour",
+}  # fmt: skip
 
 
 def _docker_answers() -> bool:
@@ -116,7 +119,8 @@ def _get(base: str, path: str, token: str) -> Any:
 def test_start_sh_opens_the_tour_and_the_tour_runs_in_chromium(
     tmp_path: Path, sandbox_image: str
 ) -> None:
-    _copy_of_the_repository(tmp_path / "co")
+    copy = _copy_of_the_repository(tmp_path / "co")
+    committed = (copy / "notebooks" / "00-tour.ipynb").read_bytes()
     env = _environment(tmp_path, sandbox_image)
     process = subprocess.Popen(
         ["co/scripts/start.sh", "--no-browser", "--ServerApp.port=0", "--ServerApp.ip=127.0.0.1"],
@@ -131,6 +135,8 @@ def test_start_sh_opens_the_tour_and_the_tour_runs_in_chromium(
     try:
         url = _wait_for_url(process, log)
         assert process.poll() is None, "".join(log)
+        # The URL it prints opens the tour itself, not the Launcher.
+        assert urllib.parse.urlsplit(url).path == "/lab/tree/00-tour.ipynb", url
         base, token = url.split("/", 3)[:3], url.rsplit("token=", 1)[1]
         base_url = "/".join(base)
         specs = _get(base_url, "/api/kernelspecs", token)
@@ -139,7 +145,14 @@ def test_start_sh_opens_the_tour_and_the_tour_runs_in_chromium(
         tour = _get(base_url, "/api/contents/00-tour.ipynb", token)
         assert tour["type"] == "notebook"
         assert tour["content"]["metadata"]["kernelspec"]["name"] == "co"
-        _run_the_tour(f"{base_url}/lab/tree/00-tour.ipynb?token={token}", tour["content"])
+        saved = copy / "tour" / "00-tour.ipynb"
+        before = saved.read_bytes()
+        _run_the_tour(url, tour["content"])
+        # Saved as a person saves it: the outputs land in the tour's copy.
+        deadline = time.monotonic() + 30
+        while saved.read_bytes() == before:
+            assert time.monotonic() < deadline, "the tour was not saved in tour/"
+            time.sleep(0.2)
     finally:
         if process.poll() is None:
             os.killpg(process.pid, 15)
@@ -149,6 +162,9 @@ def test_start_sh_opens_the_tour_and_the_tour_runs_in_chromium(
         process.stdout.close()
     output = "".join(log)
     assert "No such file or directory" not in output, output
+    # The tour ran (and saved) in tour/: the committed notebooks are untouched.
+    assert (copy / "notebooks" / "00-tour.ipynb").read_bytes() == committed
+    assert (copy / "tour" / "00-tour.ipynb").exists()
     assert "ready: the Co kernel is registered" in output, output
 
 
@@ -184,6 +200,8 @@ def _run_the_tour(url: str, notebook: dict[str, Any]) -> None:
             for i in code_cells
         ]
         errors = page.locator(".jp-OutputArea-output[data-mime-type*='stderr']").all_text_contents()
+        page.keyboard.press("Control+s")
+        page.wait_for_function("() => !document.querySelector('.lm-TabBar-tab.jp-mod-dirty')")
     assert not errors, errors
     assert all(answer.strip() for _, answer in answers), answers
     assert "%model" in dict(answers)["%help"]  # %help lists the magics
