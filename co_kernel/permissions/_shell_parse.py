@@ -228,7 +228,7 @@ class _Walk:
 
     def add(self, node: Node, assignments: list[Node], words: list[Word]) -> None:
         argv, opaque, writes = classify(words)
-        if words and words[0].value in _NAME_BUILTINS and any("[" in w.value for w in words):
+        if argv and argv[0] in _NAME_BUILTINS and any("[" in w for w in argv[1:]):
             opaque = True
         if assignments:
             self.structure |= not words  # a bare assignment is a statement of its own

@@ -74,6 +74,7 @@ WRAPPERS: dict[str, _Wrapper] = {
     "time": _Wrapper(
         _set("-p -a -v -q --portability --append --verbose --quiet"),
         _set("-f -o --format --output"),
+        assignments=True,  # the keyword: `time A=1 cmd`
     ),
     "timeout": _Wrapper(
         _set("-v --verbose --preserve-status --foreground"),
@@ -92,6 +93,7 @@ WRAPPERS: dict[str, _Wrapper] = {
     ),
     "doas": _Wrapper(_set("-n"), _set("-u -C"), _set("-s")),
     "busybox": _Wrapper(),
+    "!": _Wrapper(assignments=True),  # `! ! A=1 cmd`: the grammar takes `!` for a command
 }
 """Programs that run the command in their arguments, and how their options read."""
 
@@ -137,6 +139,8 @@ _INLINE_CODE: dict[str, tuple[str, frozenset[str]]] = {
 _INTERPRETER_TAKES = _set("-W -X -I -M -r -C -l --require --import --loader")
 _INFO = _set("-V --version -h --help -v")
 
+_RESERVED = _set("if then else elif fi case esac for select while until do done function")
+_RESERVED |= _set("{ } [[ ]] in coproc")
 _GIT_TAKES = _set("-C --git-dir --work-tree --namespace --super-prefix --list-cmds")
 _GIT_CODE = _set("-c --config-env --exec-path")
 _GLOB_SENSITIVE = _set("git find sort sed tar curl date shuf tree yq make file uniq")
@@ -386,8 +390,10 @@ def classify(words: list[Word]) -> tuple[list[str], bool, bool]:
     i = 0
     while i < len(words):
         head = words[i]
-        if not head.literal or head.expands or not head.value:
-            return [w.value for w in words[i:]], True, False  # a variable or glob as program
+        if not head.literal or head.expands or not head.value or head.value in _RESERVED:
+            # a variable or glob as program, or a keyword the grammar took for a command
+            # (it reads `! if …; then rm x; fi` as commands `if`, `then rm x`, `fi`)
+            return [w.value for w in words[i:]], True, False
         name = head.value.rstrip("/").rsplit("/", 1)[-1]
         spec = WRAPPERS.get(name)
         if spec is None:
