@@ -101,7 +101,8 @@ OPAQUE = _set(
     "eval source . xargs parallel trap alias enable hash bind complete compgen fc coproc "
     "awk gawk mawk nawk dc m4 ed ex vi vim nvim view emacs less more most gdb lldb expect "
     "watch su runuser script flock chroot nsenter unshare strace ltrace valgrind firejail "
-    "bwrap proot systemd-run run0 pkexec at batch tmux screen xterm sshpass "
+    "bwrap proot systemd-run run0 pkexec at batch tmux screen xterm sshpass taskset chrt "
+    "numactl prlimit cgexec xvfb-run dbus-run-session sg unbuffer rlwrap faketime "
     "let"
 )
 """Programs that run code the line does not show (or, for ``let``, evaluate variables as
