@@ -73,6 +73,7 @@ _PLAIN_KINDS = frozenset(
     | {"variable_name", "variable_assignment", "=", '"', "$", ";", "comment"}
 )
 """Nodes a plain line may hold: words and ``$NAME``, nothing that runs or redirects."""
+_GLOB = re.compile(r"[*?\[{]")
 _OUTPUT_REDIRECTS = frozenset({">", ">>", "&>", "&>>", ">|", "<>", ">&", "&>|"})
 _HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
 _ARITHMETIC_OPERATORS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
@@ -113,6 +114,8 @@ def _ansi_c(body: str) -> str:
 def _unquote_word(raw: str) -> tuple[str, bool]:
     """An unquoted word's value (backslashes removed) and whether the shell may expand it
     into other words (an unescaped glob or brace character)."""
+    if "\\" not in raw:
+        return raw, _GLOB.search(raw) is not None
     out: list[str] = []
     special = False
     i = 0

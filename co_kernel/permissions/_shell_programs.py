@@ -140,8 +140,9 @@ _INLINE_CODE: dict[str, tuple[str, frozenset[str]]] = {
 _INTERPRETER_TAKES = _set("-W -X -I -M -r -C -l --require --import --loader")
 _INFO = _set("-V --version -h --help -v")
 
-_RESERVED = _set("if then else elif fi case esac for select while until do done function")
-_RESERVED |= _set("{ } [[ ]] in coproc")
+_RESERVED = _set(
+    "if then else elif fi case esac for select while until do done function { } [[ ]] in"
+)
 _GIT_TAKES = _set("-C --git-dir --work-tree --namespace --super-prefix --list-cmds")
 _GIT_CODE = _set("-c --config-env --exec-path")
 _GLOB_SENSITIVE = _set("git find sort sed tar curl date shuf tree yq make file uniq")
