@@ -14,8 +14,8 @@ ask, safe shell commands run). How a pattern matches depends on the tool:
   one the parser cannot read: ``_shell_programs``) is matched by every ``ask`` and
   ``deny`` rule of the tool and allowed by none. An allow glob covers only a line of one
   simple command with no writing option (``git log --output``); a line that chains,
-  redirects or substitutes is allowed only by a rule that names it exactly (no glob):
-  ``git status*`` never allows ``git status; rm -rf x``.
+  redirects or substitutes, or has a writing option, is allowed only by a rule that names
+  it exactly (no glob): ``git status*`` never allows ``git status; rm -rf x``.
 - the file tools: a glob over the workspace-relative path (``*`` stays within a folder,
   ``**`` crosses folders); a path that climbs out (``..``) is never allowed by a rule.
 - ``web_fetch``: a glob over the URL's host (``*.python.org``).
@@ -174,9 +174,9 @@ def _shell_matches(pattern: str, command: str, kind: str) -> bool:
     if kind == "allow":
         if line.opaque:
             return False  # what it runs cannot be known
-        if not line.plain:
-            return pattern.strip() == command  # named exactly, no glob
-        return not line.writes and fnmatch.fnmatchcase(command, pattern)
+        if pattern.strip() == command:
+            return True  # named exactly: the person saw what it does
+        return line.plain and not line.writes and fnmatch.fnmatchcase(command, pattern)
     if line.opaque:
         return True  # it may run anything: every ask or deny rule of the tool stops it
     texts = [command]
