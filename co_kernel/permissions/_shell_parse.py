@@ -58,8 +58,9 @@ class CommandLine:
 
 
 _UNREADABLE = CommandLine((), plain=False, opaque=True, writes=True)
-# Characters bash and the grammar may read differently (tree-sitter takes \r for a blank).
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+# What bash and the grammar read differently: control characters (tree-sitter takes \r
+# for a blank) and a line continuation inside a word (bash joins `r\<newline>m` into rm).
+_MISREAD = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]|(?<=\S)\\\n(?=\S)")
 _LITERAL_LEAVES = frozenset({"word", "number"})
 _NAME_BUILTINS = frozenset(
     {"printf", "read", "unset", "declare", "typeset", "local", "export", "readonly", "test"}
@@ -219,13 +220,14 @@ class _Walk:
                 words.append(child)
             else:
                 self.structure |= child.type != "$"
-            for inner in child.children:
-                self.node(inner)  # substitutions inside words and assignments
+            self.node(child)  # substitutions and arithmetic inside words and assignments
         self.add(node, assignments, [_word(w) for w in words])
 
     def builtin(self, node: Node) -> None:
         name = _text(node.children[0]) if node.children else ""
         words = [Word(name, literal=True)] + [_word(c) for c in node.named_children]
+        # `declare -i x`: what is later assigned to x is evaluated as arithmetic, as code
+        self.opaque |= any(w.value[:1] in "-+" and "i" in w.value for w in words[1:])
         self.add(node, [], words)
         self.structure = True
 
@@ -283,7 +285,7 @@ def parse_line(text: str) -> CommandLine:
     """The simple commands ``text`` runs, and whether any is opaque or writes."""
     if not text.strip():
         return CommandLine((), plain=False, opaque=False, writes=False)
-    if _CONTROL.search(text):
+    if _MISREAD.search(text):
         return _UNREADABLE
     tree = _parser().parse(text.encode("utf-8", "surrogateescape"))
     root = tree.root_node

@@ -10,11 +10,16 @@ list accepts neither. A table pins what the parser makes of each construct.
 
 from __future__ import annotations
 
+import base64
+import os
+import shlex
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from co_kernel.config import Permissions, Settings
@@ -146,6 +151,9 @@ OPAQUE_RM = [
     "watch rm x",
     "trap 'rm x' EXIT",
     "x='a[$(rm y)]'; (( x ))",
+    "x='a[$(rm y)]'; echo $((x))",
+    "declare -i n; n='a[$(rm x)]'",
+    "r\\\nm x",
     "printf -v 'a[$(rm x)]' y",
     "sort --compress-program=rm a",
     "tar -xf a.tar --to-command='rm x'",
@@ -344,3 +352,88 @@ def test_the_simple_commands_of_a_line(command: str, runs: list[list[str]]) -> N
 )
 def test_plain_lines_are_one_bare_simple_command(command: str, plain: bool) -> None:
     assert parse_line(command).plain is plain
+
+
+# -- bash itself is the judge, in a throwaway container ---------------------------------
+
+IMAGE = os.environ.get("CO_TEST_SANDBOX_IMAGE", "co-sandbox-test:bookworm")
+PIECES = [
+    *["r", "m", "rm", "rm ", " ", "victim.txt", " victim.txt", "\\", "'", '"', ";", "&&"],
+    *["|", "$(", ")", "`", "\n", "\\\n", "echo ", "eval ", "sh -c ", "command ", "env "],
+    *["FOO=1 ", "$'\\x72'", "{", "}", ",", "! ", "#", "$", "(", "exec ", "<<E\n", "E\n"],
+    *["true ", "x=", "$x ", "${x}", "if ", "then ", "fi", "do ", "done", "for i in 1; "],
+]
+# Runs each line (base64, one per line) as an unprivileged user in a fresh scratch folder
+# of a read-only, network-less container, and prints the number of each that removed
+# the file. Generated commands never run on the host: glued pieces can name any path.
+RUNNER = r"""
+i=0
+while read -r line; do
+  i=$((i+1)); cmd=$(printf %s "$line" | base64 -d)
+  /bin/rm -rf /tmp/s; mkdir -p /tmp/s && cd /tmp/s && printf x >victim.txt
+  timeout -s KILL 2 bash -c "$cmd" </dev/null >/dev/null 2>&1
+  cd /; [ -e /tmp/s/victim.txt ] || echo "DELETED $i"
+done
+echo DONE $i
+"""
+
+
+@st.composite
+def glued_lines(draw: st.DrawFn) -> str:
+    """Pieces glued around a spelling of `rm victim.txt`: many lines are broken, some
+    delete the file in ways no list above foresaw."""
+    pieces = st.one_of(st.just([]), st.lists(st.sampled_from(PIECES), max_size=3))
+    before, after = draw(pieces), draw(pieces)
+    wrappers = draw(st.lists(st.sampled_from(WRAPPERS), max_size=2))
+    line = " ".join([*wrappers, draw(st.sampled_from(NAMES["rm"])), "victim.txt"])
+    for _ in range(draw(st.integers(0, 2))):
+        line = draw(st.sampled_from(PLACES)).format(line)
+    return "".join([*before, line, *after])
+
+
+@pytest.fixture(scope="module")
+def scratch_container() -> Iterator[Any]:
+    import docker
+
+    client = docker.from_env()
+    container = client.containers.run(
+        IMAGE,
+        ["sleep", "infinity"],
+        name=f"co-shell-rules-{uuid.uuid4().hex[:12]}",
+        detach=True,
+        init=True,
+        network_mode="none",
+        cap_drop=["ALL"],
+        security_opt=["no-new-privileges"],
+        read_only=True,
+        tmpfs={"/tmp": "rw,size=64m"},
+        user="1000:1000",
+        environment={"HOME": "/tmp/s"},
+    )
+    try:
+        yield container
+    finally:
+        container.remove(force=True)
+        client.close()
+
+
+@pytest.mark.docker
+def test_what_bash_deletes_a_deny_rule_refuses(scratch_container: Any) -> None:
+    """Lines bash runs (in the container): whenever one removed the file, the rule `rm*`
+    refused it, whatever the grammar made of the line."""
+    lines: list[str] = []
+
+    @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(glued_lines())
+    def collect(command: str) -> None:
+        lines.append(command)
+
+    collect()
+    encoded = "\n".join(base64.b64encode(c.encode()).decode() for c in lines) + "\n"
+    script = f"printf %s {shlex.quote(encoded)} | sh -c {shlex.quote(RUNNER)}"
+    _, output = scratch_container.exec_run(["sh", "-c", script])
+    text = output.decode()
+    assert f"DONE {len(lines)}" in text, text[-2000:]
+    deleted = [lines[int(n.split()[1]) - 1] for n in text.splitlines() if n.startswith("DELETED")]
+    assert len(deleted) >= 10, len(deleted)  # the run holds lines that do delete
+    assert [c for c in deleted if kind(DENY_RM, c) != "deny"] == []
