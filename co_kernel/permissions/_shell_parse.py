@@ -189,6 +189,8 @@ class _Walk:
             self.opaque |= _names_variables(node) and any(
                 _text(n) in _ARITHMETIC_OPERATORS for n in _descendants(node)
             )
+        elif kind == "word" and "\n" in _text(node):
+            self.opaque = True  # the grammar glued a newline into a word (`ls\n\\rm x`)
         elif kind not in _PLAIN_KINDS:
             self.structure = True
         for child in node.children:

@@ -154,6 +154,7 @@ OPAQUE_RM = [
     "x='a[$(rm y)]'; echo $((x))",
     "declare -i n; n='a[$(rm x)]'",
     "r\\\nm x",
+    "ls\nls\n\\rm x",  # the grammar glues the newline into the word `\nrm`
     "printf -v 'a[$(rm x)]' y",
     "sort --compress-program=rm a",
     "tar -xf a.tar --to-command='rm x'",
