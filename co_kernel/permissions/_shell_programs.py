@@ -401,7 +401,8 @@ def classify(words: list[Word]) -> tuple[list[str], bool, bool]:
         if spec is None:
             args = [w.value for w in words[i + 1 :]]
             code, writes = _program(name, args)
-            if name in _GLOB_SENSITIVE and any(w.expands for w in words[i + 1 :]):
+            options = args.index("--") if "--" in args else len(args)  # then operands only
+            if name in _GLOB_SENSITIVE and any(w.expands for w in words[i + 1 : i + 1 + options]):
                 writes = True
             return [name, *args], code, writes
         found = _skip_wrapper(spec, words, i + 1)
