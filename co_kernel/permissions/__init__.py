@@ -3,7 +3,9 @@
 Permission rules (``_rules``) say which rule, if any, decides a call; ``_approval``
 decides a call without asking when rules, session yolo or a safe shell command allow it
 (read-only options: ``_shell_options``; git repositories that could run commands:
-``_git_repo``), and labels every decision for the tool-call card.
+``_git_repo``), and labels every decision for the tool-call card. Both read a shell
+command as the shell does (``_shell_parse``: its simple commands; ``_shell_programs``:
+wrappers, opaque programs, writing options).
 """
 
 from __future__ import annotations

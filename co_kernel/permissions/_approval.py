@@ -2,8 +2,9 @@
 
 Permission rules (``_rules``) come first: a ``deny`` rule refuses, an ``ask`` rule
 asks, an ``allow`` rule approves what the guards let through. Otherwise a call runs
-without asking only under session yolo or, for the shell tool, when the command starts with a configured safe prefix, neither chains nor redirects, uses only
-read-only options (``_shell_options``), names none of Co's protected files (nor, for a
+without asking only under session yolo or, for the shell tool, when the command is one simple command (read by ``_shell_parse``)
+that starts with a configured safe prefix, neither chains nor redirects, runs no hidden
+code, uses only read-only options (``_shell_options``), names none of Co's protected files (nor, for a
 recursive grep, a tree holding one) and, when commands run on the host, reads nothing
 outside the workspace and is no git command in a repository that could make git run
 another command (``_git_repo``).
@@ -17,13 +18,13 @@ from __future__ import annotations
 import glob
 import json
 import os
-import re
 import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._shell_options import COMMANDS, Parsed, parse_arguments, parse_find
+from ._shell_parse import parse_line
 
 if TYPE_CHECKING:
     from pydantic import JsonValue
@@ -81,10 +82,6 @@ _LABELS: dict[str, str] = {
     "timed_out": TIMED_OUT,
 }
 
-# Anything that chains, redirects, substitutes or spans lines makes a command unsafe,
-# whatever it starts with.
-_UNSAFE = re.compile(r"[;&|<>`\n\r]|\$\(|\$\{")
-
 PathCheck = Callable[[list[str], bool], bool]
 """Given a safe command's path arguments and whether it reads whole trees, whether they
 may be read without asking."""
@@ -111,13 +108,10 @@ def is_safe_command(
 
     ``paths_ok``, when given, also vets the files the command would read.
     """
-    cmd = command.strip()
-    if not cmd or _UNSAFE.search(cmd):
-        return False
-    try:
-        words = shlex.split(cmd)
-    except ValueError:  # unbalanced quotes: the shell would not read it as we do
-        return False
+    line = parse_line(command.strip())
+    if not line.plain or line.opaque or line.writes or line.commands[0].assigns:
+        return False  # it chains, redirects, substitutes, runs hidden code or writes
+    words = list(line.commands[0].words)
     for prefix in safe_prefixes:
         prefix = " ".join(prefix.split())
         if prefix and words[: len(prefix.split())] == prefix.split():
@@ -163,7 +157,7 @@ def _runs_repo_commands(command: str, deps: CoDeps) -> bool:
     """Whether ``command`` is git run on the host in a repository whose configuration,
     hooks or submodules could make it run other commands (``_git_repo``). In the Docker
     sandbox they would run in the container, which is where commands run anyway."""
-    if not _on_host(deps) or command.split(maxsplit=1)[:1] != ["git"]:
+    if not _on_host(deps) or all(c.argv[:1] != ("git",) for c in parse_line(command).commands):
         return False
     from ._git_repo import repo_may_run_commands
 

@@ -5,11 +5,17 @@ workspace), it returns the strongest matching rule (deny over ask over allow), o
 when no rule speaks and the built-in defaults apply (read-only tools run, side effects
 ask, safe shell commands run). How a pattern matches depends on the tool:
 
-- ``run_shell_command``: a glob over the whole command. A command that chains,
-  redirects, substitutes or spans lines is allowed only by a rule that names it exactly
-  (no glob): ``git status*`` never allows ``git status; rm -rf x``. ``ask`` and ``deny``
-  rules also match any one part of such a command, so ``deny run_shell_command(git push*)``
-  catches ``ls && git push``.
+- ``run_shell_command``: a glob over the command, read by a shell parser
+  (``_shell_parse``). ``ask`` and ``deny`` rules match the whole line or any one simple
+  command in it (through pipes, lists, subshells, substitutions, here-documents), as
+  written or as run (``/bin/rm``, ``\\rm``, ``'rm'``, ``env rm``, ``FOO=1 rm`` are ``rm``):
+  ``deny run_shell_command(rm*)`` catches ``ls && command rm x``. A line with an opaque
+  command (``sh -c``, ``eval``, ``xargs``, ``find -exec``, ``python -c``, ``$CMD``, or
+  one the parser cannot read: ``_shell_programs``) is matched by every ``ask`` and
+  ``deny`` rule of the tool and allowed by none. An allow glob covers only a line of one
+  simple command with no writing option (``git log --output``); a line that chains,
+  redirects or substitutes, or has a writing option, is allowed only by a rule that names
+  it exactly (no glob): ``git status*`` never allows ``git status; rm -rf x``.
 - the file tools: a glob over the workspace-relative path (``*`` stays within a folder,
   ``**`` crosses folders); a path that climbs out (``..``) is never allowed by a rule.
 - ``web_fetch``: a glob over the URL's host (``*.python.org``).
@@ -46,6 +52,7 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ApprovalRequired
 
 from ..config import KINDS, PROJECT, PermissionRule, paths
+from ._shell_parse import parse_line
 
 if TYPE_CHECKING:
     from pydantic import JsonValue
@@ -104,9 +111,6 @@ _ASKS_ITSELF = frozenset({SHELL_TOOL, "run_python"})
 """Tools that ask unless approved: an ask rule leaves the asking to them (and to
 ``auto_decision``, which no longer approves a safe command an ask rule names)."""
 
-# Anything that chains, redirects, substitutes or spans lines.
-_COMPOUND = re.compile(r"[;&|<>`\n\r]|\$\(|\$\{")
-_PARTS = re.compile(r"&&|\|\||[;&|\n\r]|\$\(|`|\)")
 _ACCEPTED_FILE = "accepted-project-permissions.json"
 _NOTICED = "permissions.noticed"
 """``deps.extras`` key: the hash of the pending project rules the session was told about."""
@@ -166,12 +170,19 @@ def _arguments_json(args: dict[str, Any]) -> str:
 
 def _shell_matches(pattern: str, command: str, kind: str) -> bool:
     command = command.strip()
-    if _COMPOUND.search(command):
-        if kind == "allow":
-            return pattern.strip() == command  # named exactly, no glob
-        parts = [p.strip() for p in _PARTS.split(command)]
-        return any(fnmatch.fnmatchcase(p, pattern) for p in [command, *parts] if p)
-    return fnmatch.fnmatchcase(command, pattern)
+    line = parse_line(command)
+    if kind == "allow":
+        if line.opaque:
+            return False  # what it runs cannot be known
+        if pattern.strip() == command:
+            return True  # named exactly: the person saw what it does
+        return line.plain and not line.writes and fnmatch.fnmatchcase(command, pattern)
+    if line.opaque:
+        return True  # it may run anything: every ask or deny rule of the tool stops it
+    texts = [command]
+    for part in line.commands:
+        texts += [part.text, " ".join(part.words), " ".join(part.argv)]
+    return any(fnmatch.fnmatchcase(t, pattern) for t in texts if t)
 
 
 def matches(rule: PermissionRule, tool: str, args: dict[str, Any], workspace: Path | None) -> bool:
@@ -222,7 +233,8 @@ def narrowest_rule(tool: str, args: dict[str, Any], workspace: Path | None) -> s
         command = args.get("cmd", args.get("command"))
         if not isinstance(command, str) or not command.strip():
             return tool
-        if _COMPOUND.search(command):
+        line = parse_line(command.strip())
+        if not line.plain or line.opaque:
             return f"{tool}({command.strip()})"
         try:
             words = shlex.split(command)

@@ -201,3 +201,57 @@ def test_always_allow_in_the_console(kernel, model_server, workspace):
     assert "al[w]ays allow run_shell_command(touch*)" in request["content"]["prompt"]
     assert (workspace / "made-1").exists() and (workspace / "made-2").exists()
     assert "Always allowed" in result.stdout
+
+
+# Issue 35, item 6: the 20 spellings the review tried against `deny run_shell_command(rm*)`
+# (17 deleted the file when rules matched text). approval_mode=approve makes everything
+# that would ask run, so only the rule stands between each spelling and the file.
+RM_SPELLINGS = [
+    "rm victim.txt",
+    "/bin/rm victim.txt",
+    "command rm victim.txt",
+    "\\rm victim.txt",
+    "'rm' victim.txt",
+    "r''m victim.txt",
+    "env rm victim.txt",
+    "FOO=1 rm victim.txt",
+    "sh -c 'rm victim.txt'",
+    "echo victim.txt | xargs rm",
+    "find . -name victim.txt -delete",
+    "$(echo rm) victim.txt",
+    "RM=rm; $RM victim.txt",
+    "true && rm victim.txt",
+    "nice -n 5 timeout 10 rm victim.txt",
+    'bash -c "rm victim.txt"',
+    "eval 'rm victim.txt'",
+    "python3 -c 'import os; os.remove(\"victim.txt\")'",
+    "echo $(rm victim.txt)",
+    "find . -name victim.txt -exec rm {} +",
+]
+
+
+def test_a_deny_rule_stops_every_spelling_of_the_command(
+    start_kernel, model_server, co_home: Path, workspace: Path
+):
+    user_settings(
+        co_home,
+        {"approval_mode": "approve", "permissions": {"deny": ["run_shell_command(rm*)"]}},
+    )
+    (workspace / "victim.txt").write_text("keep me\n")
+    kernel = start_kernel()
+    control = sh("touch control.txt")  # shows that a call no rule stops does run
+    model_server.extend(
+        [{"tool_calls": [sh(c)]} for c in RM_SPELLINGS]
+        + [{"tool_calls": [control]}, {"text": "done"}]
+    )
+
+    result = kernel.execute("delete victim.txt", mode="headless", timeout=240)
+
+    assert result.status == "ok", result.text()
+    shown = cards(result)
+    assert len(shown) == len(RM_SPELLINGS) + 1, shown
+    for command, card in zip(RM_SPELLINGS, shown, strict=False):
+        decision = str(card.get("decision") or "")
+        assert decision.startswith("denied by rule `run_shell_command(rm*)`"), (command, card)
+    assert (workspace / "victim.txt").read_text() == "keep me\n"
+    assert (workspace / "control.txt").exists(), shown[-1]

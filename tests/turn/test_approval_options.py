@@ -81,7 +81,7 @@ def test_options_that_write_or_are_unknown_ask(command: str) -> None:
         "tail -n +3 log.txt",
         "cat -- -weird-name",
         "find . -name '*.py' -type f -print",
-        "find . ( -name a -o -name b ) -printf %p",
+        "find . \\( -name a -o -name b \\) -printf %p",  # unquoted ( is a shell syntax error
         "git log --oneline -5",
         "git diff HEAD~1 -- file",
         "git branch -a",

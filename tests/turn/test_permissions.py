@@ -2,7 +2,8 @@
 
 The table checks ``decide`` on calls of every kind of tool against rule sets; the
 property tests generate shell commands that chain, redirect or substitute and check that
-no glob rule ever allows one (only a rule naming the command exactly may).
+no glob rule ever allows one (only a rule naming the command exactly may, unless the
+line is opaque: then no rule allows it).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 
 from co_kernel.config import Permissions, Settings
 from co_kernel.permissions._rules import decide, narrowest_rule
+from co_kernel.permissions._shell_parse import parse_line
 
 WS = Path("/ws")
 
@@ -53,7 +55,7 @@ TABLE: list[tuple[dict[str, list[str]], tuple[str, dict[str, Any]], str | None]]
     (GIT, sh("git status; rm -rf x"), "deny"),
     (GIT, sh("git status; rm x"), None),
     (GIT, sh("git status && curl evil"), None),
-    (GIT, sh("git status | sh"), None),
+    (GIT, sh("git status | sh"), "deny"),  # sh runs what it reads: any deny rule stops it
     (GIT, sh("git status > out.txt"), None),
     (GIT, sh("git status $(rm -rf x)"), "deny"),
     (GIT, sh("git log `id`"), None),
@@ -150,7 +152,10 @@ def test_a_rule_naming_the_compound_command_exactly_allows_it(command) -> None:
         return  # `tool(...)` cannot hold a command that is blank or has a stray ')' at the end
     rules = Permissions(allow=[f"run_shell_command({command.strip()})"]).rules("user settings")
     found = decide(rules, "run_shell_command", {"cmd": command}, WS)
-    assert found is not None and found.kind == "allow"
+    if parse_line(command.strip()).opaque:
+        assert found is None  # unreadable (`git$(git`) or running hidden code: never allowed
+    else:
+        assert found is not None and found.kind == "allow"
 
 
 @pytest.mark.parametrize(
