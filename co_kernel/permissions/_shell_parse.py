@@ -83,6 +83,8 @@ _ANSI_ESCAPES = {
     "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?",
 }  # fmt: skip
 _ANSI = re.compile(r"\\(x[0-9a-fA-F]{1,2}|u[0-9a-fA-F]{1,4}|U[0-9a-fA-F]{1,8}|[0-7]{1,3}|c.|.)")
+_DECLARERS = frozenset({"declare", "typeset", "local", "export", "readonly"})
+"""Builtins whose ``-i`` makes later assignments to a name arithmetic."""
 
 
 @lru_cache(maxsize=1)
@@ -237,6 +239,10 @@ class _Walk:
         argv, opaque, writes = classify(words)
         if argv and argv[0] in _NAME_BUILTINS and any("[" in w for w in argv[1:]):
             opaque = True
+        if argv and argv[0] in _DECLARERS and any(w[:1] in "-+" and "i" in w for w in argv[1:]):
+            # `declare -i x` read as a plain command (after `!`, the grammar does): what
+            # is later assigned to x is evaluated as arithmetic, as code. The whole line.
+            self.opaque = True
         if assignments:
             self.structure |= not words  # a bare assignment is a statement of its own
         start = (assignments or [node])[0].start_byte
