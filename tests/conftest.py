@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
-
-import os
 
 import pytest
 from hypothesis import settings
@@ -15,7 +14,6 @@ from co_kernel.testing import ScriptedModelServer
 
 from .browser.jupyterlab import close_shared_browser
 from .kernel_harness import CoKernel
-
 
 # CI (CI=true) replays the same examples every run, so a submission is judged by its code,
 # not by which inputs a run happened to draw; a developer's runs keep drawing new ones and
