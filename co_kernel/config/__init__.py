@@ -3,6 +3,8 @@
 Precedence, lowest first: defaults < user file (``<config dir>/settings.json``) <
 project file (``.co/settings.json`` beside the notebook) < environment (``CO_<NAME>``
 for every setting, plus the providers' usual variables such as ``GEMINI_API_KEY``).
+A project file sets only what ``PROJECT_TABLE`` lets it (``_project.py``): never where
+the user's keys go, what runs unasked or how far the tools reach.
 
 ``CO_HOME`` moves the whole user directory (config, data, cache) so tests run in a
 temporary home. Invalid settings never stop the kernel: each bad key is reported with
@@ -28,6 +30,7 @@ from ._credentials import (
     SECRET_REF,
     CredentialError,
     CredentialStore,
+    ProjectSecrets,
     plain_secrets,
     resolve_secrets,
 )
@@ -44,6 +47,8 @@ from ._permissions import (
     save_user_rule,
 )
 from ._private import private_file
+from ._project import TABLE as PROJECT_TABLE
+from ._project import ProjectRow, project_layer, project_secret_name, readme_table
 from ._protected import credential_files, is_protected, is_protected_name, protected_paths
 
 if TYPE_CHECKING:
@@ -54,6 +59,7 @@ __all__ = [
     "KINDS",
     "PROJECT",
     "PROVIDERS",
+    "PROJECT_TABLE",
     "SECRET_FIELDS",
     "SECRET_REF",
     "CoPaths",
@@ -63,6 +69,7 @@ __all__ = [
     "McpServerSpec",
     "PermissionRule",
     "Permissions",
+    "ProjectRow",
     "RuleKind",
     "Settings",
     "SubagentSetting",
@@ -77,7 +84,10 @@ __all__ = [
     "parse_model_string",
     "paths",
     "private_file",
+    "project_layer",
+    "project_secret_name",
     "protected_paths",
+    "readme_table",
     "save_user_rule",
 ]
 
@@ -198,7 +208,9 @@ class Settings(BaseSettings):
         None, description="The model that answers what a record-missing replay lacks"
     )
     replay_approvals: bool = Field(
-        True, description="A replay gives a call the decision recorded with it instead of asking"
+        False,
+        description="A replay gives a call the decision recorded with it instead of asking "
+        "(only your own settings or CO_REPLAY_APPROVALS turn it on, never a project file)",
     )
 
     # --- local model ---
@@ -600,10 +612,11 @@ def load_settings(project_dir: Path | None = None) -> LoadedSettings:
     problems: list[str] = []
     files: list[Path] = []
     layers: list[tuple[str, dict[str, Any]]] = []
-    candidates = [paths().settings_file]
-    if project_dir is not None:
-        candidates.append(project_dir / ".co" / "settings.json")
-    for path in candidates:
+    user_file = paths().settings_file
+    project_file = None if project_dir is None else project_dir / ".co" / "settings.json"
+    for path in (user_file, project_file):
+        if path is None:
+            continue
         raw = _read_json(path, problems)
         if path.exists():
             files.append(path)
@@ -614,6 +627,10 @@ def load_settings(project_dir: Path | None = None) -> LoadedSettings:
                 problems.append(f"{path}: unknown setting '{key}'{_suggest(key)}; ignored")
             else:
                 layer[name] = value
+        if project_dir is not None and path == project_file:
+            # Until workspace trust exists, every folder counts as trusted (issue 35 item 1).
+            layer, refused = project_layer(layer, project_dir, trusted=True, user_file=user_file)
+            problems.extend(refused)
         layers.append((str(path), layer))
         problems.extend(_plain_text_warnings(path, raw))
     layers.append(("environment", _env_layer(problems)))
@@ -626,7 +643,12 @@ def load_settings(project_dir: Path | None = None) -> LoadedSettings:
             origin[name] = label
     _merge_mcp_servers(layers, merged, problems)
     merge_permission_layers(layers, merged, project_dir, problems)
-    secret_sources = resolve_secrets(merged, origin, SECRET_FIELDS, problems)
+    project = None
+    if project_dir is not None and project_file is not None:
+        named = dict(layers)[str(project_file)].get("mcp_servers")
+        servers = frozenset(named) if isinstance(named, dict) else frozenset[str]()
+        project = ProjectSecrets(str(project_file), project_dir, servers)
+    secret_sources = resolve_secrets(merged, origin, SECRET_FIELDS, problems, project)
     # Drop each offending key and try again; a bounded loop since every pass removes one.
     for _ in range(len(merged) + 1):
         try:

@@ -35,6 +35,7 @@ __all__ = [
     "APPROVED_ALL",
     "DENIED",
     "INTERRUPTED",
+    "RECORDED",
     "SAFE_PREFIX",
     "SHELL_TOOL",
     "TIMED_OUT",
