@@ -114,6 +114,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
                 config_dir=where.config_dir,
                 user_file=where.settings_file,
                 secret_field=_secret_field,
+                project=None if path == where.settings_file else project,
             )
         except CredentialError as exc:
             print(f"co-kernel secrets import: {path}: {exc}; file left as it was", file=sys.stderr)
