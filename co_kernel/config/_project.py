@@ -188,14 +188,24 @@ def project_secret_name(folder: Path, name: str) -> str:
 
 
 def readme_table() -> str:
-    """The table as Markdown, the way the README publishes it."""
-    lines = [
-        "| Setting | From `.co/settings.json` | Because it decides |",
-        "|---|---|---|",
-    ]
-    for name, row in sorted(TABLE.items()):
+    """The table as Markdown, one line per kind of setting (``never`` first), the way the
+    README publishes it."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for name, row in TABLE.items():
         status = row.status
         if row.never_if is not None:
-            status = f"{status}; never {row.never_text}"
-        lines.append(f"| `{name}` | {status} | {row.why} |")
+            status = f"never {row.never_text}, else {status}"
+        groups.setdefault((status, row.why), []).append(f"`{name}`")
+
+    def rank(status: str) -> int:
+        return ["never", "never ", "after trust", "project"].index(
+            status if status in ("never", "after trust", "project") else "never "
+        )
+
+    lines = [
+        "| From `.co/settings.json` | Settings | Because they decide |",
+        "|---|---|---|",
+    ]
+    for (status, why), names in sorted(groups.items(), key=lambda item: rank(item[0][0])):
+        lines.append(f"| {status} | {', '.join(names)} | {why} |")
     return "\n".join(lines) + "\n"
