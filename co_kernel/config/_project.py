@@ -70,7 +70,9 @@ class ProjectRow:
 
     def refuses(self, value: Any, folder: Path) -> bool:
         """Whether a project file may not set this value, trusted or not."""
-        return self.status == "never" or (self.never_if is not None and self.never_if(value, folder))
+        return self.status == "never" or (
+            self.never_if is not None and self.never_if(value, folder)
+        )
 
 
 def _row(status: Status, why: str, *names: str) -> dict[str, ProjectRow]:
