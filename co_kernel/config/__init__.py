@@ -58,8 +58,8 @@ __all__ = [
     "CREDENTIAL_NAME",
     "KINDS",
     "PROJECT",
-    "PROVIDERS",
     "PROJECT_TABLE",
+    "PROVIDERS",
     "SECRET_FIELDS",
     "SECRET_REF",
     "CoPaths",
@@ -570,6 +570,22 @@ def _suggest(key: str) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
+def _file_layer(path: Path, files: list[Path], problems: list[str]) -> dict[str, Any]:
+    """A settings file's values by setting name; unknown keys and plain secrets reported."""
+    raw = _read_json(path, problems)
+    if path.exists():
+        files.append(path)
+    layer: dict[str, Any] = {}
+    for key, value in raw.items():
+        name = field_name(key)
+        if name is None:
+            problems.append(f"{path}: unknown setting '{key}'{_suggest(key)}; ignored")
+        else:
+            layer[name] = value
+    problems.extend(_plain_text_warnings(path, raw))
+    return layer
+
+
 def _env_layer(problems: list[str]) -> dict[str, Any]:
     source = EnvSettingsSource(Settings, case_sensitive=False, env_prefix="CO_")
     try:
@@ -611,28 +627,19 @@ def load_settings(project_dir: Path | None = None) -> LoadedSettings:
     """Read every layer, validate, and report each bad key instead of failing."""
     problems: list[str] = []
     files: list[Path] = []
-    layers: list[tuple[str, dict[str, Any]]] = []
     user_file = paths().settings_file
-    project_file = None if project_dir is None else project_dir / ".co" / "settings.json"
-    for path in (user_file, project_file):
-        if path is None:
-            continue
-        raw = _read_json(path, problems)
-        if path.exists():
-            files.append(path)
-        layer: dict[str, Any] = {}
-        for key, value in raw.items():
-            name = field_name(key)
-            if name is None:
-                problems.append(f"{path}: unknown setting '{key}'{_suggest(key)}; ignored")
-            else:
-                layer[name] = value
-        if project_dir is not None and path == project_file:
-            # Until workspace trust exists, every folder counts as trusted (issue 35 item 1).
-            layer, refused = project_layer(layer, project_dir, trusted=True, user_file=user_file)
-            problems.extend(refused)
-        layers.append((str(path), layer))
-        problems.extend(_plain_text_warnings(path, raw))
+    layers = [(str(user_file), _file_layer(user_file, files, problems))]
+    project = None
+    if project_dir is not None:
+        project_file = project_dir / ".co" / "settings.json"
+        layer = _file_layer(project_file, files, problems)
+        # Until workspace trust exists, every folder counts as trusted (issue 35 item 1).
+        layer, refused = project_layer(layer, project_dir, trusted=True, user_file=user_file)
+        problems.extend(refused)
+        layers.append((str(project_file), layer))
+        named = layer.get("mcp_servers")
+        servers = frozenset(named) if isinstance(named, dict) else frozenset[str]()
+        project = ProjectSecrets(str(project_file), project_dir, servers)
     layers.append(("environment", _env_layer(problems)))
 
     merged: dict[str, Any] = {}
@@ -643,11 +650,6 @@ def load_settings(project_dir: Path | None = None) -> LoadedSettings:
             origin[name] = label
     _merge_mcp_servers(layers, merged, problems)
     merge_permission_layers(layers, merged, project_dir, problems)
-    project = None
-    if project_dir is not None and project_file is not None:
-        named = dict(layers)[str(project_file)].get("mcp_servers")
-        servers = frozenset(named) if isinstance(named, dict) else frozenset[str]()
-        project = ProjectSecrets(str(project_file), project_dir, servers)
     secret_sources = resolve_secrets(merged, origin, SECRET_FIELDS, problems, project)
     # Drop each offending key and try again; a bounded loop since every pass removes one.
     for _ in range(len(merged) + 1):

@@ -170,7 +170,9 @@ def test_the_environment_wins_and_a_missing_reference_is_named(tmp_path: Path) -
     env = clean_env(co_home, CO_CREDENTIAL_STORE="file")
     assert secrets_cli(env, "set", "openai_api_key", value=USER_KEY).returncode == 0
     # The user's general entries: a project file's server or reference never reads them.
-    assert secrets_cli(env, "set", "mcp_servers.search.Authorization", value="general").returncode == 0
+    assert (
+        secrets_cli(env, "set", "mcp_servers.search.Authorization", value="general").returncode == 0
+    )
     assert secrets_cli(env, "set", "nowhere", value="general").returncode == 0
     assert (
         secrets_cli(
