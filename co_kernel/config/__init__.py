@@ -3,6 +3,8 @@
 Precedence, lowest first: defaults < user file (``<config dir>/settings.json``) <
 project file (``.co/settings.json`` beside the notebook) < environment (``CO_<NAME>``
 for every setting, plus the providers' usual variables such as ``GEMINI_API_KEY``).
+A project file sets only what ``PROJECT_TABLE`` lets it (``_project.py``): never where
+the user's keys go, what runs unasked or how far the tools reach.
 
 ``CO_HOME`` moves the whole user directory (config, data, cache) so tests run in a
 temporary home. Invalid settings never stop the kernel: each bad key is reported with
@@ -28,6 +30,7 @@ from ._credentials import (
     SECRET_REF,
     CredentialError,
     CredentialStore,
+    ProjectSecrets,
     plain_secrets,
     resolve_secrets,
 )
@@ -44,6 +47,8 @@ from ._permissions import (
     save_user_rule,
 )
 from ._private import private_file
+from ._project import TABLE as PROJECT_TABLE
+from ._project import ProjectRow, project_layer, project_secret_name, readme_table
 from ._protected import credential_files, is_protected, is_protected_name, protected_paths
 
 if TYPE_CHECKING:
@@ -53,6 +58,7 @@ __all__ = [
     "CREDENTIAL_NAME",
     "KINDS",
     "PROJECT",
+    "PROJECT_TABLE",
     "PROVIDERS",
     "SECRET_FIELDS",
     "SECRET_REF",
@@ -64,6 +70,7 @@ __all__ = [
     "McpServerSpec",
     "PermissionRule",
     "Permissions",
+    "ProjectRow",
     "RuleKind",
     "Settings",
     "SubagentSetting",
@@ -78,7 +85,10 @@ __all__ = [
     "parse_model_string",
     "paths",
     "private_file",
+    "project_layer",
+    "project_secret_name",
     "protected_paths",
+    "readme_table",
     "save_user_rule",
     "suggested",
 ]
@@ -200,7 +210,9 @@ class Settings(BaseSettings):
         None, description="The model that answers what a record-missing replay lacks"
     )
     replay_approvals: bool = Field(
-        True, description="A replay gives a call the decision recorded with it instead of asking"
+        False,
+        description="A replay gives a call the decision recorded with it instead of asking "
+        "(only your own settings or CO_REPLAY_APPROVALS turn it on, never a project file)",
     )
 
     # --- local model ---
@@ -560,6 +572,22 @@ def _suggest(key: str) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
+def _file_layer(path: Path, files: list[Path], problems: list[str]) -> dict[str, Any]:
+    """A settings file's values by setting name; unknown keys and plain secrets reported."""
+    raw = _read_json(path, problems)
+    if path.exists():
+        files.append(path)
+    layer: dict[str, Any] = {}
+    for key, value in raw.items():
+        name = field_name(key)
+        if name is None:
+            problems.append(f"{path}: unknown setting '{key}'{_suggest(key)}; ignored")
+        else:
+            layer[name] = value
+    problems.extend(_plain_text_warnings(path, raw))
+    return layer
+
+
 def _env_layer(problems: list[str]) -> dict[str, Any]:
     source = EnvSettingsSource(Settings, case_sensitive=False, env_prefix="CO_")
     try:
@@ -601,23 +629,19 @@ def load_settings(project_dir: Path | None = None) -> LoadedSettings:
     """Read every layer, validate, and report each bad key instead of failing."""
     problems: list[str] = []
     files: list[Path] = []
-    layers: list[tuple[str, dict[str, Any]]] = []
-    candidates = [paths().settings_file]
+    user_file = paths().settings_file
+    layers = [(str(user_file), _file_layer(user_file, files, problems))]
+    project = None
     if project_dir is not None:
-        candidates.append(project_dir / ".co" / "settings.json")
-    for path in candidates:
-        raw = _read_json(path, problems)
-        if path.exists():
-            files.append(path)
-        layer: dict[str, Any] = {}
-        for key, value in raw.items():
-            name = field_name(key)
-            if name is None:
-                problems.append(f"{path}: unknown setting '{key}'{_suggest(key)}; ignored")
-            else:
-                layer[name] = value
-        layers.append((str(path), layer))
-        problems.extend(_plain_text_warnings(path, raw))
+        project_file = project_dir / ".co" / "settings.json"
+        layer = _file_layer(project_file, files, problems)
+        # Until workspace trust exists, every folder counts as trusted (issue 35 item 1).
+        layer, refused = project_layer(layer, project_dir, trusted=True, user_file=user_file)
+        problems.extend(refused)
+        layers.append((str(project_file), layer))
+        named = layer.get("mcp_servers")
+        servers = frozenset(named) if isinstance(named, dict) else frozenset[str]()
+        project = ProjectSecrets(str(project_file), project_dir, servers)
     layers.append(("environment", _env_layer(problems)))
 
     merged: dict[str, Any] = {}
@@ -628,7 +652,7 @@ def load_settings(project_dir: Path | None = None) -> LoadedSettings:
             origin[name] = label
     _merge_mcp_servers(layers, merged, problems)
     merge_permission_layers(layers, merged, project_dir, problems)
-    secret_sources = resolve_secrets(merged, origin, SECRET_FIELDS, problems)
+    secret_sources = resolve_secrets(merged, origin, SECRET_FIELDS, problems, project)
     # Drop each offending key and try again; a bounded loop since every pass removes one.
     for _ in range(len(merged) + 1):
         try:

@@ -24,10 +24,12 @@ import json
 import os
 import re
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from ..exceptions import CredentialError
+from ._project import PROJECT_SECRET, project_secret_name
 
 __all__ = [
     "CREDENTIAL_NAME",
@@ -35,6 +37,7 @@ __all__ = [
     "SECRET_REF",
     "SERVICE",
     "CredentialStore",
+    "ProjectSecrets",
     "check_name",
     "mcp_entry_name",
     "plain_secrets",
@@ -382,18 +385,33 @@ def _is_plain(value: Any) -> bool:
 # -- settings resolution ---------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class ProjectSecrets:
+    """What the project file named: its secrets come from the project's own namespace."""
+
+    label: str
+    """The project file's layer label (its path) in ``origin``."""
+    folder: Path
+    """The project folder, which keys the namespace."""
+    servers: frozenset[str]
+    """MCP servers the project file defines (or replaces)."""
+
+
 def resolve_secrets(
     merged: dict[str, Any],
     origin: Mapping[str, str],
     secret_fields: frozenset[str],
     problems: list[str],
+    project: ProjectSecrets | None = None,
 ) -> dict[str, str]:
     """Fill empty secret settings and ``secret:NAME`` references from the store, in place.
 
     Returns where each secret in force comes from: ``keyring``, ``file``, ``environment`` or
     ``settings file``. The environment wins over the store; an entry that cannot be read is
     reported once in ``problems`` and left unset, and the store is never opened when no
-    entry is needed.
+    entry is needed. What the ``project`` file names (a secret setting, a server's env or
+    header) is looked up in the project's own namespace only (``project_secret_name``): a
+    cloned repository cannot read the user's general secrets.
     """
     store = CredentialStore(merged.get("credential_store", "auto"))
     stored = store.names()
@@ -402,7 +420,14 @@ def resolve_secrets(
 
     def lookup(entry: str, where: str, setting: str) -> tuple[str, Backend] | None:
         if entry not in stored:
-            if entry != setting:  # a `secret:NAME` that names nothing
+            if entry.startswith(PROJECT_SECRET):  # what a project file names
+                own = entry.split(":", 2)[2]
+                problems.append(
+                    f"{where}: {setting}: this folder has no secret '{own}' of its own "
+                    f"(`co-kernel secrets set --for-project {own}` in this folder; your "
+                    "other secrets are not given to a project file); left unset"
+                )
+            elif entry != setting:  # a `secret:NAME` that names nothing
                 problems.append(
                     f"{where}: {setting}: the credential store has no secret '{entry}' "
                     f"(`co-kernel secrets set {entry}`); left unset"
@@ -425,6 +450,8 @@ def resolve_secrets(
         if value is not None and not isinstance(value, str):
             continue  # not a string: validation reports it
         entry = value[len(SECRET_REF) :] if value else name
+        if project is not None and where == project.label:
+            entry = project_secret_name(project.folder, entry)
         found = lookup(entry, where, name)
         if found is None:
             merged.pop(name, None)
@@ -433,12 +460,17 @@ def resolve_secrets(
     servers = merged.get("mcp_servers")
     if isinstance(servers, dict):
         for server, spec in list(servers.items()):
-            servers[server] = _resolve_server(server, spec, lookup, sources)
+            scoped = project is not None and server in project.servers
+            folder = project.folder if scoped and project is not None else None
+            servers[server] = _resolve_server(server, spec, lookup, sources, folder)
     return sources
 
 
-def _resolve_server(server: str, spec: Any, lookup: Any, sources: dict[str, str]) -> Any:
-    """An MCP server with its empty and ``secret:NAME`` env and header values filled."""
+def _resolve_server(
+    server: str, spec: Any, lookup: Any, sources: dict[str, str], project: Path | None
+) -> Any:
+    """An MCP server with its empty and ``secret:NAME`` env and header values filled (from
+    the ``project`` folder's namespace when the project file defines the server)."""
     from pydantic import SecretStr
 
     update: dict[str, dict[str, SecretStr]] = {}
@@ -449,7 +481,10 @@ def _resolve_server(server: str, spec: Any, lookup: Any, sources: dict[str, str]
             if value and not value.startswith(SECRET_REF):
                 continue
             own = mcp_entry_name(server, key)
-            found = lookup(value[len(SECRET_REF) :] if value else own, f"mcp_servers.{server}", own)
+            entry = value[len(SECRET_REF) :] if value else own
+            if project is not None:
+                entry = project_secret_name(project, entry)
+            found = lookup(entry, f"mcp_servers.{server}", own)
             if found is not None:
                 values[key] = SecretStr(found[0])
                 sources[own] = found[1]

@@ -10,7 +10,8 @@ under its own name); an MCP env or header value becomes ``""`` (looked up as
 ``mcp_servers.<server>.<key>``). When the store already holds a different value under that
 name (the user and the project file hold different keys), the value is stored under the
 first free ``<name>-2``, ``<name>-3``, ... and the file says ``"secret:<that name>"``, so
-what each file means does not change.
+what each file means does not change. A project file's values go to that project's own
+namespace (``project_secret_name``), the only entries a project file can read.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ._credentials import SECRET_REF, Backend, CredentialStore, plain_secrets, write_private
+from ._project import project_secret_name
 
 __all__ = ["ImportReport", "import_settings_file"]
 
@@ -58,9 +60,18 @@ def _free_name(store: CredentialStore, name: str, value: str) -> str:
 
 
 def import_settings_file(
-    path: Path, store: CredentialStore, *, config_dir: Path, user_file: Path, secret_field: Any
+    path: Path,
+    store: CredentialStore,
+    *,
+    config_dir: Path,
+    user_file: Path,
+    secret_field: Any,
+    project: Path | None = None,
 ) -> ImportReport:
-    """Move the secret values of one settings file into the store; rewrite the file."""
+    """Move the secret values of one settings file into the store; rewrite the file.
+
+    A ``project`` folder's file keeps its values in that project's namespace (the only
+    entries it can read) and says ``"secret:NAME"`` for each top-level one."""
     report = ImportReport(path)
     try:
         original = path.read_bytes()
@@ -75,9 +86,14 @@ def import_settings_file(
     report.backup = _backup_path(path, config_dir, user_file)
     write_private(report.backup, original)
     for where, own, value in found:
-        name = _free_name(store, own, value)
+        base = own if project is None else project_secret_name(project, own)
+        name = _free_name(store, base, value)
         backend = store.set(name, value)
-        replacement = "" if name == own else f"{SECRET_REF}{name}"
+        # As the file names it: in a project file, NAME of the project's namespace.
+        named = own + name[len(base) :]
+        replacement = "" if name == base else f"{SECRET_REF}{named}"
+        if project is not None and len(where) == 1:
+            replacement = f"{SECRET_REF}{named}"
         holder = data
         for part in where[:-1]:
             holder = holder[part]

@@ -44,7 +44,6 @@ KINDS: tuple[RuleKind, ...] = ("deny", "ask", "allow")
 """Strongest first: deny wins over ask, ask over allow."""
 PROJECT = "project settings"
 """The layer whose allow rules wait for the person's consent."""
-_ACCEPT = "permissions_accept_project"
 
 _RULE = re.compile(r"(?P<tool>[A-Za-z0-9_*?\[\]-]+)(?:\((?P<pattern>.*)\))?", re.DOTALL)
 
@@ -144,22 +143,13 @@ def merge_permission_layers(
     """Set ``merged["permissions"]`` to the rules of every settings layer that has some
     (``load_settings``'s layers: a file's path or "environment"), in layer order, each
     labelled with its layer. A layer whose ``permissions`` is invalid is reported and
-    left out; the others apply. ``permissions_accept_project`` is taken from every layer
-    but the project's."""
+    left out; the others apply. (A project file never sets ``permissions_accept_project``:
+    ``_project.py``'s table drops it before the layers merge.)"""
     from . import paths
 
     names = {str(paths().settings_file): "user settings", "environment": "CO_PERMISSIONS"}
     if project_dir is not None:
         names[str(project_dir / ".co" / "settings.json")] = PROJECT
-    # A cloned repository must not accept its own allow rules.
-    merged.pop(_ACCEPT, None)
-    for label, layer in layers:
-        if _ACCEPT not in layer:
-            continue
-        if names.get(label) == PROJECT:
-            problems.append(f"{label}: {_ACCEPT}: only the user can set it; ignored")
-        else:
-            merged[_ACCEPT] = layer[_ACCEPT]
     if not any("permissions" in layer for _, layer in layers):
         return
     rules: list[PermissionRule] = []

@@ -19,31 +19,31 @@ __all__ = ["add_secrets_commands"]
 
 
 def _store(args: argparse.Namespace) -> Any:
-    """The store under the ``credential_store`` in force for ``--project``.
+    """The store under the user's ``credential_store`` (a project file never sets it).
 
-    Read from the settings files and the environment directly: `load_settings` would also
+    Read from the settings file and the environment directly: `load_settings` would also
     read every stored value (and may ask to unlock the keyring) only to list names.
     """
     from . import _read_json, paths
     from ._credentials import CredentialStore
 
     modes = ("auto", "keyring", "file")
-    mode = "auto"
-    project = Path(args.project).resolve()
-    for path in (paths().settings_file, project / ".co" / "settings.json"):
-        value = _read_json(path, []).get("credential_store")
-        mode = value if value in modes else mode
+    value = _read_json(paths().settings_file, []).get("credential_store")
+    mode = value if value in modes else "auto"
     value = os.environ.get("CO_CREDENTIAL_STORE")
     mode = value if value in modes else mode
     return CredentialStore(mode)
 
 
-def _entry_name(name: str) -> str:
-    """A secret setting's own name for any of its spellings (OPENAI_API_KEY: openai_api_key)."""
-    from . import SECRET_FIELDS, field_name
+def _entry_name(args: argparse.Namespace) -> str:
+    """The entry ``args.name`` names: a secret setting's own name for any of its spellings
+    (OPENAI_API_KEY: openai_api_key), in the ``--project`` folder's namespace with
+    ``--for-project`` (what that folder's ``.co/settings.json`` may read)."""
+    from . import SECRET_FIELDS, field_name, project_secret_name
 
-    field = field_name(name)
-    return field if field in SECRET_FIELDS else name
+    field = field_name(args.name)
+    name = field if field in SECRET_FIELDS else args.name
+    return project_secret_name(Path(args.project), name) if args.for_project else name
 
 
 def _read_value(name: str) -> str:
@@ -55,7 +55,7 @@ def _read_value(name: str) -> str:
 def _cmd_set(args: argparse.Namespace) -> int:
     from ._credentials import check_name
 
-    name = _entry_name(args.name)
+    name = _entry_name(args)
     try:
         check_name(name)
         store = _store(args)
@@ -67,6 +67,8 @@ def _cmd_set(args: argparse.Namespace) -> int:
         print("co-kernel secrets set: cancelled; nothing was stored.", file=sys.stderr)
         return 130
     renamed = f" (the setting {args.name})" if name != args.name else ""
+    if args.for_project:
+        renamed = f" ({args.name} of the folder {Path(args.project).resolve()})"
     print(f"Stored {name}{renamed} in the {store.describe()}.")
     return 0
 
@@ -83,7 +85,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_delete(args: argparse.Namespace) -> int:
-    name = _entry_name(args.name)
+    name = _entry_name(args)
     try:
         backend = _store(args).delete(name)
     except CredentialError as exc:
@@ -112,6 +114,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
                 config_dir=where.config_dir,
                 user_file=where.settings_file,
                 secret_field=_secret_field,
+                project=None if path == where.settings_file else project,
             )
         except CredentialError as exc:
             print(f"co-kernel secrets import: {path}: {exc}; file left as it was", file=sys.stderr)
@@ -169,6 +172,12 @@ def add_secrets_commands(sub: Any) -> None:
         parser = secrets_sub.add_parser(name, help=text)
         if name in ("set", "delete"):
             parser.add_argument("name", help="the secret's name, e.g. openai_api_key")
+            parser.add_argument(
+                "--for-project",
+                action="store_true",
+                help="the --project folder's own secret: the only kind its "
+                ".co/settings.json `secret:NAME` reads",
+            )
         parser.add_argument(
             "--project", default=".", help="the notebook folder (for .co/settings.json)"
         )

@@ -17,6 +17,7 @@ from ..permissions import (
     APPROVED_ALL,
     DENIED,
     INTERRUPTED,
+    RECORDED,
     SAFE_PREFIX,
     TIMED_OUT,
     YOLO,
@@ -56,6 +57,10 @@ DECISION_TEXT: dict[str, str] = {
     YOLO: "✅ Approved automatically (session yolo)",
     SAFE_PREFIX: "✅ Approved automatically (safe command)",
     ALWAYS_ALLOWED: "✅ Always allowed: a session rule now approves such calls",
+    APPROVED + RECORDED: "✅ Approved by a recorded decision (replay_approvals)",
+    APPROVED_ALL + RECORDED: "✅ Approved all by a recorded decision (replay_approvals)",
+    ALWAYS_ALLOWED + RECORDED: "✅ Always allowed by a recorded decision (replay_approvals)",
+    DENIED + RECORDED: "🚫 Denied by a recorded decision (replay_approvals)",
 }
 """How each decision label reads on a card or a console line."""
 

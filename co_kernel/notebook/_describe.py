@@ -61,7 +61,9 @@ def describe_object(value: Any, *, cap: int = 4000) -> str:
 def expand_references(prompt: str, namespace: Mapping[str, Any], *, cap: int = 4000) -> Expanded:
     """Interpolate `{name}` and attach `@name` for names that exist in the namespace.
 
-    Unknown names are left as written, so a literal `{` needs no escaping.
+    Unknown names are left as written, so a literal `{` needs no escaping. Only what the
+    person typed is expanded: a value brought in by `{name}` (a papermill parameter) is
+    text, and an `@other` inside it attaches nothing.
     """
     out = Expanded(prompt)
 
@@ -77,7 +79,7 @@ def expand_references(prompt: str, namespace: Mapping[str, Any], *, cap: int = 4
 
     text = _INTERPOLATE.sub(interpolate, prompt)
     sections = []
-    for name in dict.fromkeys(_ATTACH.findall(text)):
+    for name in dict.fromkeys(_ATTACH.findall(prompt)):
         if name in namespace:
             out.attached.append(name)
             sections.append(f"### @{name}\n{describe_object(namespace[name], cap=cap)}")

@@ -38,6 +38,7 @@ __all__ = [
     "APPROVED_ALL",
     "DENIED",
     "INTERRUPTED",
+    "RECORDED",
     "SAFE_PREFIX",
     "SHELL_TOOL",
     "TIMED_OUT",

@@ -11,6 +11,8 @@ Afterwards `CO_MODEL=replay:report.replay.jsonl pytest --nbval report.ipynb` pas
 model and no key. `--replay-only` skips step 1, for a script recorded in JupyterLab with
 `%record`; with `CO_REPLAY_MODE=record-missing` and `CO_REPLAY_FALLBACK_MODEL` it asks that
 model only for what the script lacks (a prompt you edited) and adds the answers to it.
+Step 2 applies the approvals step 1 recorded; a `--replay-only` run asks again unless you
+set `CO_REPLAY_APPROVALS=true` for it (a script from someone else decides nothing).
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ def record_notebook(
         if failed:
             return failed
     replay = {k: v for k, v in os.environ.items() if k != "CO_RECORD_PATH"}
+    if not replay_only:
+        # The decisions in the script are the ones this very run just made.
+        replay.setdefault("CO_REPLAY_APPROVALS", "true")
     replay["CO_MODEL"] = f"replay:{_script_name(notebook, script)}"
     failed = execute_as_nbval(notebook, replay)
     print(f"stored the outputs of {notebook} replayed from {script}")

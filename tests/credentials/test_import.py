@@ -9,6 +9,8 @@ import re
 import stat
 from pathlib import Path
 
+from co_kernel.config import project_secret_name
+
 from .conftest import all_bytes, clean_env, co_kernel_cli, secrets_cli
 
 USER_KEY = "sk-user-file-key-0123456789abcdef"
@@ -111,17 +113,22 @@ def test_import_moves_every_secret_value_keeps_what_each_file_means_and_backs_up
             "files": {"command": "npx", "env": {"HOME": "/home/me", "API_TOKEN": "${TOKEN}"}},
         },
     }
-    # The project's key differs from the user's: stored under a name of its own.
-    assert after_project == {"openai_api_key": "secret:openai_api_key-2", "verbose": True}
+    # The project's keys go to the project's own namespace, which the file names.
+    assert after_project == {
+        "openai_api_key": "secret:openai_api_key",
+        "api_key": "secret:api_key",
+        "verbose": True,
+    }
     assert not token.exists()
     assert f"{token}: the Google token -> google_token (file); the file is removed" in out.stdout
     listed = secrets_cli(env, "list").stdout.splitlines()
+    own = project_secret_name(project, "")
     assert sorted(listed) == [
-        "api_key\tfile",
         "google_token\tfile",
         "mcp_servers.search.Authorization\tfile",
         "openai_api_key\tfile",
-        "openai_api_key-2\tfile",
+        f"{own}api_key\tfile",
+        f"{own}openai_api_key\tfile",
     ]
     # Every file means what it meant, and nothing warns.
     after = _effective(env, project)
@@ -162,13 +169,24 @@ def test_the_environment_wins_and_a_missing_reference_is_named(tmp_path: Path) -
     )
     env = clean_env(co_home, CO_CREDENTIAL_STORE="file")
     assert secrets_cli(env, "set", "openai_api_key", value=USER_KEY).returncode == 0
-    assert secrets_cli(env, "set", "mcp_servers.search.Authorization", value=HEADER).returncode == 0
+    # The user's general entries: a project file's server or reference never reads them.
+    assert (
+        secrets_cli(env, "set", "mcp_servers.search.Authorization", value="general").returncode == 0
+    )
+    assert secrets_cli(env, "set", "nowhere", value="general").returncode == 0
+    assert (
+        secrets_cli(
+            env, "set", "--for-project", "--project", str(project),
+            "mcp_servers.search.Authorization", value=HEADER,
+        ).returncode
+        == 0
+    )  # fmt: skip
     stored = _effective(env, project)
     assert stored["openai_api_key"] == USER_KEY and stored["header"] == HEADER
     assert stored["api_key"] is None
     assert any(
-        "api_key: the credential store has no secret 'nowhere' (`co-kernel secrets set nowhere`)"
-        in p
+        "api_key: this folder has no secret 'nowhere' of its own "
+        "(`co-kernel secrets set --for-project nowhere` in this folder" in p
         for p in stored["problems"]
     )
     from_env = _effective({**env, "OPENAI_API_KEY": PROJECT_KEY}, project)

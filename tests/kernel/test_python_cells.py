@@ -64,6 +64,21 @@ def test_at_name_attaches_a_description_and_braces_interpolate(kernel, model_ser
     assert "price" in sent and "float64" in sent and "tea" in sent
 
 
+def test_text_brought_in_by_braces_is_never_expanded_again(kernel, model_server):
+    # A papermill parameter is a plain assignment in the namespace; its value is text.
+    kernel.execute(
+        "%%python\ntopic = 'see @private_notes and {token}'\n"
+        "private_notes = 'PRIVATE-NOTES-CONTENT'\ntoken = 'TOKEN-VALUE'"
+    )
+    model_server.extend([{"text": "ok"}])
+    result = kernel.execute("Summarise {topic}")
+    assert result.status == "ok"
+    sent = model_server.requests[-1]["messages"][-1]["content"]
+    assert "Summarise see @private_notes and {token}" in sent
+    assert "PRIVATE-NOTES-CONTENT" not in sent and "### @private_notes" not in sent
+    assert "TOKEN-VALUE" not in sent
+
+
 def test_model_runs_python_after_approval_in_the_same_namespace(start_kernel, model_server):
     kernel = start_kernel({"CO_APPROVAL_MODE": "approve"})
     kernel.execute("%%python\nbase = 40")

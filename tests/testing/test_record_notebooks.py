@@ -110,7 +110,9 @@ def _copy(recorded: Path, tmp_path: Path) -> Path:
 
 
 def _replay_env(tmp_path: Path, **settings: str) -> dict[str, str]:
-    """No provider at all: only the script answers."""
+    """No provider at all: only the script answers, with the approvals the person recorded
+    (they turn recorded approvals on for the run: off by default)."""
+    settings = {"CO_REPLAY_APPROVALS": "true", **settings}
     return _env(tmp_path / "home", CO_MODEL="replay:report.replay.jsonl", **settings)
 
 
@@ -149,6 +151,7 @@ def test_nbval_passes_fails_on_an_edited_prompt_and_passes_after_record_missing(
             _env(
                 tmp_path / "home",
                 CO_REPLAY_MODE="record-missing",
+                CO_REPLAY_APPROVALS="true",  # a --replay-only run asks unless told
                 CO_REPLAY_FALLBACK_MODEL="compat:scripted",
                 CO_BASE_URL=fallback.base_url,
             ),

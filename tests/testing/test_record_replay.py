@@ -77,8 +77,9 @@ def test_a_recording_replays_answers_and_approvals_in_another_session(tmp_path: 
     assert [s.get("text") for s in steps] == ["Hello! Ask me anything.", None, "Created made.txt."]
     (tmp_path / "made.txt").unlink()
 
-    # The replay asks nobody (a frontend that would deny): the recorded decision runs the call.
-    replayer = _replayer(tmp_path, recorded)
+    # With recorded approvals turned on by the person, the replay asks nobody (a frontend
+    # that would deny): the recorded decision runs the call.
+    replayer = _replayer(tmp_path, recorded, replay_approvals=True)
     first, second = RecordingFrontend(), RecordingFrontend()
     results = run(replayer, ("Say hello.", first), ("Create made.txt.", second))
     assert first.text == "Hello! Ask me anything."
@@ -88,10 +89,10 @@ def test_a_recording_replays_answers_and_approvals_in_another_session(tmp_path: 
     assert (tmp_path / "made.txt").exists()
 
 
-def test_recorded_approvals_can_be_turned_off(tmp_path: Path) -> None:
+def test_recorded_approvals_are_off_unless_turned_on(tmp_path: Path) -> None:
     recorded = _record(tmp_path, _SCRIPT[1:], ("Create made.txt.", RecordingFrontend(["approve"])))
     (tmp_path / "made.txt").unlink()
-    replayer = _replayer(tmp_path, recorded, replay_approvals=False)
+    replayer = _replayer(tmp_path, recorded)
     (result,) = run(replayer, ("Create made.txt.", RecordingFrontend(["deny"])))
     assert result.decisions == {"call_touch": "denied"}
     assert not (tmp_path / "made.txt").exists()
@@ -261,7 +262,7 @@ def test_a_recorded_approve_all_turns_yolo_on_again_in_the_replay(tmp_path: Path
     for name in ("one.txt", "two.txt"):
         (tmp_path / name).unlink()
 
-    replayer = _replayer(tmp_path, recorded)
+    replayer = _replayer(tmp_path, recorded, replay_approvals=True)
     (result,) = run(replayer, ("Make two files.", RecordingFrontend()))
     assert result.decisions == {"call_one": "approved all (recorded)", "call_two": "yolo"}
     assert replayer.deps.auto_confirm
