@@ -37,9 +37,11 @@ def test_install_writes_kernelspec_with_logo(tmp_path: Path) -> None:
 def test_status_reports_settings_model_and_sandbox(tmp_path: Path) -> None:
     project = tmp_path / "project"
     (project / ".co").mkdir(parents=True)
-    (project / ".co" / "settings.json").write_text(
-        json.dumps({"model": "ollama:llama3.2", "sandbox": "subprocess"})
-    )
+    (project / ".co" / "settings.json").write_text(json.dumps({"model": "ollama:llama3.2"}))
+    # `sandbox: subprocess` is the person's to choose, never a project file's (issue 35).
+    user = tmp_path / "home" / "config"
+    user.mkdir(parents=True)
+    (user / "settings.json").write_text(json.dumps({"sandbox": "subprocess"}))
     done = _run(
         "status",
         "--project",

@@ -187,7 +187,8 @@ def test_answers_notices_and_magics_run_no_script_in_jupyterlab(tmp_path: Path) 
                 "fault": {
                     "status": 400,
                     "body": {"error": {"message": error, "type": "invalid_request"}},
-                }
+                },
+                "repeat": 5,  # every attempt of the turn gets it, however often Co retries
             },
         ]
         servers = {"hostile": _mcp_entry(b)}
