@@ -84,6 +84,47 @@ def _cmd_google_auth(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_trust(args: argparse.Namespace) -> int:
+    from .config import folder_trust, forget_folder, load_settings, trust_folder, trust_notice
+    from .config import paths as co_paths
+
+    folder = Path(args.folder).resolve()
+    if not folder.is_dir():
+        print(f"co-kernel trust: {folder} is not a folder", file=sys.stderr)
+        return 2
+    if args.revoke:
+        found = forget_folder(folder)
+        print(
+            f"{folder}: " + ("no longer trusted." if found else "was not trusted; nothing changed.")
+        )
+        return 0
+    loaded = load_settings(folder)
+    trust = loaded.trust or folder_trust(folder)
+    if args.show or trust.status in ("nothing", "refused"):
+        if trust.status == "trusted":
+            print(f"{folder}: trusted ({trust.source}).")
+        elif trust.status == "nothing":
+            print(f"{folder}: brings no Co settings or files; nothing to trust.")
+        else:
+            notice = trust_notice(trust, loaded.held, co_paths().settings_file, can_ask=False)
+            print(notice.replace("**", ""))
+        return 0 if args.show or trust.status == "nothing" else 1
+    if not args.yes:
+        notice = trust_notice(trust, loaded.held, co_paths().settings_file, can_ask=False)
+        print(notice.replace("**", ""))
+        if not sys.stdin.isatty():
+            print(
+                "co-kernel trust: not a terminal; add --yes to trust it as shown.", file=sys.stderr
+            )
+            return 1
+        if input("Trust this folder? [y/N] ").strip().lower() not in ("y", "yes"):
+            print("Not trusted.")
+            return 1
+    trust_folder(folder, trust.files)
+    print(f"{folder}: trusted as its files are now. `co-kernel trust --revoke` withdraws it.")
+    return 0
+
+
 def _cmd_scrub(args: argparse.Namespace) -> int:
     from .exceptions import ScrubError
     from .frontend import scrub_notebook
@@ -126,6 +167,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     p_scrub.add_argument("notebooks", nargs="+", metavar="NOTEBOOK", help="an .ipynb file")
     p_scrub.set_defaults(func=_cmd_scrub)
+    p_trust = sub.add_parser(
+        "trust",
+        help="trust a notebook folder, so its .co/ settings and files apply (or --show, --revoke)",
+    )
+    p_trust.add_argument("folder", nargs="?", default=".", help="the folder (default: here)")
+    group = p_trust.add_mutually_exclusive_group()
+    group.add_argument("--show", action="store_true", help="say whether it is trusted and why")
+    group.add_argument("--revoke", action="store_true", help="withdraw your trust")
+    p_trust.add_argument("--yes", action="store_true", help="trust it as shown, without asking")
+    p_trust.set_defaults(func=_cmd_trust)
     p_google = sub.add_parser("google", help="Google Drive, Gmail and Calendar sign-in")
     google_sub = p_google.add_subparsers(dest="google_command", required=True)
     p_auth = google_sub.add_parser(

@@ -33,6 +33,9 @@ class CoDeps:
     """Id of the kernel process's session, for labelling containers."""
     workspace: Path
     """The notebook's directory: the sandbox mount and the files tools' root."""
+    project_trusted: bool = True
+    """Whether the person trusts the workspace, so its ``.co/`` files (instructions,
+    knowledge, agents, skills) apply (``config._trust``)."""
     auto_confirm: bool = False
     """Session yolo: approve every side-effectful call without asking."""
     sandbox: SandboxProtocol | None = None
@@ -57,6 +60,11 @@ class CoDeps:
     """Per-integration cached clients and credentials (never module globals)."""
     recorder: Recorder | None = None
     """The session's recording of its model exchanges (`%record`), and a replay's decisions."""
+
+    @property
+    def project(self) -> Path | None:
+        """The folder whose ``.co/`` files apply: the workspace once trusted, else None."""
+        return self.workspace if self.project_trusted else None
 
     def ensure_sandbox(self, on_status: StatusCallback | None = None) -> SandboxProtocol:
         """The session's sandbox; built from settings the first time (cheap: no Docker call yet).

@@ -34,6 +34,7 @@ from .frontend import (
 )
 from .magics import MagicContext, MagicError, RunPrompt, find_magic, parse_magic
 from .notebook import CellRecord, NotebookContext, expand_references
+from .trust_gate import TrustGate
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -114,6 +115,8 @@ class CellDispatcher:
         self._warned_settings = False
         self.warmup: Any = None
         self._console_width: int | None = None
+        self.trust = TrustGate(self.publisher, self.pending, kernel, self._rebuild_session)
+        """Keeps the session in step with the folder's trust; asks about it once."""
         """The terminal's columns while a `jupyter console` cell runs in one; else None."""
         """Future of the background import of the model stack; cells wait for it so two
         threads never import the same modules at once."""
@@ -226,6 +229,8 @@ class CellDispatcher:
         if self.warmup is not None:
             await self.warmup
             self.warmup = None
+        # Before anything of the folder's can act: its trust (which may rebuild the session).
+        await self.trust.before_cell(self.session, frontend_kind(request), stripped)
         # MCP servers connect in the background from the first cell on (after the warm-up:
         # their client is imported in a thread too).
         self.session.mcp.start()
@@ -309,6 +314,8 @@ class CellDispatcher:
                 usage = f" Usage: {find_magic(name).USAGE}"
             message = f"{exc}{usage if usage and usage.strip() not in str(exc) else ''}"
             return self.fail("MagicError", message)
+        # `%trust` and `%trust revoke` take effect now, not at the next cell.
+        await self.trust.sync(self.session)
         if isinstance(output, RunPrompt):
             return await self._run_turn(output.text, request)
         if output:
@@ -324,6 +331,15 @@ class CellDispatcher:
         except asyncio.CancelledError:
             return self.fail("KeyboardInterrupt", f"{INTERRUPTED} The command was killed.")
         return self.fail(*failed) if failed else Outcome()
+
+    async def _rebuild_session(self) -> ChatSession:
+        """A new session from the settings as they are now, carrying on the conversation."""
+        old, self._session = self._session, None
+        session = self.session
+        if old is not None:
+            session.take_over(old)
+            await old.aclose()
+        return session
 
     def workspace(self) -> Path:
         return Path(os.getcwd())

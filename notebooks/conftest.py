@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -42,6 +43,9 @@ def notebook_env(environ: Mapping[str, str], co_home: str) -> dict[str, str]:
         if key not in _FOREIGN and not (key.startswith("CO_") and not key.startswith("CO_SANDBOX"))
     }
     env["CO_HOME"] = co_home
+    # The regression notebooks' folder is ours: trusted the way a headless run trusts one
+    # (`.co/settings.json` points the notes tools at `vault/`).
+    env["CO_TRUSTED_FOLDERS"] = json.dumps([str(Path(__file__).parent)])
     return env
 
 

@@ -13,6 +13,9 @@ extra=()
 # regression notebooks in notebooks/ stay as committed. -n keeps what was changed there.
 mkdir -p tour
 cp -Rn notebooks/. tour/
+# The tour's folder is ours and its .co/settings.json points the notes tools at its vault:
+# trusted as it is now (a folder you open yourself asks first; `%trust show` in the tour).
+.venv/bin/co-kernel trust --yes tour >/dev/null
 # The URL it prints (and the browser it opens) goes to the tour, not the Launcher.
 exec .venv/bin/jupyter lab --notebook-dir=tour --LabApp.default_url=/lab/tree/00-tour.ipynb \
     "${extra[@]}" "$@"

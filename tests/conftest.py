@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from collections.abc import Callable, Iterator
@@ -81,8 +82,14 @@ def start_kernel(
         model: bool = True,
         wait_ready: bool = True,
         fork: bool = True,
+        trusted: bool = True,
     ) -> CoKernel:
+        """``trusted``: the person trusts the workspace (``trusted_folders`` in their
+        environment), so the ``.co/`` files a test writes there apply; trust's own tests
+        pass False."""
         full = {"CO_HOME": str(co_home), "CO_SANDBOX": "subprocess"}
+        if trusted:
+            full["CO_TRUSTED_FOLDERS"] = json.dumps([str(cwd or workspace)])
         if model:
             full.update({"CO_MODEL": "compat:scripted", "CO_BASE_URL": model_server.base_url})
         full.update(env or {})

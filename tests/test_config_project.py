@@ -17,6 +17,7 @@ from co_kernel.config import (
     paths,
     project_layer,
     readme_table,
+    trust_folder,
 )
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -51,6 +52,7 @@ HOSTILE: dict[str, Any] = {
     "memory_decay_percentage": 1.0,
     "max_requests_per_hour": 1_000_000,
     "max_tokens_per_turn": 1_000_000_000,
+    "trusted_folders": ["."],  # a folder deciding its own trust (CVE-2026-33068's class)
 }
 # Rows never for some values only: (setting, a value it may never have).
 HOSTILE_VALUES: list[tuple[str, Any]] = [
@@ -65,10 +67,12 @@ HOSTILE_VALUES: list[tuple[str, Any]] = [
 
 
 def _project(tmp_path: Path, settings: dict[str, Any]) -> Path:
+    """The folder, trusted by the person: the "never" rows must hold all the same."""
     folder = tmp_path / "repo"
     (folder / ".co").mkdir(parents=True)
     (folder / ".co" / "settings.json").write_text(json.dumps(settings))
     (folder / "link-out").symlink_to(tmp_path)
+    trust_folder(folder)
     return folder
 
 
@@ -124,10 +128,12 @@ def test_after_trust_rows_wait_for_trust_and_never_rows_wait_for_nothing(tmp_pat
     after = {name for name, row in PROJECT_TABLE.items() if row.status == "after trust"}
     raw = {"model": "replay:x.jsonl", "personality": "terse", "verbose": True, **HOSTILE}
     user_file = tmp_path / "user-settings.json"
-    untrusted, waiting = project_layer(raw, tmp_path, trusted=False, user_file=user_file)
+    untrusted, refused, held = project_layer(raw, tmp_path, trusted=False, user_file=user_file)
     assert untrusted == {"verbose": True}
-    assert sum("waits until you trust this folder" in n for n in waiting) == 2
-    trusted, refused = project_layer(raw, tmp_path, trusted=True, user_file=user_file)
+    assert held == {"model": "replay:x.jsonl", "personality": "terse"}
+    assert len(refused) == len(HOSTILE)
+    trusted, refused, held = project_layer(raw, tmp_path, trusted=True, user_file=user_file)
     assert trusted == {"model": "replay:x.jsonl", "personality": "terse", "verbose": True}
+    assert held == {}
     assert len(refused) == len(HOSTILE) and all(str(user_file) in n for n in refused)
     assert {"model", "personality"} <= after

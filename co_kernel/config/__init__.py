@@ -50,6 +50,16 @@ from ._private import private_file
 from ._project import TABLE as PROJECT_TABLE
 from ._project import ProjectRow, project_layer, project_secret_name, readme_table
 from ._protected import credential_files, is_protected, is_protected_name, protected_paths
+from ._trust import (
+    FolderTrust,
+    describe_asks,
+    folder_trust,
+    forget_folder,
+    trust_folder,
+    trust_notice,
+    trust_record_path,
+    trusted_folders,
+)
 
 if TYPE_CHECKING:
     from ._secrets_cli import add_secrets_commands
@@ -66,6 +76,7 @@ __all__ = [
     "CoPaths",
     "CredentialError",
     "CredentialStore",
+    "FolderTrust",
     "LoadedSettings",
     "McpServerSpec",
     "PermissionRule",
@@ -79,6 +90,8 @@ __all__ = [
     "credential_files",
     "expand_vars",
     "field_name",
+    "folder_trust",
+    "forget_folder",
     "is_protected",
     "is_protected_name",
     "load_settings",
@@ -91,6 +104,10 @@ __all__ = [
     "readme_table",
     "save_user_rule",
     "suggested",
+    "trust_folder",
+    "trust_notice",
+    "trust_record_path",
+    "trusted_folders",
 ]
 
 APP_NAME = "co"
@@ -482,6 +499,11 @@ class Settings(BaseSettings):
     max_tokens_per_turn: int | None = Field(
         None, ge=1, description="Tokens (input + output) one turn may use"
     )
+    trusted_folders: list[str] = Field(
+        default_factory=list,
+        description="Folders whose `.co/` files apply without asking (headless runs: "
+        "papermill, nbclient, CI); the person's own settings or CO_TRUSTED_FOLDERS only",
+    )
 
     @classmethod
     def settings_customise_sources(
@@ -515,6 +537,10 @@ class LoadedSettings:
     secret_sources: dict[str, str] = field(default_factory=dict)
     """Secret setting (or ``mcp_servers.<server>.<key>``) -> where its value comes from:
     keyring, file, environment or settings file."""
+    trust: FolderTrust | None = None
+    """Whether the project folder's files apply (None: no project folder)."""
+    held: list[str] = field(default_factory=list)
+    """While the folder is not trusted: what it asks for, one Markdown line each."""
 
 
 def _read_json(path: Path, problems: list[str]) -> dict[str, Any]:
@@ -626,23 +652,41 @@ def _merge_mcp_servers(
 
 
 def load_settings(project_dir: Path | None = None) -> LoadedSettings:
-    """Read every layer, validate, and report each bad key instead of failing."""
+    """Read every layer, validate, and report each bad key instead of failing.
+
+    The project layer applies its ``after trust`` rows only when the person trusts the
+    folder (``_trust.folder_trust``, decided from the user's record and settings, never
+    from the folder's files)."""
     problems: list[str] = []
     files: list[Path] = []
     user_file = paths().settings_file
-    layers = [(str(user_file), _file_layer(user_file, files, problems))]
+    user_layer = _file_layer(user_file, files, problems)
+    env_layer = _env_layer(problems)
+    layers = [(str(user_file), user_layer)]
     project = None
+    trust: FolderTrust | None = None
+    held_lines: list[str] = []
     if project_dir is not None:
         project_file = project_dir / ".co" / "settings.json"
         layer = _file_layer(project_file, files, problems)
-        # Until workspace trust exists, every folder counts as trusted (issue 35 item 1).
-        layer, refused = project_layer(layer, project_dir, trusted=True, user_file=user_file)
+        named = [*user_layer.get("trusted_folders", []), *env_layer.get("trusted_folders", [])]
+        policy = env_layer.get("trust_policy", user_layer.get("trust_policy", "ask"))
+        trust = folder_trust(
+            project_dir,
+            trusted_folders=[str(n) for n in named if isinstance(n, str)],
+            policy=str(policy),
+        )
+        layer, refused, held = project_layer(
+            layer, project_dir, trusted=trust.trusted, user_file=user_file
+        )
         problems.extend(refused)
+        if not trust.trusted:
+            held_lines = describe_asks(project_dir, held, SECRET_FIELDS)
         layers.append((str(project_file), layer))
-        named = layer.get("mcp_servers")
-        servers = frozenset(named) if isinstance(named, dict) else frozenset[str]()
+        named_servers = layer.get("mcp_servers")
+        servers = frozenset(named_servers) if isinstance(named_servers, dict) else frozenset[str]()
         project = ProjectSecrets(str(project_file), project_dir, servers)
-    layers.append(("environment", _env_layer(problems)))
+    layers.append(("environment", env_layer))
 
     merged: dict[str, Any] = {}
     origin: dict[str, str] = {}
@@ -672,5 +716,5 @@ def load_settings(project_dir: Path | None = None) -> LoadedSettings:
             if not bad:
                 raise
         else:
-            return LoadedSettings(settings, files, problems, secret_sources)
+            return LoadedSettings(settings, files, problems, secret_sources, trust, held_lines)
     raise RuntimeError("settings could not be validated")  # pragma: no cover

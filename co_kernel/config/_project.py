@@ -5,8 +5,7 @@ own settings carry their authority. Every setting has one row:
 
 - ``project``: any folder may set it; at worst it changes how Co looks or how long it waits;
 - ``after trust``: it gives the folder power (prompts, models, tools, rules), so it applies
-  only once the person trusts the folder (workspace trust: until that exists, every folder
-  counts as trusted and these rows keep today's behaviour);
+  only once the person trusts the folder (workspace trust, ``_trust.py``);
 - ``never``: it carries the user's authority (where their keys and prompts go, what runs
   unasked, how far the tools reach, the user's own stores), so a project file never sets
   it, trusted or not: it is ignored, and the first cell says so and where to set it.
@@ -107,6 +106,7 @@ TABLE: dict[str, ProjectRow] = {
     **_row("never", _GOOGLE, "google_client_secrets", "google_token_path"),
     **_row("never", "where your secrets are stored", "credential_store"),
     **_row("never", _UNASKED, "approval_mode", "replay_approvals", "permissions_accept_project"),
+    **_row("never", "which folders you trust", "trusted_folders"),
     "sandbox": ProjectRow(
         "project",
         "whether commands run in a container or on your computer",
@@ -160,13 +160,15 @@ TABLE: dict[str, ProjectRow] = {
 
 def project_layer(
     raw: dict[str, Any], folder: Path, *, trusted: bool, user_file: Path
-) -> tuple[dict[str, Any], list[str]]:
-    """The settings a project file may give (setting name -> value), and one notice per
-    setting it may not: ``never`` rows (and values) always, ``after trust`` rows until
-    ``trusted``. ``raw`` maps setting names (not aliases) to values."""
+) -> tuple[dict[str, Any], list[str], dict[str, Any]]:
+    """The settings a project file may give (setting name -> value), one notice per
+    setting it may never give (``never`` rows and values), and the ``after trust`` settings
+    held back until the folder is ``trusted`` (the trust notice lists them, so they are
+    not notices). ``raw`` maps setting names (not aliases) to values."""
     where = folder / ".co" / "settings.json"
     kept: dict[str, Any] = {}
     notices: list[str] = []
+    held: dict[str, Any] = {}
     for name, value in raw.items():
         row = TABLE[name]
         if row.refuses(value, folder):
@@ -175,10 +177,10 @@ def project_layer(
                 f"If this folder needs it, set it in your own settings ({user_file})"
             )
         elif row.status == "after trust" and not trusted:
-            notices.append(f"{where}: {name}: waits until you trust this folder; ignored")
+            held[name] = value
         else:
             kept[name] = value
-    return kept, notices
+    return kept, notices, held
 
 
 def project_secret_name(folder: Path, name: str) -> str:

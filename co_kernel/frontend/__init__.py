@@ -27,10 +27,12 @@ from ._scrub import scrub_notebook
 from ._stdin import KernelStdin, StdinApprover
 from ._terminal import render_markdown, terminal_width
 from ._toolcard import MIME_TOOL_CALL, tool_call_bundle
+from ._trust import TRUST_TOOL, ask_trust_stdin, ask_trust_widget
 from ._widgets import ApprovalCard, WidgetApprover
 
 __all__ = [
     "MIME_TOOL_CALL",
+    "TRUST_TOOL",
     "ApprovalCard",
     "Approver",
     "BaseFrontend",
@@ -47,6 +49,8 @@ __all__ = [
     "RedactingPublisher",
     "StdinApprover",
     "WidgetApprover",
+    "ask_trust_stdin",
+    "ask_trust_widget",
     "find_block_boundary",
     "footer_enabled",
     "format_footer",

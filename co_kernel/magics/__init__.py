@@ -56,6 +56,7 @@ MAGICS: dict[str, str] = {
     "ask": "ask",
     "deny": "deny",
     "python": "python",
+    "trust": "trust",
 }
 
 CELL_MAGICS = ("python",)

@@ -31,8 +31,8 @@ async def run(ctx: MagicContext, args: str) -> str:
     session = ctx.session
     config_dir = paths().config_dir
     home = str(Path.home())
-    catalog = discover_skills(config_dir, session.workspace)
-    folders = dict(skill_folders(config_dir, session.workspace))
+    catalog = discover_skills(config_dir, session.project)
+    folders = dict(skill_folders(config_dir, session.project))
     parts = []
     if catalog.skills:
         # Each file relative to its skills folder keeps the table narrow; the folders are
@@ -60,7 +60,7 @@ async def run(ctx: MagicContext, args: str) -> str:
     if catalog.shadowed:
         hidden = ", ".join(f"`{s.name}` (`{_where(str(s.path), home)}`)" for s in catalog.shadowed)
         parts.append(f"Hidden by a project skill of the same name: {hidden}.")
-    agents = discover_subagents(session.settings, session.workspace)
+    agents = discover_subagents(session.settings, session.project)
     if agents.agents:
         agent_rows = [
             (

@@ -112,17 +112,21 @@ class SkillCatalog:
 
 
 def skill_folders(
-    config_dir: Path, project_dir: Path
+    config_dir: Path, project_dir: Path | None
 ) -> list[tuple[Literal["user", "project"], Path]]:
-    """Where skills are looked for, lowest precedence first."""
-    return [("user", config_dir / "skills"), ("project", project_dir / ".co" / "skills")]
+    """Where skills are looked for, lowest precedence first (``project_dir`` None: the
+    folder is not trusted, so its skills are not)."""
+    folders: list[tuple[Literal["user", "project"], Path]] = [("user", config_dir / "skills")]
+    if project_dir is not None:
+        folders.append(("project", project_dir / ".co" / "skills"))
+    return folders
 
 
-def discover_skills(config_dir: Path, project_dir: Path) -> SkillCatalog:
+def discover_skills(config_dir: Path, project_dir: Path | None) -> SkillCatalog:
     """Every ``*/SKILL.md`` of the user and project skill folders, read by descriptor
     (``read_definition``): a folder or file swapped for a link meanwhile is refused."""
     catalog = SkillCatalog()
-    anchors = {"user": config_dir, "project": project_dir}
+    anchors = {"user": config_dir, "project": project_dir or config_dir}
     for source, folder in skill_folders(config_dir, project_dir):
         if not folder.is_dir():
             continue
@@ -157,7 +161,7 @@ def session_skills(deps: CoDeps) -> SkillCatalog:
     """The skills the session's agent sees."""
     from ..config import paths
 
-    return discover_skills(paths().config_dir, deps.workspace)
+    return discover_skills(paths().config_dir, deps.project)
 
 
 def prompt_entries(deps: CoDeps) -> list[tuple[str, str]]:

@@ -77,8 +77,9 @@ def _from_file(path: Path, project_dir: Path) -> SubagentSpec:
     return SubagentSpec(name, description, definition.body, model, tools, str(path))
 
 
-def discover_subagents(settings: Settings, project_dir: Path) -> SubagentCatalog:
-    """Subagents from settings, then ``.co/agents/*.md`` (a file replaces a setting)."""
+def discover_subagents(settings: Settings, project_dir: Path | None) -> SubagentCatalog:
+    """Subagents from settings, then ``.co/agents/*.md`` (a file replaces a setting;
+    ``project_dir`` None: the folder is not trusted, so its files are not read)."""
     catalog = SubagentCatalog()
     for entry in settings.subagents:
         catalog.agents[entry.name] = SubagentSpec(
@@ -88,8 +89,8 @@ def discover_subagents(settings: Settings, project_dir: Path) -> SubagentCatalog
             entry.model,
             tuple(entry.tools) if entry.tools is not None else None,
         )
-    folder = project_dir / ".co" / "agents"
-    if folder.is_dir():
+    folder = project_dir / ".co" / "agents" if project_dir is not None else None
+    if project_dir is not None and folder is not None and folder.is_dir():
         for path in sorted(folder.glob("*.md")):
             try:
                 spec = _from_file(path, project_dir)
@@ -102,7 +103,7 @@ def discover_subagents(settings: Settings, project_dir: Path) -> SubagentCatalog
 
 def session_subagents(deps: CoDeps) -> SubagentCatalog:
     """The subagents the session's agent may delegate to."""
-    return discover_subagents(deps.settings, deps.workspace)
+    return discover_subagents(deps.settings, deps.project)
 
 
 def can_delegate(deps: CoDeps) -> bool:

@@ -120,7 +120,7 @@ def co_instructions(deps: CoDeps, *, compact: bool, config_dir: Path | None = No
 
     return build_system_prompt(
         personality=deps.settings.personality,
-        project_dir=deps.workspace,
+        project_dir=deps.project,
         config_dir=paths().config_dir if config_dir is None else config_dir,
         compact=compact,
         skills=[] if compact else skill_entries(deps),

@@ -70,6 +70,12 @@ class SessionPersistence:
         """Whether saving is on and the last save (if any) succeeded."""
         return self.store is not None and not self._failed
 
+    def continue_from(self, other: SessionPersistence) -> None:
+        """Save where ``other`` left off (a session rebuilt around the same conversation)."""
+        self._revision = other._revision
+        self._meta_extra = dict(other._meta_extra)
+        self._failed = other._failed
+
     def start_new(self) -> None:
         """The next save starts a new stored session (after ``%clear``)."""
         self._revision = None

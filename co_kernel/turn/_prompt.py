@@ -91,7 +91,7 @@ def _read_markdown_files(folder: Path) -> list[tuple[str, str]]:
 def build_system_prompt(
     *,
     personality: str,
-    project_dir: Path,
+    project_dir: Path | None,
     config_dir: Path,
     extra_sections: Sequence[str] = (),
     compact: bool = False,
@@ -106,7 +106,8 @@ def build_system_prompt(
     sections = [_COMPACT if compact else _BASE]
     sections.append(_PERSONALITIES.get(personality, f"Tone: {personality}."))
     knowledge = _read_markdown_files(config_dir / "knowledge")
-    knowledge += _read_markdown_files(project_dir / ".co" / "knowledge")
+    if project_dir is not None:  # None: the folder is not trusted
+        knowledge += _read_markdown_files(project_dir / ".co" / "knowledge")
     if knowledge:
         body = "\n\n".join(f"### {name}\n{text}" for name, text in knowledge)
         sections.append(f"## What you know about the user and the project\n{body}")
@@ -114,8 +115,8 @@ def build_system_prompt(
     sections.append(skills_section(skills))
     sections.append(subagents_section(subagents))
     sections = [s for s in sections if s]
-    instructions = project_dir / ".co" / "instructions.md"
-    if instructions.is_file():
+    instructions = project_dir / ".co" / "instructions.md" if project_dir is not None else None
+    if instructions is not None and instructions.is_file():
         try:
             text = instructions.read_text(encoding="utf-8").strip()
         except (OSError, UnicodeDecodeError):

@@ -62,6 +62,7 @@ class ChatSession:
             kernel_id=kernel_id,
             workspace=workspace,
             notebook_path=notebook_path,
+            project_trusted=loaded.trust is None or loaded.trust.trusted,
         )
         self.telemetry = SessionTelemetry(
             loaded.settings, kernel_id=kernel_id, settings_files=loaded.files
@@ -112,6 +113,11 @@ class ChatSession:
     def workspace(self) -> Path:
         """The notebook's folder: the sandbox mount and the files tools' root."""
         return self.deps.workspace
+
+    @property
+    def project(self) -> Path | None:
+        """The folder whose ``.co/`` files apply: the workspace once trusted, else None."""
+        return self.deps.project
 
     @property
     def notebook_path(self) -> str | None:
@@ -183,6 +189,19 @@ class ChatSession:
         self.deps.session_id = uuid.uuid4().hex
         self._saved.start_new()
         return old
+
+    def take_over(self, old: ChatSession) -> None:
+        """Carry on ``old``'s conversation (the session was rebuilt because its settings
+        changed, e.g. the folder was trusted): the same id, history, checklist, session
+        rules and yolo; the model, tools and MCP servers are this session's own."""
+        self.history = old.history
+        self.turns = old.turns
+        self.compaction_usage = old.compaction_usage
+        self.deps.session_id = old.deps.session_id
+        self.deps.todos = old.deps.todos
+        self.deps.auto_confirm = old.deps.auto_confirm
+        self.deps.session_rules = old.deps.session_rules
+        self._saved.continue_from(old._saved)
 
     def sent_view(self) -> list[ModelMessage]:
         """The history as the model is sent it (window and trimming applied)."""

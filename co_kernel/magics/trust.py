@@ -1,0 +1,88 @@
+"""Trust the notebook's folder, withdraw that trust, or see it.
+
+`%trust` trusts the folder as its files are now: its `.co/settings.json` (models, MCP
+servers, permission rules, keys of its own), `.co/instructions.md`, knowledge, agents and
+skills apply from this cell on. Settings that carry your authority (where your keys and
+prompts go, what runs unasked, how far the tools reach) never come from a project file,
+trusted or not. Any later change to those files makes the folder untrusted again until you
+look and trust it again. `%trust revoke` withdraws it; `%trust show` says what is trusted
+and what the folder would bring. The record is kept in your data folder, never in the
+project. For runs nobody watches, name the folder in the setting `trusted_folders`.
+"""
+
+from __future__ import annotations
+
+from . import MagicContext, MagicError
+
+USAGE = "%trust [show|revoke]"
+
+_WORDS = ("show", "revoke")
+
+
+def _show(ctx: MagicContext) -> str:
+    from ..config import folder_trust, trust_record_path, trusted_folders
+
+    session = ctx.session
+    settings = session.settings
+    trust = folder_trust(
+        session.workspace,
+        trusted_folders=settings.trusted_folders,
+        policy=getattr(settings, "trust_policy", "ask"),
+    )
+    folder = f"`{trust.folder}`"
+    state = {
+        "trusted": f"**trusted** ({trust.source})",
+        "nothing": "brings no Co settings or files, so there is nothing to trust",
+        "untrusted": "**not trusted**: its settings and files are off (`%trust` to trust it)",
+        "changed": "**not trusted any more**: files changed since you trusted it",
+        "refused": "**not trusted**: your administrator's `trust_policy` is `never`",
+    }[trust.status]
+    lines = [f"This folder {folder} {state}."]
+    if trust.changed:
+        lines += ["", "Changed since you trusted it:", *(f"- `{c}`" for c in trust.changed)]
+    if trust.files:
+        lines += ["", "Files that decide its trust (hashed):"]
+        lines += [f"- `{name}`" for name in trust.files]
+    held = session.loaded.held
+    if held and not trust.trusted:
+        lines += ["", "Once trusted it would bring:", *(f"- {line}" for line in held)]
+    others = sorted(trusted_folders())
+    if others:
+        lines += ["", f"Folders you trust ({trust_record_path()}):"]
+        lines += [f"- `{name}`" for name in others]
+    return "\n".join(lines)
+
+
+async def run(ctx: MagicContext, args: str) -> str:
+    from ..config import folder_trust, forget_folder, trust_folder
+
+    word = args.strip().lower()
+    if word == "show":
+        return _show(ctx)
+    session = ctx.session
+    if word == "revoke":
+        if forget_folder(session.workspace):
+            return (
+                f"You no longer trust `{session.workspace}`: its settings and files are off "
+                "from this cell on."
+            )
+        return f"`{session.workspace}` was not trusted by a decision of yours; nothing changed."
+    if word:
+        raise MagicError(f"%trust takes show or revoke, not '{args.strip()}'.")
+    settings = session.settings
+    if getattr(settings, "trust_policy", "ask") == "never":
+        raise MagicError(
+            "Your administrator's `trust_policy` is `never`: project folders are not trusted."
+        )
+    before = folder_trust(session.workspace, trusted_folders=settings.trusted_folders)
+    if before.status == "nothing":
+        return f"`{before.folder}` brings no Co settings or files: there is nothing to trust."
+    trust_folder(session.workspace)
+    return (
+        f"✅ You trust `{before.folder}` as its files are now: its settings and files apply "
+        "from this cell on. A change to them asks again; `%trust revoke` withdraws it."
+    )
+
+
+def complete(ctx: MagicContext, arg_text: str) -> list[str]:
+    return [w for w in _WORDS if w.startswith(arg_text.strip().lower())]
