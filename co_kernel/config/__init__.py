@@ -4,7 +4,9 @@ Precedence, lowest first: defaults < user file (``<config dir>/settings.json``) 
 project file (``.co/settings.json`` beside the notebook) < environment (``CO_<NAME>``
 for every setting, plus the providers' usual variables such as ``GEMINI_API_KEY``).
 A project file sets only what ``PROJECT_TABLE`` lets it (``_project.py``): never where
-the user's keys go, what runs unasked or how far the tools reach.
+the user's keys go, what runs unasked or how far the tools reach. A deployer's managed
+file (``/etc/co/settings.json`` or ``CO_MANAGED_SETTINGS``), read first, locks the keys
+it sets against every other layer (``_managed.py``).
 
 ``CO_HOME`` moves the whole user directory (config, data, cache) so tests run in a
 temporary home. Invalid settings never stop the kernel: each bad key is reported with
@@ -34,6 +36,7 @@ from ._credentials import (
     plain_secrets,
     resolve_secrets,
 )
+from ._managed import MANAGED, MANAGED_ENV, ManagedLayer, layer_origins, managed_settings_file
 from ._mcp import McpServerSpec, expand_vars, merge_server_layers
 from ._models import PROVIDERS, SUGGESTED_MODELS, parse_model_string, suggested
 from ._permissions import (
@@ -57,6 +60,8 @@ if TYPE_CHECKING:
 __all__ = [
     "CREDENTIAL_NAME",
     "KINDS",
+    "MANAGED",
+    "MANAGED_ENV",
     "PROJECT",
     "PROJECT_TABLE",
     "PROVIDERS",
@@ -82,6 +87,7 @@ __all__ = [
     "is_protected",
     "is_protected_name",
     "load_settings",
+    "managed_settings_file",
     "parse_model_string",
     "paths",
     "private_file",
@@ -277,6 +283,11 @@ class Settings(BaseSettings):
     permissions_accept_project: bool = Field(
         False, description="Headless runs apply the project file's allow rules unasked"
     )
+    allow_yolo: bool = Field(
+        True,
+        description="Whether `%yolo` (and Approve all on a card) may turn on auto-approval; "
+        "false in managed settings keeps it off for everyone",
+    )
     shell_safe_commands: list[str] = Field(
         default_factory=lambda: [
             "ls", "pwd", "cat", "head", "tail", "wc", "echo", "date", "whoami", "id",
@@ -447,6 +458,19 @@ class Settings(BaseSettings):
         "(`url`, `headers`), with `prefix`, `approval` (ask/trust) and `start_timeout`",
     )
 
+    mcp_allowed_servers: list[str] | None = Field(
+        None,
+        description="Managed settings only: the MCP servers (names, commands or URLs) other "
+        "layers may add besides the managed ones (None = any)",
+    )
+
+    # --- trust ---
+    trust_policy: Literal["ask", "never"] = Field(
+        "ask",
+        description="ask: a project folder's settings wait until you trust it; never: no "
+        "folder is trusted and no trust card is shown",
+    )
+
     # --- telemetry ---
     tracing: bool = Field(
         True, description="Record OpenTelemetry spans of every turn in <data dir>/telemetry.db"
@@ -515,6 +539,11 @@ class LoadedSettings:
     secret_sources: dict[str, str] = field(default_factory=dict)
     """Secret setting (or ``mcp_servers.<server>.<key>``) -> where its value comes from:
     keyring, file, environment or settings file."""
+    origins: dict[str, str] = field(default_factory=dict)
+    """Setting -> the layer that set it (``managed (<path>)``, ``user (<path>)``,
+    ``project (<path>)``, ``environment (CO_X)``); a setting absent is at its default."""
+    managed_file: Path | None = None
+    """The managed settings file, when one was read (its keys are locked)."""
 
 
 def _read_json(path: Path, problems: list[str]) -> dict[str, Any]:
@@ -629,8 +658,13 @@ def load_settings(project_dir: Path | None = None) -> LoadedSettings:
     """Read every layer, validate, and report each bad key instead of failing."""
     problems: list[str] = []
     files: list[Path] = []
+    managed_file = managed_settings_file()
+    managed = ManagedLayer(managed_file, _file_layer(managed_file, files, problems))
     user_file = paths().settings_file
-    layers = [(str(user_file), _file_layer(user_file, files, problems))]
+    layers = [(managed.label, managed.values)] if managed.values else []
+    user_layer = _file_layer(user_file, files, problems)
+    layers.append((str(user_file), managed.lock(str(user_file), user_layer, problems)))
+    kinds = {managed.label: "managed", str(user_file): "user"}
     project = None
     if project_dir is not None:
         project_file = project_dir / ".co" / "settings.json"
@@ -638,11 +672,13 @@ def load_settings(project_dir: Path | None = None) -> LoadedSettings:
         # Until workspace trust exists, every folder counts as trusted (issue 35 item 1).
         layer, refused = project_layer(layer, project_dir, trusted=True, user_file=user_file)
         problems.extend(refused)
+        layer = managed.lock(str(project_file), layer, problems)
+        kinds[str(project_file)] = "project"
         layers.append((str(project_file), layer))
         named = layer.get("mcp_servers")
         servers = frozenset(named) if isinstance(named, dict) else frozenset[str]()
         project = ProjectSecrets(str(project_file), project_dir, servers)
-    layers.append(("environment", _env_layer(problems)))
+    layers.append(("environment", managed.lock("environment", _env_layer(problems), problems)))
 
     merged: dict[str, Any] = {}
     origin: dict[str, str] = {}
@@ -672,5 +708,7 @@ def load_settings(project_dir: Path | None = None) -> LoadedSettings:
             if not bad:
                 raise
         else:
-            return LoadedSettings(settings, files, problems, secret_sources)
+            origins = layer_origins(layers, kinds, set(merged))
+            found = managed_file if managed_file in files else None
+            return LoadedSettings(settings, files, problems, secret_sources, origins, found)
     raise RuntimeError("settings could not be validated")  # pragma: no cover

@@ -87,8 +87,9 @@ async def _ask(view: ToolCallView, timeout: float | None, events: TurnEvents) ->
             "error",
         )
         choice = "deny"
-    if choice == "approve_all":
-        # Session yolo: the rest of this batch and of the session runs without asking.
+    if choice == "approve_all" and deps.settings.allow_yolo:
+        # Session yolo: the rest of this batch and of the session runs without asking
+        # (with `allow_yolo` off, Approve all approves this call only).
         deps.auto_confirm = True
     elif choice == "always_allow":
         deps.session_rules.append(PermissionRule(kind="allow", rule=rule, source="session"))
