@@ -66,28 +66,29 @@ def test_the_file_is_etc_co_unless_the_variable_names_another(
 def test_a_locked_key_keeps_the_managed_value_against_each_layer(
     managed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layer: str
 ) -> None:
-    _write(managed, {"model": "openai:class-model", "base_url": "http://hub.example/v1"})
+    # tool_retries: a setting every layer may set, a project file too (trusted or not).
+    _write(managed, {"model": "openai:class-model", "tool_retries": 0})
     folder = tmp_path / "repo"
     folder.mkdir()
-    own = {"model": "gemini:mine", "base_url": "http://mine.example/v1", "verbose": True}
+    own = {"model": "gemini:mine", "tool_retries": 5, "verbose": True}
     if layer == "user":
         where = str(_write(paths().settings_file, own))
     elif layer == "project":
-        # A project may never set base_url: only the model is the lock's to refuse there.
-        own = {"model": "gemini:mine", "verbose": True}
+        own.pop("model")  # waits for trust in a project file, whatever the lock says
         folder = _project(tmp_path, own)
         where = str(folder / ".co" / "settings.json")
     else:
         monkeypatch.setenv("CO_MODEL", "gemini:mine")
-        monkeypatch.setenv("CO_BASE_URL", "http://mine.example/v1")
+        monkeypatch.setenv("CO_TOOL_RETRIES", "5")
         monkeypatch.setenv("CO_VERBOSE", "true")
-        where = "environment (CO_MODEL)"
+        where = "environment (CO_TOOL_RETRIES)"
     loaded = load_settings(folder)
     assert loaded.settings.model == "openai:class-model"
-    assert loaded.settings.base_url == "http://hub.example/v1"
+    assert loaded.settings.tool_retries == 0
     assert loaded.settings.verbose is True, "what the managed file leaves alone still applies"
-    assert _notices(loaded, "model") == [f"{where}: model: {LOCKED.format(managed)}"]
-    assert loaded.origins["model"] == f"managed ({managed})"
+    assert _notices(loaded, "tool_retries") == [f"{where}: tool_retries: {LOCKED.format(managed)}"]
+    assert len(_notices(loaded, "model")) == (0 if layer == "project" else 1)
+    assert loaded.origins["tool_retries"] == f"managed ({managed})"
     assert loaded.managed_file == managed
 
 
@@ -125,17 +126,18 @@ def test_no_managed_file_locks_nothing(managed: Path) -> None:
     assert loaded.managed_file is None and managed not in loaded.files
 
 
-def test_a_managed_deny_rule_beats_an_allow_rule_of_every_other_layer(
+def test_a_managed_deny_rule_beats_the_allow_rules_of_the_other_layers(
     managed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _write(managed, {"permissions": {"deny": ["run_shell_command(rm*)"], "ask": ["web_fetch"]}})
-    _write(paths().settings_file, {"permissions": {"allow": ["run_shell_command(rm*)"]}})
-    folder = _project(tmp_path, {"permissions": {"allow": ["web_fetch", "run_shell_command"]}})
+    _write(paths().settings_file, {"permissions": {"allow": ["web_fetch", "run_shell_command"]}})
+    folder = tmp_path / "repo"
+    folder.mkdir()
     monkeypatch.setenv("CO_PERMISSIONS", json.dumps({"allow": ["run_shell_command(rm -f *)"]}))
     loaded = load_settings(folder)
     rules = loaded.settings.permissions
     assert [(r.kind, r.source) for r in rules[:2]] == [("deny", MANAGED), ("ask", MANAGED)]
-    assert len(rules) == 6, "the other layers' rules still apply beside the floor"
+    assert len(rules) == 5, "the other layers' rules still apply beside the floor"
     rule = decide(rules, "run_shell_command", {"cmd": "rm -f notes.txt"}, folder)
     assert rule is not None and (rule.kind, rule.source) == ("deny", MANAGED)
     rule = decide(rules, "web_fetch", {"url": "https://example.org/"}, folder)
@@ -159,7 +161,7 @@ def test_only_the_managed_file_sets_the_allowed_mcp_servers(
 
 
 def test_mcp_allowed_servers_drops_every_other_server(
-    managed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    managed: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _write(
         managed,
@@ -180,17 +182,14 @@ def test_mcp_allowed_servers_drops_every_other_server(
             }
         },
     )
-    folder = _project(tmp_path, {"mcp_servers": {"repo": {"command": "node", "args": ["x.js"]}}})
     monkeypatch.setenv("CO_MCP_SERVERS", json.dumps({"other": {"url": "http://127.0.0.1:9/"}}))
-    loaded = load_settings(folder)
+    loaded = load_settings(None)
     servers = loaded.settings.mcp_servers
     assert sorted(servers) == ["fetch", "hub-docs", "notes", "remote"]
     assert servers["hub-docs"].command == "hub-docs-server"
     dropped = "not among the MCP servers your administrator allows"
-    project_file = folder / ".co" / "settings.json"
     assert [p.split(": ")[0:2] for p in loaded.problems if dropped in p] == [
         [str(user_file), "mcp_servers.shell"],
-        [str(project_file), "mcp_servers.repo"],
         ["environment (CO_MCP_SERVERS)", "mcp_servers.other"],
     ]
     assert f"{user_file}: mcp_servers.hub-docs: {LOCKED.format(managed)}" in loaded.problems

@@ -7,6 +7,7 @@ Each kernel gets its own managed file through ``CO_MANAGED_SETTINGS`` (never /et
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -144,3 +145,23 @@ def test_a_broken_managed_file_is_named_and_co_still_works(
         "ignored" in again.text()
     )
     assert f"approval_mode | set by managed ({managed})" in again.text()
+
+
+def test_an_mcp_server_the_administrator_does_not_allow_never_starts(
+    start_kernel, co_home: Path, tmp_path: Path
+):
+    managed = _write(tmp_path / "etc-co" / "settings.json", {"mcp_allowed_servers": ["docs"]})
+    marker = tmp_path / "started"
+    starts = {"command": sys.executable, "args": ["-c", f"open({str(marker)!r}, 'w')"]}
+    user_file = _write(co_home / "config" / "settings.json", {"mcp_servers": {"mine": starts}})
+    kernel = start_kernel({"CO_MANAGED_SETTINGS": str(managed)})
+    first = kernel.execute("%mcp")
+    assert first.status == "ok", first.text()
+    text = first.text()
+    assert (
+        f"{user_file}: mcp_servers.mine: not among the MCP servers your administrator "
+        f"allows (mcp_allowed_servers in {managed}); server ignored"
+    ) in text
+    assert "No MCP servers are configured" in text
+    assert kernel.execute("%mcp reload").status == "ok"
+    assert not marker.exists()
