@@ -165,3 +165,20 @@ def test_an_mcp_server_the_administrator_does_not_allow_never_starts(
     assert "No MCP servers are configured" in text
     assert kernel.execute("%mcp reload").status == "ok"
     assert not marker.exists()
+
+
+def test_a_managed_model_stays_the_sessions_model(start_kernel, model_server, tmp_path: Path):
+    managed = _write(
+        tmp_path / "etc-co" / "settings.json",
+        {"model": "compat:scripted", "base_url": model_server.base_url},
+    )
+    kernel = start_kernel(
+        {"CO_MANAGED_SETTINGS": str(managed), "CO_BASE_URL": "http://127.0.0.1:9/v1"}
+    )
+    refused = kernel.execute("%model ollama:llama3.2")
+    assert refused.status == "error"
+    assert f"The model is set by your administrator (managed ({managed}))" in refused.text()
+    assert "environment (CO_BASE_URL): base_url: set by your administrator" in refused.text()
+    model_server.extend([{"text": "From the hub's endpoint."}])
+    answered = kernel.execute("hello")
+    assert "From the hub's endpoint." in answered.markdown(), answered.text()
