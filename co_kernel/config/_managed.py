@@ -112,7 +112,7 @@ class ManagedLayer:
     def lock(self, label: str, layer: dict[str, Any], problems: list[str]) -> dict[str, Any]:
         """``layer`` (``label``: a file's path or "environment") without what the managed
         file locks, each dropped value reported once."""
-        if label == self.label:
+        if label == self.label or not (self.values or MANAGED_ONLY & layer.keys()):
             return layer
         kept: dict[str, Any] = {}
         for name, value in layer.items():
