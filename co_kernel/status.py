@@ -322,6 +322,12 @@ def collect_status(
     where = paths()
     files = ", ".join(str(p) for p in loaded.files) or "none (defaults and environment only)"
     report.add("settings", "files in force", files)
+    if loaded.managed_file is not None:
+        report.add("settings", "managed file", f"{loaded.managed_file} (its settings are locked)")
+    # Which layer set each value not at its default (secrets: their own rows below).
+    for name, origin in sorted(loaded.origins.items()):
+        if name not in SECRET_FIELDS:
+            report.add("settings", name, f"set by {origin}")
     from .models import default_model_string
 
     model = (session.model.override if session is not None else None) or settings.model

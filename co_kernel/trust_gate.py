@@ -38,7 +38,7 @@ def current_trust(session: ChatSession) -> FolderTrust:
     return folder_trust(
         session.workspace,
         trusted_folders=settings.trusted_folders,
-        policy=getattr(settings, "trust_policy", "ask"),
+        policy=settings.trust_policy,
     )
 
 

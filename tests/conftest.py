@@ -42,9 +42,13 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_co_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Code under test in this process never reads or writes the developer's own Co files
-    (settings, sessions, memories, telemetry); tests that need a home of their own set one."""
+    (settings, sessions, memories, telemetry) nor the machine's managed settings; tests that
+    need a home of their own set one."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("CO_HOME", str(tmp_path_factory.mktemp("co-home-of-the-test-run")))
+        home = tmp_path_factory.mktemp("co-home-of-the-test-run")
+        patch.setenv("CO_HOME", str(home))
+        # Nor a deployer's /etc/co/settings.json: a test that needs one writes its own.
+        patch.setenv("CO_MANAGED_SETTINGS", str(home / "no-managed-settings.json"))
         yield
 
 

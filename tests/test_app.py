@@ -64,3 +64,35 @@ def test_status_names_bad_settings(tmp_path: Path) -> None:
 def test_unknown_command_is_a_usage_error() -> None:
     done = _run("frobnicate")
     assert done.returncode == 2 and "invalid choice" in done.stderr
+
+
+def test_status_shows_the_managed_file_and_which_layer_set_each_value(tmp_path: Path) -> None:
+    managed = tmp_path / "etc-co" / "settings.json"
+    managed.parent.mkdir()
+    managed.write_text(json.dumps({"model": "ollama:class-model", "allow_yolo": False}))
+    user = tmp_path / "home" / "config" / "settings.json"
+    user.parent.mkdir(parents=True)
+    user.write_text(json.dumps({"model": "ollama:mine", "personality": "terse"}))
+    done = _run(
+        "status",
+        "--project",
+        str(tmp_path),
+        env={
+            "CO_HOME": str(tmp_path / "home"),
+            "CO_MANAGED_SETTINGS": str(managed),
+            "CO_SANDBOX": "subprocess",
+            "OLLAMA_HOST": "http://127.0.0.1:9",
+        },
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [line.split("  ", 1) for line in done.stdout.splitlines() if "  " in line]
+    rows = {item.strip(): value.strip() for item, value in lines}
+    assert rows["settings.managed file"] == f"{managed} (its settings are locked)"
+    assert rows["settings.model"] == f"set by managed ({managed})"
+    assert rows["settings.allow_yolo"] == f"set by managed ({managed})"
+    assert rows["settings.personality"] == f"set by user ({user})"
+    assert rows["settings.sandbox"] == "set by environment (CO_SANDBOX)"
+    assert "ollama:class-model" in rows["model.model"]
+    assert f"{user}: model: set by your administrator in {managed}; your value ignored" in (
+        done.stdout
+    )

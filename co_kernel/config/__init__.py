@@ -4,7 +4,9 @@ Precedence, lowest first: defaults < user file (``<config dir>/settings.json``) 
 project file (``.co/settings.json`` beside the notebook) < environment (``CO_<NAME>``
 for every setting, plus the providers' usual variables such as ``GEMINI_API_KEY``).
 A project file sets only what ``PROJECT_TABLE`` lets it (``_project.py``): never where
-the user's keys go, what runs unasked or how far the tools reach.
+the user's keys go, what runs unasked or how far the tools reach. A deployer's managed
+file (``/etc/co/settings.json`` or ``CO_MANAGED_SETTINGS``), read first, locks the keys
+it sets against every other layer (``_managed.py``).
 
 ``CO_HOME`` moves the whole user directory (config, data, cache) so tests run in a
 temporary home. Invalid settings never stop the kernel: each bad key is reported with
@@ -34,6 +36,7 @@ from ._credentials import (
     plain_secrets,
     resolve_secrets,
 )
+from ._managed import MANAGED, MANAGED_ENV, ManagedLayer, layer_origins, managed_settings_file
 from ._mcp import McpServerSpec, expand_vars, merge_server_layers
 from ._models import PROVIDERS, SUGGESTED_MODELS, parse_model_string, suggested
 from ._permissions import (
@@ -67,6 +70,8 @@ if TYPE_CHECKING:
 __all__ = [
     "CREDENTIAL_NAME",
     "KINDS",
+    "MANAGED",
+    "MANAGED_ENV",
     "PROJECT",
     "PROJECT_TABLE",
     "PROVIDERS",
@@ -95,6 +100,7 @@ __all__ = [
     "is_protected",
     "is_protected_name",
     "load_settings",
+    "managed_settings_file",
     "parse_model_string",
     "paths",
     "private_file",
@@ -294,6 +300,11 @@ class Settings(BaseSettings):
     permissions_accept_project: bool = Field(
         False, description="Headless runs apply the project file's allow rules unasked"
     )
+    allow_yolo: bool = Field(
+        True,
+        description="Whether `%yolo` (and Approve all on a card) may turn on auto-approval; "
+        "false in managed settings keeps it off for everyone",
+    )
     shell_safe_commands: list[str] = Field(
         default_factory=lambda: [
             "ls", "pwd", "cat", "head", "tail", "wc", "echo", "date", "whoami", "id",
@@ -464,6 +475,19 @@ class Settings(BaseSettings):
         "(`url`, `headers`), with `prefix`, `approval` (ask/trust) and `start_timeout`",
     )
 
+    mcp_allowed_servers: list[str] | None = Field(
+        None,
+        description="Managed settings only: the MCP servers (names, commands or URLs) other "
+        "layers may add besides the managed ones (None = any)",
+    )
+
+    # --- trust ---
+    trust_policy: Literal["ask", "never"] = Field(
+        "ask",
+        description="ask: a project folder's settings wait until you trust it; never: no "
+        "folder is trusted and no trust card is shown",
+    )
+
     # --- telemetry ---
     tracing: bool = Field(
         True, description="Record OpenTelemetry spans of every turn in <data dir>/telemetry.db"
@@ -541,6 +565,11 @@ class LoadedSettings:
     """Whether the project folder's files apply (None: no project folder)."""
     held: list[str] = field(default_factory=list)
     """While the folder is not trusted: what it asks for, one Markdown line each."""
+    origins: dict[str, str] = field(default_factory=dict)
+    """Setting -> the layer that set it (``managed (<path>)``, ``user (<path>)``,
+    ``project (<path>)``, ``environment (CO_X)``); a setting absent is at its default."""
+    managed_file: Path | None = None
+    """The managed settings file, when one was read (its keys are locked)."""
 
 
 def _read_json(path: Path, problems: list[str]) -> dict[str, Any]:
@@ -659,18 +688,29 @@ def load_settings(project_dir: Path | None = None) -> LoadedSettings:
     from the folder's files)."""
     problems: list[str] = []
     files: list[Path] = []
+    managed_file = managed_settings_file()
+    managed = ManagedLayer(managed_file, _file_layer(managed_file, files, problems))
     user_file = paths().settings_file
-    user_layer = _file_layer(user_file, files, problems)
-    env_layer = _env_layer(problems)
-    layers = [(str(user_file), user_layer)]
+    layers = [(managed.label, managed.values)] if managed.values else []
+    user_layer = managed.lock(str(user_file), _file_layer(user_file, files, problems), problems)
+    env_layer = managed.lock("environment", _env_layer(problems), problems)
+    layers.append((str(user_file), user_layer))
+    kinds = {managed.label: "managed", str(user_file): "user"}
     project = None
     trust: FolderTrust | None = None
     held_lines: list[str] = []
     if project_dir is not None:
         project_file = project_dir / ".co" / "settings.json"
         layer = _file_layer(project_file, files, problems)
-        named = [*user_layer.get("trusted_folders", []), *env_layer.get("trusted_folders", [])]
-        policy = env_layer.get("trust_policy", user_layer.get("trust_policy", "ask"))
+        # Decided by the person's layers (and the deployer's), never the folder's.
+        named = [
+            *managed.values.get("trusted_folders", []),
+            *user_layer.get("trusted_folders", []),
+            *env_layer.get("trusted_folders", []),
+        ]
+        policy = managed.values.get(
+            "trust_policy", env_layer.get("trust_policy", user_layer.get("trust_policy", "ask"))
+        )
         trust = folder_trust(
             project_dir,
             trusted_folders=[str(n) for n in named if isinstance(n, str)],
@@ -682,6 +722,8 @@ def load_settings(project_dir: Path | None = None) -> LoadedSettings:
         problems.extend(refused)
         if not trust.trusted:
             held_lines = describe_asks(project_dir, held, SECRET_FIELDS)
+        layer = managed.lock(str(project_file), layer, problems)
+        kinds[str(project_file)] = "project"
         layers.append((str(project_file), layer))
         named_servers = layer.get("mcp_servers")
         servers = frozenset(named_servers) if isinstance(named_servers, dict) else frozenset[str]()
@@ -716,5 +758,16 @@ def load_settings(project_dir: Path | None = None) -> LoadedSettings:
             if not bad:
                 raise
         else:
-            return LoadedSettings(settings, files, problems, secret_sources, trust, held_lines)
+            origins = layer_origins(layers, kinds, set(merged))
+            found = managed_file if managed_file in files else None
+            return LoadedSettings(
+                settings,
+                files,
+                problems,
+                secret_sources,
+                trust=trust,
+                held=held_lines,
+                origins=origins,
+                managed_file=found,
+            )
     raise RuntimeError("settings could not be validated")  # pragma: no cover

@@ -4,8 +4,8 @@ A settings layer holds ``{"allow": [RULE, ...], "ask": [...], "deny": [...]}``. 
 a tool name (globs allowed: ``mcp_*``) or ``tool(pattern)``: for ``run_shell_command`` a
 glob over the whole command, for the file tools a glob over the workspace-relative path,
 for ``web_fetch`` a glob over the host, for any other tool a glob over the JSON of its
-arguments. Layers (user settings, project settings, ``CO_PERMISSIONS``, the session)
-add up; each rule remembers its layer, so ``%permissions`` can say where it comes from
+arguments. Layers (managed settings, user settings, project settings, ``CO_PERMISSIONS``,
+the session) add up; each rule remembers its layer, so ``%permissions`` can say where it comes from
 and a project file's ``allow`` rules can wait for the person's consent. How a rule
 matches a call is the business of ``permissions/_rules.py``; here rules are only
 read and checked for syntax.
@@ -25,6 +25,8 @@ from pydantic import (
     ValidationError,
     field_validator,
 )
+
+from ._managed import MANAGED, managed_settings_file
 
 __all__ = [
     "KINDS",
@@ -147,7 +149,11 @@ def merge_permission_layers(
     ``_project.py``'s table drops it before the layers merge.)"""
     from . import paths
 
-    names = {str(paths().settings_file): "user settings", "environment": "CO_PERMISSIONS"}
+    names = {
+        str(managed_settings_file()): MANAGED,
+        str(paths().settings_file): "user settings",
+        "environment": "CO_PERMISSIONS",
+    }
     if project_dir is not None:
         names[str(project_dir / ".co" / "settings.json")] = PROJECT
     if not any("permissions" in layer for _, layer in layers):

@@ -85,6 +85,9 @@ _KEYS_AND_PROMPTS = "where your keys and prompts are sent"
 _GOOGLE = "where your Google token is kept or sent"
 # What runs unasked: each would let a call run without the person's click.
 _UNASKED = "what runs without asking you"
+# What a deployer or the person decides for every folder: which MCP servers may start,
+# whether any folder is trusted. A project that chose would choose for itself.
+_ADMIN = "what you or your administrator allow in every folder"
 # How far the tools reach: each widens a guard beyond the folder.
 _REACH = "how far the tools reach beyond this folder"
 # The user's own stores and budget, shared by every folder: a project would delete the
@@ -107,6 +110,8 @@ TABLE: dict[str, ProjectRow] = {
     **_row("never", "where your secrets are stored", "credential_store"),
     **_row("never", _UNASKED, "approval_mode", "replay_approvals", "permissions_accept_project"),
     **_row("never", "which folders you trust", "trusted_folders"),
+    **_row("never", _UNASKED, "allow_yolo"),
+    **_row("never", _ADMIN, "mcp_allowed_servers", "trust_policy"),
     "sandbox": ProjectRow(
         "project",
         "whether commands run in a container or on your computer",

@@ -5,7 +5,8 @@ the name is valid and the provider answers (a local server must list the model; 
 API needs its key; a `local:` model's file must be a GGUF). The conversation is kept.
 Providers: gemini, ollama, openai, anthropic, compat (any OpenAI-compatible
 `CO_BASE_URL`), replay (a scripted file) and local (`local:/path/to/model.gguf` or
-`local:smollm2-135m`, run on this machine by llama.cpp).
+`local:smollm2-135m`, run on this machine by llama.cpp). A model set by managed
+settings (an administrator's) cannot be switched.
 """
 
 from __future__ import annotations
@@ -71,6 +72,10 @@ async def run(ctx: MagicContext, args: str) -> str:
         lines += [f"- `{name}`: {what}" for name, what in PROVIDERS.items()]
         return "\n".join(lines)
     value = args.split()[0]
+    origin = session.loaded.origins.get("model", "")
+    if origin.startswith("managed") and value != current:
+        # A deployer's model is a lock (a class's or a hub's endpoint), not a default.
+        raise MagicError(f"The model is set by your administrator ({origin}); it stays {current}.")
     try:
         probe = await check_model(session, value)
     except ConfigError as exc:

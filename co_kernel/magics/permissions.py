@@ -3,8 +3,9 @@
 Rules say, per tool and per argument, whether a call runs at once (`allow`), asks
 (`ask`) or never runs (`deny`); deny wins over ask, ask over allow, and rules over the
 defaults (read-only tools run, side effects ask, `shell_safe_commands` run). They come
-from the user settings, the project's `.co/settings.json`, `CO_PERMISSIONS`, and this
-session (`%allow`, `%ask`, `%deny`, "Always allow" on an approval card).
+from an administrator's managed settings, the user settings, the project's
+`.co/settings.json`, `CO_PERMISSIONS`, and this session (`%allow`, `%ask`, `%deny`,
+"Always allow" on an approval card). A managed `ask` rule asks even under `%yolo`.
 
 A project file's `allow` rules apply only once you accept them: `%permissions accept`
 (remembered for this project until the rules change). Its `ask` and `deny` rules apply

@@ -75,6 +75,12 @@ async def _restore_model(session: SessionProtocol, stored: str | None) -> str | 
     try:
         if current and parse_model_string(stored) == parse_model_string(current):
             return None
+        origin = session.loaded.origins.get("model", "")
+        if origin.startswith("managed"):
+            return (
+                f"It was answered by `{stored}`; Co keeps **{current}**, the model your "
+                f"administrator set ({origin})."
+            )
         if stored == default_model_string(session.settings):
             # It ran on the bundled model only because nothing was configured then; a model
             # configured or chosen since is the better one to go on with.

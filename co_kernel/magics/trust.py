@@ -27,7 +27,7 @@ def _show(ctx: MagicContext) -> str:
     trust = folder_trust(
         session.workspace,
         trusted_folders=settings.trusted_folders,
-        policy=getattr(settings, "trust_policy", "ask"),
+        policy=settings.trust_policy,
     )
     folder = f"`{trust.folder}`"
     state = {
@@ -70,7 +70,7 @@ async def run(ctx: MagicContext, args: str) -> str:
     if word:
         raise MagicError(f"%trust takes show or revoke, not '{args.strip()}'.")
     settings = session.settings
-    if getattr(settings, "trust_policy", "ask") == "never":
+    if settings.trust_policy == "never":
         raise MagicError(
             "Your administrator's `trust_policy` is `never`: project folders are not trusted."
         )

@@ -237,16 +237,21 @@ def _shell_guards_allow(command: str, deps: CoDeps) -> bool:
 def auto_decision(tool_name: str, args: dict[str, Any], deps: CoDeps) -> str | None:
     """How a call is decided without asking, as its card label, or None to ask.
 
-    A ``deny`` rule refuses (``denied by rule …``) even under yolo; then yolo approves
-    everything; an ``ask`` rule asks; an ``allow`` rule approves (``allowed by rule …``)
-    what the guards let through; else a safe shell command runs (``safe-prefix``).
+    A ``deny`` rule refuses (``denied by rule …``) even under yolo, and an ``ask`` rule
+    of the managed settings asks even under yolo (a deployer's floor); then yolo approves
+    everything (unless ``allow_yolo`` is off); an ``ask`` rule asks; an ``allow`` rule
+    approves (``allowed by rule …``) what the guards let through; else a safe shell
+    command runs (``safe-prefix``).
     """
+    from ..config import MANAGED
     from ._rules import rule_for
 
     rule = rule_for(tool_name, args, deps)
     if rule is not None and rule.kind == "deny":
         return f"{DENIED} by rule `{rule.rule}` ({rule.source})"
-    if deps.auto_confirm:
+    if rule is not None and rule.kind == "ask" and rule.source == MANAGED:
+        return None
+    if deps.auto_confirm and deps.settings.allow_yolo:
         return YOLO
     if rule is not None and rule.kind == "ask":
         return None
@@ -284,7 +289,7 @@ def replayed_decision(call_id: str, tool_name: str, args: Any, deps: CoDeps) -> 
     found = recorder.replayed_decision(call_id, tool_name, args) if recorder else None
     if found is None:
         return None
-    if found == APPROVED_ALL:
+    if found == APPROVED_ALL and deps.settings.allow_yolo:
         deps.auto_confirm = True
     return found + RECORDED
 

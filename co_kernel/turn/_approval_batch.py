@@ -87,6 +87,8 @@ async def _ask(view: ToolCallView, timeout: float | None, events: TurnEvents) ->
             "error",
         )
         choice = "deny"
+    if choice == "approve_all" and not deps.settings.allow_yolo:
+        choice = "approve"  # `allow_yolo` off (managed settings): this call only
     if choice == "approve_all":
         # Session yolo: the rest of this batch and of the session runs without asking.
         deps.auto_confirm = True

@@ -225,3 +225,20 @@ def test_the_trust_question_waits_among_the_pending_calls(start_kernel, workspac
     )
     kernel.execute("%python 1")
     assert _appears(workspace / "mcp-started")
+
+
+def test_a_deployers_trust_policy_never_keeps_every_folder_untrusted(
+    start_kernel, model_server, workspace: Path, tmp_path: Path
+):
+    _folder(workspace)
+    managed = tmp_path / "managed.json"
+    managed.write_text(json.dumps({"trust_policy": "never"}))
+    kernel = start_kernel({"CO_MANAGED_SETTINGS": str(managed)}, trusted=True)
+    first = kernel.execute("%python 1", mode="headless")
+    assert "`trust_policy` is `never`" in first.text()
+    refused = kernel.execute("%trust")
+    assert refused.status == "error" and "trust_policy" in refused.text()
+    model_server.extend([{"text": "Plain."}])
+    kernel.execute("hello")
+    assert INSTRUCTION not in _sent(model_server)
+    assert not _appears(workspace / "mcp-started", timeout=2)
