@@ -12,7 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .config import SECRET_FIELDS, LoadedSettings, Settings, load_settings, paths
+from .config import (
+    SECRET_FIELDS,
+    FolderTrust,
+    LoadedSettings,
+    Settings,
+    load_settings,
+    paths,
+)
 
 if TYPE_CHECKING:
     from .turn import SessionProtocol
@@ -310,6 +317,18 @@ def _store_rows(report: StatusReport) -> None:
         report.add("stores", label, str(path) if path.exists() else f"{path} (not created yet)")
 
 
+def _trust_text(trust: FolderTrust, held: int) -> str:
+    """The project folder's trust in one line (`%trust show` says it all)."""
+    if trust.status == "trusted":
+        return f"trusted ({trust.source})"
+    if trust.status == "nothing":
+        return "nothing to trust (no .co/ files)"
+    if trust.status == "refused":
+        return "not trusted (trust_policy never)"
+    why = "files changed since you trusted it" if trust.status == "changed" else "not trusted"
+    return f"{why}: {held} setting(s) or file(s) wait (%trust show)"
+
+
 def collect_status(
     project_dir: Path, session: SessionProtocol | None = None, *, check_provider: bool = True
 ) -> StatusReport:
@@ -324,6 +343,8 @@ def collect_status(
     report.add("settings", "files in force", files)
     if loaded.managed_file is not None:
         report.add("settings", "managed file", f"{loaded.managed_file} (its settings are locked)")
+    if loaded.trust is not None:
+        report.add("settings", "folder trust", _trust_text(loaded.trust, len(loaded.held)))
     # Which layer set each value not at its default (secrets: their own rows below).
     for name, origin in sorted(loaded.origins.items()):
         if name not in SECRET_FIELDS:

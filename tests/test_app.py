@@ -41,7 +41,9 @@ def test_status_reports_settings_model_and_sandbox(tmp_path: Path) -> None:
     # `sandbox: subprocess` is the person's to choose, never a project file's (issue 35).
     user = tmp_path / "home" / "config"
     user.mkdir(parents=True)
-    (user / "settings.json").write_text(json.dumps({"sandbox": "subprocess"}))
+    # The person trusts the project (its model applies only then).
+    mine = {"sandbox": "subprocess", "trusted_folders": [str(project)]}
+    (user / "settings.json").write_text(json.dumps(mine))
     done = _run(
         "status",
         "--project",
@@ -53,6 +55,7 @@ def test_status_reports_settings_model_and_sandbox(tmp_path: Path) -> None:
     assert str(project / ".co" / "settings.json") in out
     assert "ollama:llama3.2" in out and "unreachable" in out
     assert "sandbox.backend" in out and "subprocess" in out and "commands run on the host" in out
+    assert "folder trust" in out and "trusted (setting trusted_folders)" in out
 
 
 def test_status_names_bad_settings(tmp_path: Path) -> None:
@@ -96,3 +99,22 @@ def test_status_shows_the_managed_file_and_which_layer_set_each_value(tmp_path: 
     assert f"{user}: model: set by your administrator in {managed}; your value ignored" in (
         done.stdout
     )
+
+
+def test_trust_from_the_command_line(tmp_path: Path) -> None:
+    project = tmp_path / "repo"
+    (project / ".co").mkdir(parents=True)
+    (project / ".co" / "instructions.md").write_text("Obey the repository.")
+    env = {"CO_HOME": str(tmp_path / "home")}
+    shown = _run("trust", "--show", str(project), env=env)
+    assert shown.returncode == 0 and "`.co/instructions.md`" in shown.stdout
+    asked = _run("trust", str(project), env=env)  # no terminal: nothing trusted
+    assert asked.returncode == 1 and "--yes" in asked.stderr
+    assert "not trusted" in _run("status", "--project", str(project), env=env).stdout
+    done = _run("trust", "--yes", str(project), env=env)
+    assert done.returncode == 0 and "trusted as its files are now" in done.stdout
+    assert "trusted (your decision of" in _run("status", "--project", str(project), env=env).stdout
+    revoked = _run("trust", "--revoke", str(project), env=env)
+    assert revoked.returncode == 0 and "no longer trusted" in revoked.stdout
+    missing = _run("trust", str(tmp_path / "nowhere"), env=env)
+    assert missing.returncode == 2 and "is not a folder" in missing.stderr
