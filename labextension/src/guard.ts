@@ -47,13 +47,16 @@ export function pendingIdOf(card: Element): string | null {
   return null;
 }
 
-/** What a card's button answers, by its label (`BUTTONS` in `_widgets.py`). */
+/**
+ * What a card's button answers, by its label (`BUTTONS` in `_widgets.py`; the folder
+ * trust card's `TRUST_BUTTONS` in `_trust.py`).
+ */
 export function choiceOf(button: Element): CardChoice | null {
   const label = button.textContent?.trim() ?? '';
-  if (label === 'Approve') {
+  if (label === 'Approve' || label === 'Trust folder') {
     return 'approve';
   }
-  if (label === 'Deny') {
+  if (label === 'Deny' || label === 'Not now') {
     return 'deny';
   }
   if (label === 'Approve all') {

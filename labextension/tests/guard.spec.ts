@@ -51,6 +51,8 @@ describe('reading a card', () => {
     expect(choiceOf(button(box, 'Approve'))).toBe('approve');
     expect(choiceOf(button(box, 'Deny'))).toBe('deny');
     expect(choiceOf(button(box, 'Approve all'))).toBe('approve_all');
+    expect(choiceOf(button(box, 'Trust folder'))).toBe('approve');
+    expect(choiceOf(button(box, 'Not now'))).toBe('deny');
     expect(choiceOf(button(box, 'Always allow write_file(*)'))).toBe(
       'always_allow'
     );
