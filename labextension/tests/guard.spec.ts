@@ -51,8 +51,7 @@ describe('reading a card', () => {
     expect(choiceOf(button(box, 'Approve'))).toBe('approve');
     expect(choiceOf(button(box, 'Deny'))).toBe('deny');
     expect(choiceOf(button(box, 'Approve all'))).toBe('approve_all');
-    expect(choiceOf(button(box, 'Trust folder'))).toBe('approve');
-    expect(choiceOf(button(box, 'Not now'))).toBe('deny');
+
     expect(choiceOf(button(box, 'Always allow write_file(*)'))).toBe(
       'always_allow'
     );
@@ -62,6 +61,12 @@ describe('reading a card', () => {
       id: 'abc123',
       choice: 'deny'
     });
+  });
+
+  it('reads the folder trust card as approve and deny', () => {
+    const box = card('t1', ['Trust folder', 'Not now']);
+    expect(choiceOf(button(box, 'Trust folder'))).toBe('approve');
+    expect(choiceOf(button(box, 'Not now'))).toBe('deny');
   });
 
   it('has no answer outside a card, on a disabled button or without an id', () => {
