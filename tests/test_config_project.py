@@ -1,5 +1,5 @@
 """What a project's `.co/settings.json` may set (issue 35 item 2): the table covers every
-setting, the README publishes it as the code has it, and each "never" row holds: a project
+setting, docs/settings.md publishes it as the code has it, and each "never" row holds: a project
 file that sets it changes nothing and is named in the notices."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from co_kernel.config import (
     trust_folder,
 )
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+SETTINGS_DOC = Path(__file__).resolve().parents[1] / "docs" / "settings.md"
 
 # A value a malicious repository would write for each setting it may never set.
 HOSTILE: dict[str, Any] = {
@@ -90,8 +90,8 @@ def test_every_setting_has_one_row() -> None:
     assert set(PROJECT_TABLE) == set(Settings.model_fields)
 
 
-def test_the_readme_publishes_the_table_the_code_applies() -> None:
-    assert readme_table() in README.read_text(encoding="utf-8")
+def test_the_settings_doc_publishes_the_table_the_code_applies() -> None:
+    assert readme_table() in SETTINGS_DOC.read_text(encoding="utf-8")
 
 
 def test_every_never_row_has_a_hostile_case_here() -> None:

@@ -1,4 +1,4 @@
-"""The import layers of co_kernel (README "Development", `[tool.importlinter]`) hold."""
+"""The import layers of co_kernel (`[tool.importlinter]` in pyproject.toml, CONTRIBUTING.md) hold."""
 
 from __future__ import annotations
 

@@ -11,8 +11,8 @@ own settings carry their authority. Every setting has one row:
   it, trusted or not: it is ignored, and the first cell says so and where to set it.
 
 Some rows are ``never`` for some values only (``sandbox: subprocess``, a ``record_path``
-outside the folder). ``project_layer`` applies the table to a project file; the README's
-table is generated from ``TABLE`` (``readme_table``) and a test keeps the two equal.
+outside the folder). ``project_layer`` applies the table to a project file; the table in
+docs/settings.md is generated from ``TABLE`` (``readme_table``) and a test keeps the two equal.
 A project's ``secret:NAME`` reads the project's own namespace of the credential store
 (``project_secret_name``), never the user's general secrets.
 """
@@ -61,7 +61,7 @@ class ProjectRow:
     status: Status
     """What the row says for any value (``never_if`` may make some values ``never``)."""
     why: str
-    """What the setting decides, as the first cell and the README say it."""
+    """What the setting decides, as the first cell and docs/settings.md say it."""
     never_if: Callable[[Any, Path], bool] | None = None
     """For a row never only for some values: whether this value (and folder) is one."""
     never_text: str = ""
@@ -197,8 +197,8 @@ def project_secret_name(folder: Path, name: str) -> str:
 
 
 def readme_table() -> str:
-    """The table as Markdown, one line per kind of setting (``never`` first), the way the
-    README publishes it."""
+    """The table as Markdown, one line per kind of setting (``never`` first), the way
+    docs/settings.md publishes it."""
     groups: dict[tuple[str, str], list[str]] = {}
     for name, row in TABLE.items():
         status = row.status

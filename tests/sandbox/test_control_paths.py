@@ -4,7 +4,7 @@ workspace modes; copy mode brings back no link leading outside the workspace, no
 bit, no FIFO, and both halves of a hard link.
 
 The subprocess sandbox runs commands on the host as the kernel's user: it protects nothing,
-and says so (README, "Settings")."""
+and says so (docs/settings.md, "The sandbox")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The README recipe, end to end: record a notebook once, replay it under nbval, nbclient, papermill.
+"""The recipe in docs/notebooks.md: record a notebook once, replay it under nbval, nbclient, papermill.
 
 `python -m co_kernel.testing.record_notebook` records the model's answers (the scripted
 server stands in for a real provider; once the bundled local model, a real LLM) and stores
