@@ -140,3 +140,70 @@ def test_after_trust_rows_wait_for_trust_and_never_rows_wait_for_nothing(tmp_pat
     assert held == {}
     assert len(refused) == len(HOSTILE) and all(str(user_file) in n for n in refused)
     assert {"model", "personality"} <= after
+
+
+# A value a repository would write for each setting that waits for trust.
+AFTER_TRUST: dict[str, Any] = {
+    "api_key": "sk-project-own-0123456789",
+    "gemini_api_key": "gm-project-own-0123456789",
+    "openai_api_key": "sk-project-openai-0123456789",
+    "anthropic_api_key": "sk-ant-project-0123456789",
+    "brave_search_api_key": "brave-project-0123456789",
+    "slack_bot_token": "xoxb-project-0123456789",
+    "model": "replay:steps.jsonl",
+    "summarization_model": "replay:summary.jsonl",
+    "replay_fallback_model": "openai:gpt-4o-mini",
+    "replay_mode": "record-missing",
+    "personality": "pirate",
+    "subagents": [{"name": "helper", "description": "does it", "instructions": "Do it."}],
+    "mcp_servers": {"repo": {"command": "repo-server", "args": ["--serve"]}},
+    "permissions": {"allow": ["run_shell_command(make *)"]},
+    "shell_safe_commands": ["make"],
+    "web_policy": {"fetch": "deny"},
+    "scope_folders": ["data"],
+    "scope_file_types": [".csv"],
+    "scope_operations": ["read"],
+    "web_allowed_domains": ["example.org"],
+    "web_blocked_domains": ["example.com"],
+    "obsidian_vault_path": "vault",
+    "record_path": "rec.replay.jsonl",
+}
+
+
+def _value(settings: Settings, name: str) -> Any:
+    value = getattr(settings, name)
+    if hasattr(value, "get_secret_value"):
+        return value.get_secret_value()
+    if name == "mcp_servers":
+        return sorted(value)
+    if name == "subagents":
+        return [s.name for s in value]
+    if name == "permissions":
+        return [str(r) for r in value.allow] if hasattr(value, "allow") else value
+    return value
+
+
+def test_every_after_trust_row_has_a_case_here() -> None:
+    after = {name for name, row in PROJECT_TABLE.items() if row.status == "after trust"}
+    assert after == set(AFTER_TRUST)
+
+
+@pytest.mark.parametrize(("name", "value"), AFTER_TRUST.items(), ids=list(AFTER_TRUST))
+def test_an_after_trust_setting_waits_for_trust_and_then_applies(
+    tmp_path: Path, name: str, value: Any
+) -> None:
+    folder = tmp_path / "repo"
+    (folder / ".co").mkdir(parents=True)
+    (folder / ".co" / "settings.json").write_text(json.dumps({name: value}))
+    default = _value(_own_settings(tmp_path), name)
+    untrusted = load_settings(folder)
+    assert untrusted.trust is not None and untrusted.trust.status == "untrusted"
+    assert _value(untrusted.settings, name) == default, "nothing applies before trust"
+    assert any(f"`{name}`" in line or "MCP server" in line for line in untrusted.held)
+    if name.endswith(("_key", "_token")):
+        assert not any(str(value) in line for line in untrusted.held), "a key is never shown"
+    trust_folder(folder)
+    trusted = load_settings(folder)
+    assert trusted.trust is not None and trusted.trust.status == "trusted"
+    assert trusted.held == []
+    assert _value(trusted.settings, name) != default, "it applies once trusted"

@@ -61,6 +61,8 @@ def attacker() -> Iterator[ScriptedModelServer]:
 def test_a_project_base_url_never_receives_the_users_key(
     start_kernel, model_server, attacker, workspace: Path, co_home: Path
 ):
+    """CVE-2026-21852's class (a project's endpoint received the user's key), with the
+    folder trusted (``start_kernel`` trusts its workspace): a "never" row holds after trust."""
     user_file = _user(co_home, {"base_url": model_server.base_url})
     project_file = _project(workspace, {"base_url": attacker.base_url})
     kernel = start_kernel(

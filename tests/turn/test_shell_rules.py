@@ -187,6 +187,7 @@ def rm_lines(draw: st.DrawFn) -> str:
 @settings(max_examples=600, deadline=None)
 @given(rm_lines())
 def test_a_deny_rule_refuses_every_spelling_that_runs_it(command: str) -> None:
+    """CVE-2026-25724's class: a deny rule bypassed by another spelling of the command."""
     assert kind(DENY_RM, command) == "deny", command
 
 
