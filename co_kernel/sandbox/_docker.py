@@ -325,7 +325,8 @@ def _engine_unreachable(mode: str, error: object) -> SandboxUnavailable:
         f"Docker is not reachable: {error}{auto}. Start it (`sudo systemctl start docker`, "
         "or run `dockerd` in the background; scripts/start-docker.sh does both), or opt in to "
         "running commands unsandboxed on the host: set sandbox = subprocess in "
-        ".co/settings.json or CO_SANDBOX=subprocess."
+        "your own settings (~/.config/co/settings.json; a project file cannot) or "
+        "CO_SANDBOX=subprocess."
     )
 
 
@@ -832,7 +833,8 @@ class DockerSandbox:
             f"The sandbox image {self.image} is not present and pulling it failed: {error}. "
             f"Pull it (`docker pull {self.image}`), build a local one "
             "(scripts/build-sandbox-image.sh builds co-sandbox-test:bookworm), "
-            "or set sandbox_image in .co/settings.json to an image this engine has."
+            "or set sandbox_image in your own settings (~/.config/co/settings.json; a project "
+            "file cannot) to an image this engine has."
         )
 
     def _reap_orphans(self, client: Any) -> None:

@@ -62,5 +62,5 @@ def create_sandbox(
         )
     raise ValueError(
         f"Unknown sandbox mode {mode!r}: set sandbox to one of {', '.join(MODES)} "
-        "in .co/settings.json or CO_SANDBOX."
+        "in your settings (~/.config/co/settings.json) or CO_SANDBOX."
     )
