@@ -630,9 +630,8 @@ def test_engine_down_says_how_to_fix_it(tmp_path: Path) -> None:
     for mode in ("docker", "auto"):
         assert report[mode].startswith("Docker is not reachable")
         assert "sudo systemctl start docker" in report[mode]
-        assert (
-            "set sandbox = subprocess in .co/settings.json or CO_SANDBOX=subprocess" in report[mode]
-        )
+        assert "set sandbox = subprocess in your own settings" in report[mode]
+        assert "a project file cannot" in report[mode] and "CO_SANDBOX=subprocess" in report[mode]
     assert "never falls back" in report["auto"]
     assert report["describe"] is False
 
