@@ -207,3 +207,19 @@ def test_an_after_trust_setting_waits_for_trust_and_then_applies(
     assert trusted.trust is not None and trusted.trust.status == "trusted"
     assert trusted.held == []
     assert _value(trusted.settings, name) != default, "it applies once trusted"
+
+
+def test_a_fifo_or_a_link_to_a_device_in_co_never_blocks_and_counts(tmp_path: Path) -> None:
+    import os
+
+    from co_kernel.config import folder_trust
+
+    folder = tmp_path / "repo"
+    (folder / ".co").mkdir(parents=True)
+    os.mkfifo(folder / ".co" / "instructions.md")
+    (folder / ".co" / "knowledge").mkdir()
+    (folder / ".co" / "knowledge" / "notes.md").symlink_to("/dev/zero")
+    trust = folder_trust(folder)  # would block (FIFO) or never end (/dev/zero) if read
+    assert trust.status == "untrusted"
+    assert trust.files[".co/instructions.md"].startswith("not a regular file")
+    assert trust.files[".co/knowledge/notes.md"].startswith("not a regular file")

@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -51,6 +52,8 @@ TrustStatus = Literal["trusted", "untrusted", "changed", "nothing", "refused"]
 _POWER_DIR = ".co"
 _MAX_FILES = 2000
 """Files of ``.co/`` hashed at most (a folder with more is untrusted until it has fewer)."""
+_MAX_HASHED = 64 * 1024 * 1024
+"""Bytes of one file hashed at most."""
 _REPLAY = "replay:"
 _RECORD_NAME = "trusted-folders.json"
 
@@ -63,9 +66,23 @@ def trust_record_path() -> Path:
 
 
 def _digest(path: Path) -> str | None:
+    """SHA-256 of a regular file's content (links followed); None if it cannot be read.
+
+    Anything else (a FIFO, a device, a link to one) is named, never opened: opening a
+    FIFO would block every cell. A file over ``_MAX_HASHED`` bytes counts by size and
+    modification time instead of content."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return f"not a regular file ({stat.filemode(info.st_mode)})"
+    if info.st_size > _MAX_HASHED:
+        return f"large file: {info.st_size} bytes, modified {info.st_mtime_ns}"
     sha = hashlib.sha256()
     try:
-        with path.open("rb") as handle:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as handle:
             for chunk in iter(lambda: handle.read(1 << 16), b""):
                 sha.update(chunk)
     except OSError:
