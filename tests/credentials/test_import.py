@@ -68,7 +68,10 @@ def test_import_moves_every_secret_value_keeps_what_each_file_means_and_backs_up
     shared = {"openai_api_key": PROJECT_KEY, "api_key": COMPAT_KEY, "verbose": True}
     user_file.write_text(json.dumps(user))
     project_file.write_text(json.dumps(shared))
-    env = clean_env(co_home, CO_CREDENTIAL_STORE="file")
+    # The person trusts the project (its keys and MCP servers apply only then).
+    env = clean_env(
+        co_home, CO_CREDENTIAL_STORE="file", CO_TRUSTED_FOLDERS=json.dumps([str(project)])
+    )
     before = _effective(env, project)
     assert before["openai_api_key"] == PROJECT_KEY
     warnings = [p for p in before["problems"] if "holds a secret in plain text" in p]
@@ -167,7 +170,10 @@ def test_the_environment_wins_and_a_missing_reference_is_named(tmp_path: Path) -
             }
         )
     )
-    env = clean_env(co_home, CO_CREDENTIAL_STORE="file")
+    # The person trusts the project (its keys and MCP servers apply only then).
+    env = clean_env(
+        co_home, CO_CREDENTIAL_STORE="file", CO_TRUSTED_FOLDERS=json.dumps([str(project)])
+    )
     assert secrets_cli(env, "set", "openai_api_key", value=USER_KEY).returncode == 0
     # The user's general entries: a project file's server or reference never reads them.
     assert (

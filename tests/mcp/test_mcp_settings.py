@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from co_kernel.config import load_settings
+from co_kernel.config import load_settings, trust_folder
 from co_kernel.mcp import McpServerSpec, expand_vars
 from co_kernel.status import collect_status, format_status
 from co_kernel.telemetry import REDACTED, Redactor
@@ -48,6 +48,7 @@ def test_layers_merge_by_server_name_and_null_removes_one(
         {"mcp_servers": {"search": {"url": "https://other.example/mcp", "approval": "trust"}}},
     )
     monkeypatch.setenv("CO_MCP_SERVERS", json.dumps({"old": None, "extra": {"command": "x"}}))
+    trust_folder(project)  # the person trusts it: its servers apply only then
     loaded = load_settings(project)
     servers = loaded.settings.mcp_servers
     assert loaded.problems == []
@@ -171,6 +172,9 @@ def test_status_without_a_session_lists_the_configured_servers(home: Path, tmp_p
         tmp_path / ".co" / "settings.json",
         {"mcp_servers": {"files": {"command": "npx", "approval": "trust"}}},
     )
+    untrusted = format_status(collect_status(tmp_path, check_provider=False), markdown=True)
+    assert "| mcp | files |" not in untrusted and "not trusted" in untrusted
+    trust_folder(tmp_path)
     text = format_status(collect_status(tmp_path, check_provider=False), markdown=True)
     assert "| mcp | files | connects when a kernel session starts (stdio, trust) |" in text
     (tmp_path / ".co" / "settings.json").unlink()
