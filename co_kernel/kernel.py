@@ -21,6 +21,7 @@ from traitlets import Type
 
 from . import __version__
 from .dispatch import INTERRUPTED, CellDispatcher, CellRequest, Outcome
+from .frontend import TERMINAL_METADATA
 from .labstatus import LAB_STATUS_KEY, lab_status
 from .store import CellHistory, history_path
 
@@ -154,7 +155,8 @@ class CoKernel(IPythonKernel):
         shell = self.shell
         assert shell is not None  # made in the kernel's __init__
         count = shell.execution_count
-        request = CellRequest(code=code, cell_id=cell_id, allow_stdin=allow_stdin)
+        terminal = bool((cell_meta or {}).get(TERMINAL_METADATA))
+        request = CellRequest(code, cell_id, allow_stdin, terminal=terminal)
         try:
             outcome = await self._interruptible(self._dispatcher.execute(request))
         except asyncio.CancelledError:

@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 from jupyter_client.manager import KernelManager
 
+from co_kernel.frontend import TERMINAL_METADATA
+
 from .kernel_forkserver import ForkingProvisioner, forking
 
 Mode = Literal["notebook", "console", "headless"]
@@ -218,7 +220,8 @@ class CoKernel:
         return result
 
     def _execute_request(self, code: str, mode: Mode, cell_id: str | None) -> dict[str, Any]:
-        """An execute_request as the frontend of ``mode`` sends it (JupyterLab adds cellId)."""
+        """An execute_request as the frontend of ``mode`` sends it (JupyterLab adds cellId,
+        jupyter console with Co's config the terminal flag)."""
         content = {
             "code": code,
             "silent": False,
@@ -230,6 +233,8 @@ class CoKernel:
         msg = self.kc.session.msg("execute_request", content)
         if mode == "notebook":
             msg["metadata"]["cellId"] = cell_id or str(uuid.uuid4())
+        elif mode == "console":
+            msg["metadata"][TERMINAL_METADATA] = True
         return msg
 
     def send(self, code: str, *, mode: Mode = "notebook", cell_id: str | None = None) -> str:
