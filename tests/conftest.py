@@ -81,12 +81,13 @@ def start_kernel(
         model: bool = True,
         wait_ready: bool = True,
         fork: bool = True,
+        log: Path | None = None,
     ) -> CoKernel:
         full = {"CO_HOME": str(co_home), "CO_SANDBOX": "subprocess"}
         if model:
             full.update({"CO_MODEL": "compat:scripted", "CO_BASE_URL": model_server.base_url})
         full.update(env or {})
-        kernel = CoKernel(full, cwd or workspace, wait_ready=wait_ready, fork=fork)
+        kernel = CoKernel(full, cwd or workspace, wait_ready=wait_ready, fork=fork, log=log)
         started.append(kernel)
         return kernel
 

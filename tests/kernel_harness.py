@@ -119,13 +119,21 @@ class CoKernel:
     """A running Co kernel and a client connected to it."""
 
     def __init__(
-        self, env: dict[str, str], cwd: Path, *, wait_ready: bool = True, fork: bool = True
+        self,
+        env: dict[str, str],
+        cwd: Path,
+        *,
+        wait_ready: bool = True,
+        fork: bool = True,
+        log: Path | None = None,
     ) -> None:
         """Start the kernel; ``wait_ready=False`` leaves the first request to the test.
 
         ``fork``: the kernel is forked from this test process's fork server, which has
         imported Co already (tests/kernel_forkserver.py); tests of start-up itself pass
         False to launch a fresh interpreter, and ``CO_TEST_FORK=0`` makes every kernel so.
+        ``log``: a file that gets the kernel's stdout and stderr, as a Jupyter server's log
+        does (a fresh interpreter: forked kernels write where the fork server does).
         """
         ensure_kernelspec()
         # IPC sockets: with TCP, the ports jupyter_client picks can be taken by another
@@ -139,12 +147,16 @@ class CoKernel:
         # Kernels import this checkout, whatever the environment has installed.
         repo = str(Path(__file__).resolve().parents[1])
         full_env["PYTHONPATH"] = os.pathsep.join(p for p in (repo, full_env.get("PYTHONPATH")) if p)
-        if fork and forking():
+        if fork and forking() and log is None:
             self.km.kernel_id = str(uuid.uuid4())
             self.km.provisioner = ForkingProvisioner(
                 kernel_id=self.km.kernel_id, kernel_spec=self.km.kernel_spec, parent=self.km
             )
-        self.km.start_kernel(env=full_env, cwd=str(cwd))
+        output: dict[str, Any] = {}
+        if log is not None:
+            self._log = log.open("a")
+            output = {"stdout": self._log, "stderr": self._log}
+        self.km.start_kernel(env=full_env, cwd=str(cwd), **output)
         self.kc = self.km.client()
         self.kc.start_channels()
         if wait_ready:
@@ -311,6 +323,8 @@ class CoKernel:
         self.kc.stop_channels()
         self.km.shutdown_kernel(now=False)
         shutil.rmtree(self._ipc_dir, ignore_errors=True)
+        if getattr(self, "_log", None) is not None:
+            self._log.close()
 
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
