@@ -13,6 +13,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.kernel_harness import WIDGET_VIEW, CoKernel, markdown_source
 
 
@@ -215,6 +217,7 @@ def test_a_restart_while_a_call_waits_saves_the_turn_for_resume(kernel, model_se
     assert model_server.errors == []
 
 
+@pytest.mark.slow  # a fresh interpreter, not a forked kernel: its output is its own
 def test_a_restart_while_a_call_waits_answers_the_cell_and_logs_no_traceback(
     start_kernel, model_server, tmp_path: Path
 ):
