@@ -76,14 +76,3 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> LoadGroup
     if config.getvalue("dist") == "loadgroup":
         return _Groups(config, log)  # type: ignore[arg-type]
     return None
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Why each rerun test failed the first time: a flake to fix needs more than its name."""
-    reruns = terminalreporter.stats.get("rerun", [])
-    if not reruns:
-        return
-    terminalreporter.section("first failures of the rerun tests")
-    for report in reruns:
-        terminalreporter.write_line(f"{report.nodeid} ({report.when}):", bold=True)
-        terminalreporter.write_line(report.longreprtext[-3000:])

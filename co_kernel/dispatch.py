@@ -63,6 +63,8 @@ class CellRequest:
     """JupyterLab's cellId, when sent."""
     allow_stdin: bool
     """Whether the client can answer input requests."""
+    terminal: bool = False
+    """Whether the client asked for terminal text (``TERMINAL_METADATA``)."""
 
 
 @dataclass
@@ -81,10 +83,14 @@ class Outcome:
 
 
 def frontend_kind(request: CellRequest) -> FrontendKind:
-    """Which frontend sent the cell (see ``co_kernel.frontend``)."""
+    """Which frontend sent the cell (see ``co_kernel.frontend``).
+
+    Terminal text only for a client that asks for it: ``allow_stdin`` alone is every
+    jupyter_client's default, and those clients show Markdown ``display_data``.
+    """
     if request.cell_id:
         return "notebook"
-    if request.allow_stdin:
+    if request.terminal and request.allow_stdin:
         return "console"
     return "headless"
 

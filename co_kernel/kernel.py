@@ -21,6 +21,7 @@ from traitlets import Type
 
 from . import __version__
 from .dispatch import INTERRUPTED, CellDispatcher, CellRequest, Outcome
+from .frontend import TERMINAL_METADATA
 from .labstatus import LAB_STATUS_KEY, lab_status
 from .store import CellHistory, history_path
 
@@ -42,6 +43,11 @@ _WARM_MODULES = (
     "co_kernel.turn._definitions",
     "co_kernel.models._finish",
 )
+
+
+_CELL_END_TIMEOUT = 3.0
+"""Seconds a shutdown waits for the interrupted cell's reply (jupyter_client waits 5 s for
+the whole shutdown before it kills the kernel)."""
 
 
 def _kernel_id(connection_file: str | None) -> str:
@@ -86,6 +92,11 @@ class CoKernel(IPythonKernel):
         self._warmed = False
         self._busy_lock = threading.Lock()
         self._running_cell: dict[str, Any] | None = None
+        self._cell_task: tuple[asyncio.AbstractEventLoop, asyncio.Future[Outcome]] | None = None
+        """The main shell's running cell (its loop and task), for a shutdown to stop."""
+        self._cell_replied = threading.Event()
+        """Set while no main-shell cell is running, or once its execute_reply went out."""
+        self._cell_replied.set()
         # History is kept per notebook (jupyter_server names it), else per folder.
         scope = os.environ.get("JPY_SESSION_NAME") or os.getcwd()
         self._history = CellHistory(history_path(), scope, self._kernel_id())
@@ -134,9 +145,31 @@ class CoKernel(IPythonKernel):
         return metadata
 
     async def do_shutdown(self, restart: bool) -> dict[str, Any]:  # type: ignore[override]
+        await self._end_running_cell()
         await self._dispatcher.close()
         self._history.close()
         return super().do_shutdown(restart)
+
+    async def _end_running_cell(self) -> None:
+        """Interrupt the cell still running and wait until its reply went out.
+
+        A restart interrupts the kernel just before it asks for the shutdown, so a turn
+        waiting for approval ends as the shutdown begins. As soon as the shutdown handler
+        returns, ipykernel stops the thread whose socket carries the main shell's replies:
+        the cell's reply went into a closed socket (a ZMQError traceback in the server's
+        log) and the page never learnt that the cell had ended.
+        """
+        if self._cell_replied.is_set():
+            return
+        running = self._cell_task
+        if running is not None:
+            loop, task = running
+            with contextlib.suppress(RuntimeError):  # the loop closed: nothing runs any more
+                loop.call_soon_threadsafe(task.cancel)
+        # A thread waits, not this loop: the control channel still answers meanwhile. A
+        # cell that ignores the cancel (Python busy in a %%python cell) is left to the
+        # shutdown after a while, as before.
+        await asyncio.to_thread(self._cell_replied.wait, _CELL_END_TIMEOUT)
 
     # -- execution ---------------------------------------------------------
 
@@ -154,7 +187,8 @@ class CoKernel(IPythonKernel):
         shell = self.shell
         assert shell is not None  # made in the kernel's __init__
         count = shell.execution_count
-        request = CellRequest(code=code, cell_id=cell_id, allow_stdin=allow_stdin)
+        terminal = bool((cell_meta or {}).get(TERMINAL_METADATA))
+        request = CellRequest(code, cell_id, allow_stdin, terminal=terminal)
         try:
             outcome = await self._interruptible(self._dispatcher.execute(request))
         except asyncio.CancelledError:
@@ -222,11 +256,15 @@ class CoKernel(IPythonKernel):
                 raise KeyboardInterrupt
 
         previous = None
-        if threading.current_thread() is threading.main_thread():
+        main = threading.current_thread() is threading.main_thread()
+        if main:
             previous = signal.signal(signal.SIGINT, on_sigint)
+            self._cell_task = (loop, task)
         try:
             return await task
         finally:
+            if main:
+                self._cell_task = None
             if previous is not None:
                 signal.signal(signal.SIGINT, previous)
 
@@ -243,9 +281,11 @@ class CoKernel(IPythonKernel):
             return await super().execute_request(stream, ident, parent)
         with self._busy_lock:
             self._running_cell = parent
+        self._cell_replied.clear()
         try:
             await super().execute_request(stream, ident, parent)
         finally:
+            self._cell_replied.set()
             with self._busy_lock:
                 self._running_cell = None
 

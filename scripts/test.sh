@@ -75,11 +75,8 @@ workers="${CO_TEST_WORKERS:-$(( $(nproc) * 2 ))}"
 status_of_checkout() { git status --porcelain --untracked-files=all 2>/dev/null || true; }
 before="$(status_of_checkout)"
 set +e
-# A test that fails is run again once: on 2 cores some kernel tests still miss their
-# deadlines under the load of four workers. Reruns show as R in the log and are counted
-# in the last line ("N rerun"), and named in the summary above it (-rR): they are flakes
-# to fix, not passes to trust.
-.venv/bin/python -m pytest --nbval tests notebooks -n "$workers" --dist loadgroup --reruns 1 -raR "$@"
+# No reruns: a flaky test fails the run, and gets fixed.
+.venv/bin/python -m pytest --nbval tests notebooks -n "$workers" --dist loadgroup "$@"
 code=$?
 set -e
 after="$(status_of_checkout)"

@@ -87,6 +87,7 @@ def start_kernel(
         wait_ready: bool = True,
         fork: bool = True,
         trusted: bool = True,
+        log: Path | None = None,
     ) -> CoKernel:
         """``trusted``: the person trusts the workspace (``trusted_folders`` in their
         environment), so the ``.co/`` files a test writes there apply; trust's own tests
@@ -97,7 +98,7 @@ def start_kernel(
         if model:
             full.update({"CO_MODEL": "compat:scripted", "CO_BASE_URL": model_server.base_url})
         full.update(env or {})
-        kernel = CoKernel(full, cwd or workspace, wait_ready=wait_ready, fork=fork)
+        kernel = CoKernel(full, cwd or workspace, wait_ready=wait_ready, fork=fork, log=log)
         started.append(kernel)
         return kernel
 

@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 from jupyter_client.manager import KernelManager
 
+from co_kernel.frontend import TERMINAL_METADATA
+
 from .kernel_forkserver import ForkingProvisioner, forking
 
 Mode = Literal["notebook", "console", "headless"]
@@ -117,13 +119,21 @@ class CoKernel:
     """A running Co kernel and a client connected to it."""
 
     def __init__(
-        self, env: dict[str, str], cwd: Path, *, wait_ready: bool = True, fork: bool = True
+        self,
+        env: dict[str, str],
+        cwd: Path,
+        *,
+        wait_ready: bool = True,
+        fork: bool = True,
+        log: Path | None = None,
     ) -> None:
         """Start the kernel; ``wait_ready=False`` leaves the first request to the test.
 
         ``fork``: the kernel is forked from this test process's fork server, which has
         imported Co already (tests/kernel_forkserver.py); tests of start-up itself pass
         False to launch a fresh interpreter, and ``CO_TEST_FORK=0`` makes every kernel so.
+        ``log``: a file that gets the kernel's stdout and stderr, as a Jupyter server's log
+        does (a fresh interpreter: forked kernels write where the fork server does).
         """
         ensure_kernelspec()
         # IPC sockets: with TCP, the ports jupyter_client picks can be taken by another
@@ -137,12 +147,16 @@ class CoKernel:
         # Kernels import this checkout, whatever the environment has installed.
         repo = str(Path(__file__).resolve().parents[1])
         full_env["PYTHONPATH"] = os.pathsep.join(p for p in (repo, full_env.get("PYTHONPATH")) if p)
-        if fork and forking():
+        if fork and forking() and log is None:
             self.km.kernel_id = str(uuid.uuid4())
             self.km.provisioner = ForkingProvisioner(
                 kernel_id=self.km.kernel_id, kernel_spec=self.km.kernel_spec, parent=self.km
             )
-        self.km.start_kernel(env=full_env, cwd=str(cwd))
+        output: dict[str, Any] = {}
+        if log is not None:
+            self._log = log.open("a")
+            output = {"stdout": self._log, "stderr": self._log}
+        self.km.start_kernel(env=full_env, cwd=str(cwd), **output)
         self.kc = self.km.client()
         self.kc.start_channels()
         if wait_ready:
@@ -218,7 +232,8 @@ class CoKernel:
         return result
 
     def _execute_request(self, code: str, mode: Mode, cell_id: str | None) -> dict[str, Any]:
-        """An execute_request as the frontend of ``mode`` sends it (JupyterLab adds cellId)."""
+        """An execute_request as the frontend of ``mode`` sends it (JupyterLab adds cellId,
+        jupyter console with Co's config the terminal flag)."""
         content = {
             "code": code,
             "silent": False,
@@ -230,6 +245,8 @@ class CoKernel:
         msg = self.kc.session.msg("execute_request", content)
         if mode == "notebook":
             msg["metadata"]["cellId"] = cell_id or str(uuid.uuid4())
+        elif mode == "console":
+            msg["metadata"][TERMINAL_METADATA] = True
         return msg
 
     def send(self, code: str, *, mode: Mode = "notebook", cell_id: str | None = None) -> str:
@@ -306,6 +323,8 @@ class CoKernel:
         self.kc.stop_channels()
         self.km.shutdown_kernel(now=False)
         shutil.rmtree(self._ipc_dir, ignore_errors=True)
+        if getattr(self, "_log", None) is not None:
+            self._log.close()
 
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"

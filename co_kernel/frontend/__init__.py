@@ -4,8 +4,10 @@ Which one a cell gets depends on who sent it (measured with ipykernel 7.4, Jupyt
 nbclient 0.11, nbval 0.11, jupyter_console 6.6):
 
 - metadata with ``cellId`` (JupyterLab) -> ``NotebookFrontend``: display updates;
-- ``allow_stdin`` without ``cellId`` (jupyter console) -> ``ConsoleFrontend``: stdout;
-- neither (nbclient, nbval, papermill) -> ``HeadlessFrontend``: final outputs only.
+- ``TERMINAL_METADATA`` and ``allow_stdin`` without ``cellId`` (jupyter console, with the
+  config Co installs) -> ``ConsoleFrontend``: stdout;
+- anything else (nbclient, nbval, papermill, a jupyter_client with its defaults) ->
+  ``HeadlessFrontend``: final outputs only.
 
 Approvals follow the same split: a widget card (``WidgetApprover``), a ``[y/n/a]`` stdin
 input request (``StdinApprover``), or the ``approval_mode`` policy.
@@ -25,13 +27,14 @@ from ._publisher import KernelPublisher, Publisher, RedactingPublisher
 from ._safe_html import markdown_to_html, safe_bundle, warm_markdown
 from ._scrub import scrub_notebook
 from ._stdin import KernelStdin, StdinApprover
-from ._terminal import render_markdown, terminal_width
+from ._terminal import TERMINAL_METADATA, render_markdown, terminal_width
 from ._toolcard import MIME_TOOL_CALL, tool_call_bundle
 from ._trust import TRUST_TOOL, ask_trust_stdin, ask_trust_widget
 from ._widgets import ApprovalCard, WidgetApprover
 
 __all__ = [
     "MIME_TOOL_CALL",
+    "TERMINAL_METADATA",
     "TRUST_TOOL",
     "ApprovalCard",
     "Approver",

@@ -2,10 +2,11 @@
 
 A terminal cannot redraw what it printed, so finished blocks (a paragraph, a list, a closed
 code fence, a whole table: ``find_block_boundary``) are rendered with rich as soon as the
-next one starts, and the rest when the answer ends. Rendering happens only when the
-kernel's own stdout is a terminal, which is the case when `jupyter console` started the
-kernel; its width is the terminal's. Anywhere else (a piped client, a kernel started by a
-server) the text stays the Markdown source.
+next one starts, and the rest when the answer ends. Rendering happens only for a client
+that asks for terminal text (``TERMINAL_METADATA`` in its requests' metadata: Co's
+jupyter_console config sets it) and only when the kernel finds a terminal, which it does
+when `jupyter console` started it; the width is the terminal's. Anywhere else (a piped
+console, a kernel started by a server) the text stays the Markdown source.
 """
 
 from __future__ import annotations
@@ -16,20 +17,45 @@ import sys
 
 from ._markdown import find_block_boundary
 
-__all__ = ["TerminalMarkdown", "render_markdown", "terminal_width"]
+__all__ = ["TERMINAL_METADATA", "TerminalMarkdown", "render_markdown", "terminal_width"]
+
+TERMINAL_METADATA = "co_terminal"
+"""Key a terminal client sets (true) in its requests' metadata to get terminal text: the
+answer as rendered Markdown on stdout and approvals as ``[y/n/a]`` input requests."""
 
 
 def terminal_width() -> int | None:
     """Columns of the terminal the kernel runs in, or None when it runs in none."""
-    stdout = sys.__stdout__
-    try:
-        if stdout is None or not stdout.isatty():
-            return None
-        # The terminal's own size, not COLUMNS: a variable inherited from whatever started
-        # the console says nothing about the window it now runs in.
-        return os.get_terminal_size(stdout.fileno()).columns or 100
-    except (ValueError, OSError):  # closed, or no size to tell
-        return None
+    for fd in _output_descriptors():
+        try:
+            if os.isatty(fd):
+                # The terminal's own size, not COLUMNS: a variable inherited from whatever
+                # started the console says nothing about the window it now runs in.
+                return os.get_terminal_size(fd).columns or 100
+        except (ValueError, OSError):  # closed, or no size to tell
+            continue
+    return None
+
+
+def _output_descriptors() -> list[int]:
+    """Descriptors that lead to where the kernel was started, best first.
+
+    ipykernel points descriptors 1 and 2 at pipes of its own (to forward what
+    subprocesses print) after saving copies of the originals; ``fileno()`` of its
+    ``sys.stdout`` and ``sys.stderr`` answers with those copies. Without that capture
+    (``PYTEST_CURRENT_TEST`` set, ``capture_fd_output`` off) ``sys.__stdout__`` is still
+    the terminal. The controlling terminal (/dev/tty) is no help: jupyter_client starts
+    every kernel in a session of its own, which has none.
+    """
+    fds: list[int] = []
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            fd = stream.fileno() if stream is not None else None
+        except (ValueError, OSError):  # io.UnsupportedOperation is an OSError
+            continue
+        if fd is not None and fd not in fds:
+            fds.append(fd)
+    return fds
 
 
 def render_markdown(text: str, width: int) -> str:

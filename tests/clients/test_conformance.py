@@ -9,6 +9,8 @@ from pathlib import Path
 
 import jupyter_kernel_test
 
+from co_kernel.testing import ScriptedModelServer
+
 from ..kernel_harness import ensure_kernelspec
 
 REPO = Path(__file__).resolve().parents[2]
@@ -19,13 +21,17 @@ class CoKernelTests(jupyter_kernel_test.KernelTests):
     language_name = "co"
     file_extension = ".md"
 
-    # No model is needed: `%%python` cells, `!` cells and magics answer by themselves.
+    # `%%python` cells, `!` cells and magics answer by themselves; a prompt's answer comes
+    # from the scripted model.
     code_hello_world = '%%python\nprint("hello, world")'
     code_stderr = "%%python\nimport sys; print('oops', file=sys.stderr)"
     code_generate_error = "%nosuchmagic"
     code_execute_result = [{"code": "%%python\n6*7", "result": "42"}]
     code_display_data = [
         {"code": "%%python\nfrom IPython.display import HTML, display\ndisplay(HTML('<b>x</b>'))", "mime": "text/html"},
+        # The suite's client keeps jupyter_client's allow_stdin=True and sends no cellId:
+        # the answer is Markdown display_data all the same, not a console's stdout.
+        {"code": "What is the capital of France?", "mime": "text/html"},
     ]  # fmt: skip
     completion_samples = [{"text": "%hel", "matches": {"%help"}}]
     complete_code_samples = ["What is 6*7?", "%help", "!ls"]
@@ -43,17 +49,29 @@ class CoKernelTests(jupyter_kernel_test.KernelTests):
     def setUpClass(cls) -> None:
         ensure_kernelspec()
         cls._home = tempfile.mkdtemp(prefix="co-home-conformance-")
+        cls._model = ScriptedModelServer([{"text": "Paris is the capital of **France**."}])
+        cls._model.start()
         saved = dict(os.environ)
         os.environ.update(
             CO_HOME=cls._home,
             CO_SANDBOX="subprocess",
+            CO_MODEL="compat:scripted",
+            CO_BASE_URL=cls._model.base_url,
             PYTHONPATH=os.pathsep.join(p for p in (str(REPO), saved.get("PYTHONPATH")) if p),
         )
         try:
             super().setUpClass()
+        except BaseException:
+            cls._model.stop()
+            raise
         finally:
             os.environ.clear()
             os.environ.update(saved)
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        super().tearDownClass()
+        cls._model.stop()
 
 
 if __name__ == "__main__":

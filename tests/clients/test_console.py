@@ -12,7 +12,7 @@ import pytest
 from co_kernel.testing import ScriptedModelServer
 
 from ..kernel_harness import ensure_kernelspec
-from . import client_env
+from . import terminal_env
 
 ANSWER = (
     "# Capitals\n\nThe capital of **France** is *Paris*.\n\n"
@@ -25,8 +25,11 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 def _console(
     co_home: Path, server: ScriptedModelServer, cwd: Path, *, simple: bool = True
 ) -> pexpect.spawn:
-    # The full prompt (prompt_toolkit, with history) never asks this pty where its cursor is.
-    env = {**client_env(co_home, server, fork=False), "TERM": "xterm", "PROMPT_TOOLKIT_NO_CPR": "1"}
+    # A person's shell: its kernel does not inherit PYTEST_CURRENT_TEST, so ipykernel
+    # captures the kernel's descriptors as it does for everyone. The full prompt
+    # (prompt_toolkit, with history) never asks this pty where its cursor is.
+    home = co_home.parent / "home"
+    env = {**terminal_env(home, co_home, server), "PROMPT_TOOLKIT_NO_CPR": "1"}
     console = Path(sys.executable).with_name("jupyter-console")
     args = ["--kernel", "co", *(["--simple-prompt"] if simple else [])]
     child = pexpect.spawn(

@@ -27,7 +27,7 @@ from co_kernel.testing import ScriptedModelServer
 from ..browser.jupyterlab import chromium_page, scripted_env
 from ..kernel_harness import ensure_kernelspec
 from ..lab_server import start_server
-from . import client_env
+from . import client_env, terminal_env
 
 pytestmark = pytest.mark.slow
 
@@ -138,7 +138,7 @@ def test_console_shows_every_outcome_and_asks_before_the_tool(
 ) -> None:
     ensure_kernelspec()
     with ScriptedModelServer(SCRIPT) as server:
-        env = {**client_env(co_home, server, fork=False), "TERM": "xterm"}
+        env = terminal_env(tmp_path / "home", co_home, server)
         child = pexpect.spawn(
             str(VENV_BIN / "jupyter-console"), ["--kernel", "co", "--simple-prompt"],
             env=env, cwd=str(tmp_path), encoding="utf-8", timeout=90, dimensions=(40, 100),

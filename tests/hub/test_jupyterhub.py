@@ -36,6 +36,7 @@ from co_kernel.testing import ScriptedModelServer
 
 from ..kernel_harness import WIDGET_VIEW, CellResult, WidgetClicker
 from ..lab_server import free_port
+from ..sandbox.conftest import own_containers
 from .jupyterhub import (
     SANDBOX_IMAGE,
     HubLogin,
@@ -111,7 +112,7 @@ class World:
 
 
 def containers_of(engine: Any, user: LinuxUser) -> list[Any]:
-    return engine.containers.list(all=True, filters={"label": f"co.user={user.name}"})
+    return own_containers(engine, {"label": f"co.user={user.name}"})
 
 
 def write_settings(person: Person) -> None:
@@ -190,7 +191,9 @@ def world() -> Iterator[World]:
         @stack.callback
         def remove_containers() -> None:
             for user in users:
-                for c in containers_of(engine, user):
+                # Not inspected: the kernels just closed are removing theirs meanwhile.
+                mine = {"label": f"co.user={user.name}"}
+                for c in engine.containers.list(all=True, sparse=True, filters=mine):
                     with contextlib.suppress(docker.errors.DockerException):
                         c.remove(force=True, v=True)
 

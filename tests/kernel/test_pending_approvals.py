@@ -13,6 +13,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.kernel_harness import WIDGET_VIEW, CoKernel, markdown_source
 
 
@@ -213,6 +215,37 @@ def test_a_restart_while_a_call_waits_saves_the_turn_for_resume(kernel, model_se
         "Interrupted by user. It was interrupted while waiting for approval of run_shell_command."
     )
     assert model_server.errors == []
+
+
+@pytest.mark.slow  # a fresh interpreter, not a forked kernel: its output is its own
+def test_a_restart_while_a_call_waits_answers_the_cell_and_logs_no_traceback(
+    start_kernel, model_server, tmp_path: Path
+):
+    """The kernel's output is the server's log: a restart there showed a ZMQError from
+    execute_request (the waiting cell's reply sent after ipykernel closed its socket)."""
+    log = tmp_path / "kernel.log"
+    kernel = start_kernel(log=log)
+    model_server.extend([{"text": "Let me.", "tool_calls": [shell("touch marker")]}])
+    page = Page(kernel)
+    cell = kernel.send("please make the marker file")
+    page.until(is_card(cell))
+    # The Restart button: jupyter_client interrupts, then asks for the shutdown.
+    kernel.km.restart_kernel(now=False)
+    # The waiting cell ended, and said so, before the kernel went: the page marks it
+    # finished (read before wait_for_ready, which drops what it finds on both channels).
+    reply = kernel.kc.get_shell_msg(timeout=30)
+    while reply["parent_header"]["msg_id"] != cell:  # kernel_info replies of the start
+        reply = kernel.kc.get_shell_msg(timeout=30)
+    assert (reply["content"]["status"], reply["content"]["ename"]) == ("error", "KeyboardInterrupt")
+    error = page.until(
+        lambda m: m["parent_header"].get("msg_id") == cell and m["msg_type"] == "error"
+    )
+    assert error["content"]["ename"] == "KeyboardInterrupt"
+    kernel.kc.wait_for_ready(timeout=120)
+    assert kernel.execute("%%python\nprint(6 * 7)").stdout == "42\n"
+    kernel.shutdown()
+    written = log.read_text()
+    assert "Traceback" not in written and "Error" not in written, written
 
 
 def test_with_the_extension_connected_only_the_comm_decides(kernel, model_server, workspace):

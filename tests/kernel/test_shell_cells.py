@@ -9,18 +9,23 @@ from pathlib import Path
 
 import pytest
 
-from tests.sandbox.conftest import SANDBOX_UID, TEST_IMAGE, docker_client  # noqa: F401 - fixture
+from tests.sandbox.conftest import (  # noqa: F401 - fixture
+    SANDBOX_UID,
+    TEST_IMAGE,
+    docker_client,
+    own_containers,
+)
 
 pytestmark = pytest.mark.docker
 
 
 def _containers(client, workspace: Path) -> list:
     """Co's containers whose /workspace is this test's folder."""
-    found = []
-    for c in client.containers.list(all=True, filters={"label": ["co.kernel=1"]}):
-        if any(m.get("Source") == str(workspace) for m in c.attrs.get("Mounts", [])):
-            found.append(c)
-    return found
+
+    def mounts_workspace(listed: dict) -> bool:
+        return any(m.get("Source") == str(workspace) for m in listed.get("Mounts") or [])
+
+    return own_containers(client, {"label": ["co.kernel=1"]}, mounts_workspace)
 
 
 @pytest.fixture

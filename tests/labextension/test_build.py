@@ -117,6 +117,7 @@ def test_wheel_builds_without_node_and_installs_an_enabled_extension(tmp_path: P
         f"{data}share/jupyter/labextensions/{EXTENSION_NAME}/static/style.js",
         f"{data}share/jupyter/labextensions/{EXTENSION_NAME}/schemas/{EXTENSION_NAME}/plugin.json",
         f"{data}etc/jupyter/jupyter_server_config.d/co_kernel.json",
+        f"{data}etc/jupyter/jupyter_console_config.json",
     ):
         assert expected in names, expected
     assert not any("node_modules" in n or n.endswith(".ts") for n in names)

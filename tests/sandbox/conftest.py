@@ -22,6 +22,23 @@ SANDBOX_UID = os.getuid() or 1000
 """The uid commands run as: the kernel's own, or 1000 when the kernel runs as root."""
 
 
+def own_containers(
+    client: Any, filters: dict[str, Any], keep: Callable[[dict[str, Any]], bool] | None = None
+) -> list[Any]:
+    """The containers a test made (``filters``, then ``keep`` of each listing entry), inspected.
+
+    The listing is not inspected (``sparse``): other workers' kernels make and remove
+    containers at any moment, and inspecting one they just removed fails with NotFound.
+    Only the test's own are inspected, so one of those vanishing still fails the test.
+    """
+    found = []
+    for container in client.containers.list(all=True, sparse=True, filters=filters):
+        if keep is None or keep(container.attrs):
+            container.reload()
+            found.append(container)
+    return found
+
+
 @pytest.fixture(scope="session")
 def docker_client() -> Iterator[Any]:
     """A client for the engine, after checking it answers and has the test image."""

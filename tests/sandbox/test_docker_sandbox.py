@@ -28,7 +28,7 @@ from co_kernel.sandbox import (
     create_sandbox,
 )
 
-from .conftest import SANDBOX_UID, TEST_IMAGE
+from .conftest import SANDBOX_UID, TEST_IMAGE, own_containers
 
 MakeSandbox = Callable[..., DockerSandbox]
 docker_test = pytest.mark.docker
@@ -580,10 +580,12 @@ def test_create_sandbox_is_cheap_and_lazy(docker_client: Any, workspace: Path) -
     )
     assert isinstance(sandbox, DockerSandbox)
     assert isinstance(sandbox, SandboxProtocol)
-    assert docker_client.containers.list(all=True, filters={"label": f"co.session={session}"}) == []
+    mine = {"label": f"co.session={session}"}
+    assert own_containers(docker_client, mine) == []
     try:
         assert run(sandbox, "echo hi").output == "hi\n"
-        assert len(docker_client.containers.list(filters={"label": f"co.session={session}"})) == 1
+        [container] = own_containers(docker_client, mine)
+        assert container.status == "running"
     finally:
         asyncio.run(sandbox.close())
 
