@@ -9,8 +9,8 @@ writes a deterministic Obsidian vault for the notes tools' tests and benchmarks.
 """
 
 from ._histories import synthetic_history, synthetic_turn
-from ._recorder import Recorder, replayed_script, step_from_exchange
 from ._script import Script, ScriptSource, Step
+from ._script_recorder import Recorder, replayed_script, step_from_exchange
 from ._server import ScriptedModelServer
 from ._vaultgen import generate_vault
 

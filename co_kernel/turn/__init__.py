@@ -15,9 +15,9 @@ from ._frontend import (
     ToolResultView,
     TurnSummary,
 )
-from ._history import estimate_tokens, is_summary, token_calibration
+from ._history_processors import estimate_tokens, is_summary, token_calibration
 from ._protocol import SessionProtocol
-from ._recording import RecordingFrontend
+from ._recording_frontend import RecordingFrontend
 from ._repair import INTERRUPTED_TOOL_RETURN
 from ._run import TurnResult, run_turn
 from ._session import ChatSession

@@ -76,7 +76,7 @@ def build_session_agent(
 
     ``wrap_toolset`` wraps each registered toolset (the eval runner defers every call);
     ``extra_toolsets`` (the session's MCP servers) join them when the model takes tools;
-    ``recorder`` is the session's (``%record`` and replays, see ``models/_record.py``).
+    ``recorder`` is the session's (``%record`` and replays, see ``models/_record_replay.py``).
     """
     from ..models import build_model
 

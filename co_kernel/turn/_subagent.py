@@ -35,7 +35,7 @@ from ..models import build_model
 from ..tools import ToolsetBuild
 from ..tools.subagents import DELEGATE_TOOL, SubagentSpec, can_delegate, session_subagents
 from ._frontend import SubagentView, TurnSummary
-from ._recording import RecordingFrontend
+from ._recording_frontend import RecordingFrontend
 from ._run import TurnResult, _TurnRunner, current_turn
 
 if TYPE_CHECKING:

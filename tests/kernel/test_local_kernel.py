@@ -84,7 +84,7 @@ def _children(kernel: CoKernel) -> list[int]:
             cmdline = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if int(stat[1]) == parent and b"_local_server.py" in cmdline and stat[0] != "Z":
+        if int(stat[1]) == parent and b"_llama_child.py" in cmdline and stat[0] != "Z":
             found.append(int(entry.name))
     return found
 

@@ -17,7 +17,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 
 from co_kernel.config import Settings
 from co_kernel.testing import synthetic_turn
-from co_kernel.turn._history import RUNAWAY_MARKER, GovernedViews, govern_history
+from co_kernel.turn._history_processors import RUNAWAY_MARKER, GovernedViews, govern_history
 
 
 def _contents(messages: Sequence[ModelMessage]) -> list[list[tuple[str, Any]]]:
