@@ -1,4 +1,4 @@
-"""What to do when a model request fails (seed 001 "Provider Error Handling").
+"""What to do when a model request fails: a turn retries, reflects or stops by this table.
 
 | failure                          | action  | behaviour                                          |
 |----------------------------------|---------|----------------------------------------------------|

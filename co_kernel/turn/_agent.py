@@ -1,4 +1,4 @@
-"""The agent factory (seed 001 ``get_agent``).
+"""The agent factory: settings and a model name in, a ready pydantic-ai agent out.
 
 ``build_session_agent`` is the one way Co turns settings and a model name into a ready
 agent: the kernel's session and the eval runner both use it, so an eval talks to a model

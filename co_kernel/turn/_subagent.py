@@ -1,4 +1,4 @@
-"""``delegate_task``: running a subagent inside a tool call (seed 004 "SubAgent Delegation Flow").
+"""``delegate_task``: running a subagent inside a tool call.
 
 The definitions come from ``tools/subagents.py``; the tool lives here because what it does
 is run an agent, which is the turn's job. It is offered only while there is a subagent
