@@ -13,9 +13,9 @@ import pytest
 
 from co_kernel.exceptions import DatabaseTooNew
 from co_kernel.store import CellHistory, SessionStore, TurnRow
-from co_kernel.testing import synthetic_turn
 
 from ..sqlite_support import made_by, shape, user_version
+from ..support.histories import synthetic_turn
 
 # co_kernel/store/_sessions.py before migrations.
 SESSIONS = """
