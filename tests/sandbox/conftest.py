@@ -15,8 +15,8 @@ import pytest
 
 from co_kernel.sandbox import DockerSandbox
 
-TEST_IMAGE = os.environ.get("CO_TEST_SANDBOX_IMAGE", "co-sandbox-test:bookworm")
-"""Built by scripts/build-sandbox-image.sh; another image must have /bin/sh, python3 and ps."""
+from ..support.containers import TEST_IMAGE
+
 FIX = "run scripts/start-docker.sh and then scripts/build-sandbox-image.sh (CI does both)"
 SANDBOX_UID = os.getuid() or 1000
 """The uid commands run as: the kernel's own, or 1000 when the kernel runs as root."""
