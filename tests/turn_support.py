@@ -14,6 +14,8 @@ from co_kernel.config import LoadedSettings, Settings
 from co_kernel.testing import ScriptedModelServer
 from co_kernel.turn import ApprovalRequest, ChatSession, RecordingFrontend, TurnResult
 
+from .support.scripted import shell
+
 __all__ = [
     "approvals",
     "make_session",
@@ -24,10 +26,6 @@ __all__ = [
     "turn",
     "within",
 ]
-
-
-def shell(cmd: str, **extra: Any) -> dict[str, Any]:
-    return {"name": "run_shell_command", "arguments": {"cmd": cmd, **extra}}
 
 
 def make_session(server: ScriptedModelServer, workspace: Path, **settings: Any) -> ChatSession:

@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from ..support.scripted import call_step
 from .conftest import mcp_env, server_entry
 
 
@@ -36,18 +37,17 @@ def _server(repo: Path) -> dict[str, Any]:
     return server_entry(*args, approval="annotations", prefix="")
 
 
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"tool_calls": [{"name": name, "arguments": arguments}]}
-
-
 def test_read_only_git_tools_run_and_commit_asks(start_kernel, model_server, tmp_path: Path):
     repo = _repo(tmp_path)
     kernel = start_kernel(mcp_env({"git": _server(repo)}), cwd=tmp_path)
     model_server.extend(
         [
-            call("git_status", repo_path=str(repo)),
-            {"expect": {"tool_result_contains": "a.txt"}, **call("git_log", repo_path=str(repo))},
-            call("git_commit", repo_path=str(repo), message="second"),
+            call_step("git_status", repo_path=str(repo)),
+            {
+                "expect": {"tool_result_contains": "a.txt"},
+                **call_step("git_log", repo_path=str(repo)),
+            },
+            call_step("git_commit", repo_path=str(repo), message="second"),
             {"expect": {"tool_result_contains": "denied"}, "text": "Not committed."},
         ]
     )
@@ -60,7 +60,7 @@ def test_read_only_git_tools_run_and_commit_asks(start_kernel, model_server, tmp
         {**mcp_env({"git": _server(repo)}), "CO_PERMISSIONS": json.dumps(rule)}, cwd=tmp_path
     )
     model_server.extend(
-        [call("git_commit", repo_path=str(repo), message="second"), {"text": "Committed."}]
+        [call_step("git_commit", repo_path=str(repo), message="second"), {"text": "Committed."}]
     )
     result = kernel.execute("commit", mode="headless", timeout=180)
     assert result.status == "ok", result.text()

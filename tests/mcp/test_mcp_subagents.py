@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..support.scripted import call_step
 from .conftest import ToolServers, mcp_env
 
 CALCULATOR = """---
@@ -14,10 +15,6 @@ tools: [calc_add]
 ---
 You add numbers.
 """
-
-
-def call(tool: str, **arguments: Any) -> dict[str, Any]:
-    return {"tool_calls": [{"name": tool, "arguments": arguments}]}
 
 
 def offered(request: dict[str, Any]) -> list[str]:
@@ -33,8 +30,8 @@ def test_a_subagent_calls_the_mcp_tool_it_names(
     kernel = start_kernel(mcp_env({"calc": tool_servers.stdio("calc", approval="trust")}))
     model_server.extend(
         [
-            call("delegate_task", description="Add 2 and 40", subagent="calculator"),
-            call("calc_add", a=2, b=40),
+            call_step("delegate_task", description="Add 2 and 40", subagent="calculator"),
+            call_step("calc_add", a=2, b=40),
             {"expect": {"tool_result_contains": "42"}, "text": "It is 42."},
             {"text": "The calculator says 42."},
         ]

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from co_kernel.config import Settings
-from co_kernel.deps import CoDeps
 from co_kernel.permissions._approval import SAFE_PREFIX, auto_decision
+
+from ..support.deps import deps_for
 
 COMMANDS = ["git status", "git diff", "git log -p", "git log", "git branch", "git status -s"]
 
@@ -97,12 +97,8 @@ RISKS: dict[str, Callable[[Path, Path], None]] = {
 terminal and gpg a signed commit, so they are left to the allow-list alone)."""
 
 
-def _deps(ws: Path, sandbox: str = "subprocess") -> CoDeps:
-    return CoDeps(Settings(sandbox=sandbox), session_id="s", kernel_id="k", workspace=ws)
-
-
 def _approved(ws: Path, sandbox: str = "subprocess") -> list[str]:
-    deps = _deps(ws, sandbox)
+    deps = deps_for(ws, sandbox=sandbox)
     return [c for c in COMMANDS if auto_decision("run_shell_command", {"cmd": c}, deps)]
 
 
@@ -149,7 +145,12 @@ def test_outside_a_repository_git_commands_are_approved(tmp_path: Path):
     plain = tmp_path / "plain"
     plain.mkdir()
     (plain / "x").write_text("x")
-    assert auto_decision("run_shell_command", {"cmd": "git status"}, _deps(plain)) == SAFE_PREFIX
+    assert (
+        auto_decision(
+            "run_shell_command", {"cmd": "git status"}, deps_for(plain, sandbox="subprocess")
+        )
+        == SAFE_PREFIX
+    )
 
 
 def test_a_kernel_asks_for_git_status_in_such_a_repository(

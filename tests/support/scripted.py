@@ -1,0 +1,36 @@
+"""The scripted model's side of a test: the steps it answers with, and what it was sent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from co_kernel.testing import ScriptedModelServer
+
+__all__ = ["call_step", "shell", "tool_call", "tool_results_sent"]
+
+
+def tool_call(name: str, /, **arguments: Any) -> dict[str, Any]:
+    """One tool call of a step's ``tool_calls``."""
+    return {"name": name, "arguments": arguments}
+
+
+def shell(cmd: str, **extra: Any) -> dict[str, Any]:
+    """A call of the shell tool running ``cmd``."""
+    return tool_call("run_shell_command", cmd=cmd, **extra)
+
+
+def call_step(name: str, /, **arguments: Any) -> dict[str, Any]:
+    """A step whose answer is one call of the tool ``name``."""
+    return {"tool_calls": [tool_call(name, **arguments)]}
+
+
+def tool_results_sent(server: ScriptedModelServer, *, distinct: bool = False) -> list[str]:
+    """The content of every tool message the model was sent, request by request; with
+    ``distinct``, each once, in the order first sent (a later request repeats the earlier)."""
+    sent = [
+        str(m["content"])
+        for request in server.requests
+        for m in request["messages"]
+        if m["role"] == "tool"
+    ]
+    return list(dict.fromkeys(sent)) if distinct else sent
