@@ -14,10 +14,6 @@ from tests.support.cells import tool_cards
 from tests.support.scripted import shell, tool_call
 
 
-def tool_messages(server: Any) -> list[str]:
-    return [str(m["content"]) for m in server.requests[-1]["messages"] if m["role"] == "tool"]
-
-
 def user_settings(co_home: Path, data: dict[str, Any]) -> None:
     folder = co_home / "config"
     folder.mkdir(parents=True, exist_ok=True)

@@ -5,30 +5,21 @@ headless run denies it), and a rule allows it after all. Effects are read from t
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
+from ..support.git import git, new_repo
 from ..support.scripted import call_step
 from .conftest import mcp_env, server_entry
 
 
-def _git(repo: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True)
-    return done.stdout
-
-
 def _repo(root: Path) -> Path:
-    repo = root / "repo"
-    repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "config", "user.email", "t@example.com")
-    _git(repo, "config", "user.name", "T")
+    repo = new_repo(root / "repo")
     (repo / "a.txt").write_text("one\n")
-    _git(repo, "add", "a.txt")
-    _git(repo, "commit", "-q", "-m", "first")
+    git(repo, "add", "a.txt")
+    git(repo, "commit", "-q", "-m", "first")
     (repo / "a.txt").write_text("two\n")
-    _git(repo, "add", "a.txt")
+    git(repo, "add", "a.txt")
     return repo
 
 
@@ -53,7 +44,7 @@ def test_read_only_git_tools_run_and_commit_asks(start_kernel, model_server, tmp
     )
     result = kernel.execute("status, log, commit", mode="headless", timeout=180)
     assert result.status == "ok" and model_server.errors == [], result.text()
-    assert _git(repo, "log", "--oneline").count("\n") == 1, "git_commit must not have run"
+    assert git(repo, "log", "--oneline").count("\n") == 1, "git_commit must not have run"
 
     rule = {"allow": ['git_commit({"message":"second"*)']}
     kernel = start_kernel(
@@ -64,4 +55,4 @@ def test_read_only_git_tools_run_and_commit_asks(start_kernel, model_server, tmp
     )
     result = kernel.execute("commit", mode="headless", timeout=180)
     assert result.status == "ok", result.text()
-    assert "second" in _git(repo, "log", "--oneline")
+    assert "second" in git(repo, "log", "--oneline")

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from ..support.scripted import call_step
+from ..support.scripted import call_step, tools_offered
 from .conftest import ToolServers, mcp_env
 
 CALCULATOR = """---
@@ -15,10 +14,6 @@ tools: [calc_add]
 ---
 You add numbers.
 """
-
-
-def offered(request: dict[str, Any]) -> list[str]:
-    return sorted(t["function"]["name"] for t in request.get("tools", []))
 
 
 def test_a_subagent_calls_the_mcp_tool_it_names(
@@ -39,4 +34,4 @@ def test_a_subagent_calls_the_mcp_tool_it_names(
     result = kernel.execute("add 2 and 40 via the calculator", timeout=120)
     assert result.status == "ok" and model_server.errors == [], result.text()
     assert [c["tool"] for c in tool_servers.calls("calc")] == ["add"]
-    assert offered(model_server.requests[1]) == ["calc_add"]
+    assert sorted(tools_offered(model_server.requests[1])) == ["calc_add"]

@@ -6,17 +6,11 @@ from the scripted server's recorded requests; what the person sees from the cell
 
 from __future__ import annotations
 
-from typing import Any
-
 from tests.kernel_harness import WidgetClicker
 from tests.support.cells import tool_cards
 from tests.support.scripted import tool_call, tool_results_sent
 
 from .conftest import HttpToolServer, ToolServers, mcp_env
-
-
-def offered(request: dict[str, Any]) -> list[str]:
-    return [t["function"]["name"] for t in request.get("tools", [])]
 
 
 def test_trusted_stdio_tool_runs_and_its_result_reaches_the_model(

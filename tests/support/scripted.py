@@ -6,7 +6,7 @@ from typing import Any
 
 from co_kernel.testing import ScriptedModelServer
 
-__all__ = ["call_step", "shell", "tool_call", "tool_results_sent"]
+__all__ = ["call_step", "shell", "tool_call", "tool_messages", "tool_results_sent", "tools_offered"]
 
 
 def tool_call(name: str, /, **arguments: Any) -> dict[str, Any]:
@@ -34,3 +34,14 @@ def tool_results_sent(server: ScriptedModelServer, *, distinct: bool = False) ->
         if m["role"] == "tool"
     ]
     return list(dict.fromkeys(sent)) if distinct else sent
+
+
+def tool_messages(server: ScriptedModelServer, request: int = -1) -> list[str]:
+    """The content of the tool messages of one request the model was sent (the last one by
+    default)."""
+    return [str(m["content"]) for m in server.requests[request]["messages"] if m["role"] == "tool"]
+
+
+def tools_offered(request: dict[str, Any]) -> list[str]:
+    """The names of the tools a request offered the model, in the order offered."""
+    return [t["function"]["name"] for t in request.get("tools", [])]
