@@ -10,5 +10,7 @@
 - ``histories``: synthetic conversations; ``vault``: generated Obsidian vaults (also used
   by the benchmarks).
 
-A helper that one test file alone needs stays in that file.
+A helper that one test file alone needs stays in that file. The older top-level modules
+(``kernel_harness``, ``turn_support``, ``sqlite_support``, ``lab_server``) belong here too;
+they stay where they are until no open branch edits them, so that merges stay simple.
 """
