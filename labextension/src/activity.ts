@@ -1,5 +1,5 @@
 /**
- * The activity panel, to see what the agent did: sessions, turns,
+ * The activity panel (seed 003's "Agent Activity Monitor"): sessions, turns,
  * tool calls and their decisions from the audit log, with filters.
  */
 import { Widget } from '@lumino/widgets';
