@@ -29,8 +29,8 @@ from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelResponse
 
 from co_kernel.config import Settings
 from co_kernel.store import SessionStore, TurnRow
-from co_kernel.testing import synthetic_history, synthetic_turn
-from co_kernel.turn._history import govern_history
+from co_kernel.turn._history_processors import govern_history
+from tests.support.histories import synthetic_history, synthetic_turn
 
 TURN_TARGET_MS = 5.0
 SESSIONS_TARGET_MS = 100.0

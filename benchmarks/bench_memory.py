@@ -26,8 +26,8 @@ from pydantic_ai.usage import RunUsage
 from co_kernel.config import Settings
 from co_kernel.deps import CoDeps
 from co_kernel.memory import MemoryStore
-from co_kernel.testing._vaultgen import WORDS
 from co_kernel.tools import memory
+from tests.support.vault import WORDS
 
 TARGET_MS = 20.0
 QUERIES = ("deadline", "kernel review", "harbour coffee bicycle", "orca17", "zeppelin")

@@ -1,6 +1,6 @@
 """search_notes over a generated vault of 10,000 notes (about 50 MB), beside grep.
 
-The vault is generated into a temporary folder (``co_kernel.testing.generate_vault``:
+The vault is generated into a temporary folder (``tests.support.vault.generate_vault``:
 front matter, headings, lists, code, inline tags, a Zipf-distributed vocabulary). Each
 query is timed through the ``search_notes`` tool itself, so every run includes the
 refresh walk that stats all 10,000 files, the whole-word AND match, ranking and the
@@ -28,8 +28,8 @@ from pydantic_ai.usage import RunUsage
 
 from co_kernel.config import Settings
 from co_kernel.deps import CoDeps
-from co_kernel.testing import generate_vault
 from co_kernel.tools import notes
+from tests.support.vault import generate_vault
 
 TARGET_MS = 300.0
 # (query, tag): common and rare words, AND of two and three, a tag filter, no match.

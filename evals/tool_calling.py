@@ -1,4 +1,4 @@
-"""Evals of tool calling (seed 001 "Eval Framework").
+"""Evals of tool calling: does a model call the right tool with the right arguments.
 
 Runs golden cases (``evals/tool_calling.jsonl``) against any configured model with every
 tool deferred, so nothing runs: each tool call comes back as a request for approval and

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import queue
 import re
 import shutil
 import sys
@@ -212,7 +213,7 @@ class CoKernel:
             self._poll_stdin(msg_id, result, on_input)
             try:
                 m = self.kc.get_iopub_msg(timeout=min(remaining, 0.02))
-            except Exception:  # queue.Empty
+            except queue.Empty:
                 continue
             if m["parent_header"].get("msg_id") != msg_id:
                 continue
@@ -265,7 +266,7 @@ class CoKernel:
                 raise TimeoutError(f"no matching message for {msg_id} within {timeout}s")
             try:
                 m = self.kc.get_iopub_msg(timeout=min(remaining, 0.05))
-            except Exception:  # queue.Empty
+            except queue.Empty:
                 continue
             if m["parent_header"].get("msg_id") != msg_id:
                 continue

@@ -12,7 +12,6 @@ import json
 import os
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,16 +24,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .kernel_forkserver import ForkServer, forking, write_co_kernelspec
+from .support.net import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 LABEXTENSION = REPO / "co_kernel" / "labextension"
 EXTENSION_NAME = "co-kernel-lab"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def jupyter_environment(base: Path, env: dict[str, str] | None = None) -> dict[str, str]:

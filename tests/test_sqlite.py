@@ -119,7 +119,7 @@ _OPENER = textwrap.dedent(
     kind, path, n, start = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
     if kind == "sessions":
         from co_kernel.store import SessionStore, TurnRow
-        from co_kernel.testing import synthetic_turn
+        from tests.support.histories import synthetic_turn
         opened = SessionStore(path)
         act = lambda: opened.save(
             f"s{n}", synthetic_turn(n), [TurnRow(prompt="p", start=0)], workspace="/w"

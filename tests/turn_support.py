@@ -14,6 +14,8 @@ from co_kernel.config import LoadedSettings, Settings
 from co_kernel.testing import ScriptedModelServer
 from co_kernel.turn import ApprovalRequest, ChatSession, RecordingFrontend, TurnResult
 
+from .support.scripted import shell, tool_messages
+
 __all__ = [
     "approvals",
     "make_session",
@@ -24,10 +26,6 @@ __all__ = [
     "turn",
     "within",
 ]
-
-
-def shell(cmd: str, **extra: Any) -> dict[str, Any]:
-    return {"name": "run_shell_command", "arguments": {"cmd": cmd, **extra}}
 
 
 def make_session(server: ScriptedModelServer, workspace: Path, **settings: Any) -> ChatSession:
@@ -69,14 +67,6 @@ def run(session: ChatSession, *turns: tuple[str, Any]) -> list[TurnResult]:
 
 def approvals(frontend: RecordingFrontend) -> list[ApprovalRequest]:
     return [payload for name, payload in frontend.events if name == "approval"]
-
-
-def tool_messages(server: ScriptedModelServer, request: int) -> list[str]:
-    return [
-        m["content"]
-        for m in server.requests[request]["messages"]
-        if m["role"] == "tool" and isinstance(m["content"], str)
-    ]
 
 
 def results(frontend: RecordingFrontend) -> dict[str, Any]:

@@ -4,7 +4,8 @@ A magic module defines ``USAGE`` (one line), optionally ``complete(ctx, arg_text
 completion, and ``async def run(ctx, args: str) -> str | RunPrompt | None`` returning Markdown to show (or
 a prompt the cell runs as its turn).
 Bad arguments raise ``MagicError``; the kernel turns it into a one-line message with the
-usage. The registry is explicit (no decorators), as in seed 001's ``_commands.py``.
+usage. The registry is explicit (no decorators): one list says which magics exist, for
+`%help` and completion alike, and importing a magic module registers nothing by itself.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""MCP servers as tool sources (seed 001 "MCP toolsets", "MCP fallback").
+"""MCP servers as tool sources; a server that fails leaves the turn running without its tools.
 
 The ``mcp_servers`` setting lives with the other settings (``config/_mcp.py``); ``_servers.py`` connects, watches and
 restarts the servers of a session; ``_toolset.py`` is the one toolset the agent gets for

@@ -1,4 +1,4 @@
-"""What happens to memories over time (seed 001 memory settings), on top of the store.
+"""What happens to memories over time (the ``memory_*`` settings), on top of the store.
 
 - Dedup: a new memory that is at least ``memory_dedup_threshold`` similar (0-100) to one
   saved or updated within ``memory_dedup_window_days`` replaces that memory's text (tags

@@ -3,9 +3,9 @@
 ``build_model`` turns ``provider:model`` into a model (``_providers``); a failed request
 is classified for the turn's retries (``_provider_errors``) and an answer cut off without
 a finish reason is refused (``_finish``). Beneath: the ``local`` runtime, a GGUF model
-that llama.cpp serves on 127.0.0.1 (``_local_runtime``, ``_local_server``, ``_llamacpp``),
+that llama.cpp serves on 127.0.0.1 (``_local_runtime``, ``_llama_child``, ``_llamacpp``),
 tool calls a small model writes as text (``_textcalls``, ``_textcall_model``), recording
-and replay of model exchanges (``_record``), prompt caching, prices and stream coalescing.
+and replay of model exchanges (``_record_replay``), prompt caching, prices and stream coalescing.
 """
 
 from __future__ import annotations

@@ -37,9 +37,9 @@ __all__ = [
     "CATALOGUE",
     "DEFAULT_LOCAL_MODEL",
     "CatalogueEntry",
+    "LlamaServerProcess",
     "LocalModelSpec",
     "LocalRuntime",
-    "LocalServer",
     "default_model_string",
     "last_turn_speed",
     "local_status_rows",
@@ -244,7 +244,7 @@ def default_cache_mb(context: int) -> int:
     return max(8, context * 24 // 1024)
 
 
-class LocalServer:
+class LlamaServerProcess:
     """llama.cpp's server for one model, in a child process."""
 
     def __init__(
@@ -300,7 +300,7 @@ class LocalServer:
             "port": self.port,
             "cache_mb": self.cache_mb,
         }
-        script = Path(__file__).with_name("_local_server.py")
+        script = Path(__file__).with_name("_llama_child.py")
         started = time.monotonic()
         with self.log_path.open("wb") as log:
             self._proc = subprocess.Popen(
@@ -403,7 +403,11 @@ class LocalRuntime:
     """What a local model handle keeps: the server and where requests go."""
 
     def __init__(
-        self, spec: LocalModelSpec, server: LocalServer, provider: OpenAIProvider, default: bool
+        self,
+        spec: LocalModelSpec,
+        server: LlamaServerProcess,
+        provider: OpenAIProvider,
+        default: bool,
     ) -> None:
         self.spec = spec
         self.server = server
@@ -443,7 +447,7 @@ class LocalRuntime:
 
 
 def local_status_rows(
-    spec: LocalModelSpec, server: LocalServer | None, history: list[ModelMessage]
+    spec: LocalModelSpec, server: LlamaServerProcess | None, history: list[ModelMessage]
 ) -> list[tuple[str, str]]:
     """(item, value) rows about a local model, running or not."""
     rows = [
@@ -507,7 +511,7 @@ def build_local(
     from ._textcall_model import TextToolCallModel
 
     spec = resolve_local_model(name, base_dir=base_dir)
-    server = LocalServer(
+    server = LlamaServerProcess(
         spec,
         threads=settings.local_threads or default_threads(),
         context=settings.local_context,

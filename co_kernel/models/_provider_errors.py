@@ -1,4 +1,4 @@
-"""What to do when a model request fails (seed 001 "Provider Error Handling").
+"""What to do when a model request fails: a turn retries, reflects or stops by this table.
 
 | failure                          | action  | behaviour                                          |
 |----------------------------------|---------|----------------------------------------------------|
@@ -144,7 +144,7 @@ def classify_provider_error(exc: BaseException, *, provider: str, model: str) ->
 
     if not isinstance(exc, x.ModelAPIError):
         return None
-    from ._record import ReplayMismatch
+    from ._record_replay import ReplayMismatch
 
     if isinstance(exc, ReplayMismatch):  # the script and the notebook differ: say where
         return ErrorAction(ProviderErrorKind.ABORT, exc.message)

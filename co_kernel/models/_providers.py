@@ -133,7 +133,7 @@ def build_model(
     else:
         handle = _build(settings, model_string, base_dir=base_dir, recorder=recorder)
     if recorder is not None:
-        from ._record import RecordingModel
+        from ._record_replay import RecordingModel
 
         handle.model = RecordingModel(handle.model, recorder)
     return handle
@@ -286,7 +286,7 @@ def _replay(
     """The scripted server answering from the script, wrapped to explain a mismatch (or, in
     a record-missing replay, to ask ``replay_fallback_model`` and add its answer)."""
     from ..testing import Script, ScriptedModelServer
-    from ._record import ReplayModel
+    from ._record_replay import ReplayModel
 
     path = Path(name).expanduser()
     if not path.is_absolute():

@@ -1,4 +1,4 @@
-"""Deciding side-effectful tool calls (seed 001 "Deferred Approval Pattern").
+"""Deciding side-effectful tool calls: run now, refuse, or defer to the person.
 
 Permission rules (``_rules``) come first: a ``deny`` rule refuses, an ``ask`` rule
 asks, an ``allow`` rule approves what the guards let through. Otherwise a call runs

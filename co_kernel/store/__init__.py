@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..config import paths
 from ..exceptions import SessionConflict, SessionLookupError
-from ._history import CellHistory, HistoryEntry
+from ._cell_history import CellHistory, HistoryEntry
 from ._sessions import Revision, SessionInfo, SessionStore, StoredSession, TurnRow
 
 __all__ = [

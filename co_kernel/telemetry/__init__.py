@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._audit import DECISIONS, AuditEvent, AuditLog, audit_target
 from ._redact import REDACTED, Redactor, redact_value
-from ._session import SessionTelemetry
+from ._session_telemetry import SessionTelemetry
 from ._usage import UsageTotals, usage_from_spans
 
 if TYPE_CHECKING:

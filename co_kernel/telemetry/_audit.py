@@ -1,4 +1,4 @@
-"""The audit log of agent actions (seed 003 ``AgentActionLog``), in SQLite (WAL).
+"""The audit log of agent actions, in SQLite (WAL): what the agent did and who let it.
 
 One row per decision about a tool call or a guarded access: who (session, turn), what
 (tool, target such as a path, URL, channel or command), how it was decided (auto,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ._store import SPAN_KINDS
+from ._spans import SPAN_KINDS
 
 __all__ = ["add_telemetry_commands"]
 

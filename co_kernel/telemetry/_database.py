@@ -1,4 +1,4 @@
-"""The telemetry database's schema: the spans (``_store``) and the audit log (``_audit``).
+"""The telemetry database's schema: the spans (``_spans``) and the audit log (``_audit``).
 
 Both live in one file, so Datasette shows them side by side, and so share one list of
 migrations: the file has one ``user_version``.

@@ -37,7 +37,7 @@ from opentelemetry.trace import Status
 
 from ._database import connect
 from ._redact import Redactor
-from ._store import SPAN_KINDS
+from ._spans import SPAN_KINDS
 
 __all__ = [
     "MAX_ATTRIBUTE_CHARS",

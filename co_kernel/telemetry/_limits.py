@@ -1,4 +1,5 @@
-"""Rate limits (seed 003): requests per hour per session and tokens per turn.
+"""Rate limits, so a looping agent cannot run up a bill: requests per hour per session and
+tokens per turn.
 
 Both are checked by a pydantic-ai capability in ``before_model_request``, so a request
 that would break a limit is never sent. The tokens-per-turn check is pydantic-ai's own

@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._store import SpanRow, max_span_id, read_spans
+from ._spans import SpanRow, max_span_id, read_spans
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -17,7 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ._store import SpanRow, read_spans
+from ._spans import SpanRow, read_spans
 
 __all__ = ["TurnTrace", "collect_turns", "render_traces", "write_traces"]
 

@@ -38,7 +38,7 @@ class UsageTotals:
 
 def usage_from_spans(db_path: Path, session_id: str) -> UsageTotals:
     """Totals of a session (an id or a prefix of one) from its stored spans."""
-    from ._store import read_spans
+    from ._spans import read_spans
 
     totals = UsageTotals(by_model={})
     assert totals.by_model is not None

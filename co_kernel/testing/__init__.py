@@ -4,15 +4,13 @@
 `Step`s, streamed or not, with tool calls, pacing and injected faults. Tests point the kernel
 at its `base_url`; the model string `replay:path/to/script.jsonl` makes the kernel start one
 itself. The script format is documented in `co_kernel.testing._script`. A `Recorder` writes a
-session's model exchanges as such a script (`%record`, setting `record_path`). `generate_vault`
-writes a deterministic Obsidian vault for the notes tools' tests and benchmarks.
+session's model exchanges as such a script (`%record`, setting `record_path`).
+`record_notebook` turns a notebook into a regression test that replays such a script.
 """
 
-from ._histories import synthetic_history, synthetic_turn
-from ._recorder import Recorder, replayed_script, step_from_exchange
 from ._script import Script, ScriptSource, Step
+from ._script_recorder import Recorder, replayed_script, step_from_exchange
 from ._server import ScriptedModelServer
-from ._vaultgen import generate_vault
 
 __all__ = (
     "Recorder",
@@ -20,9 +18,6 @@ __all__ = (
     "ScriptSource",
     "ScriptedModelServer",
     "Step",
-    "generate_vault",
     "replayed_script",
     "step_from_exchange",
-    "synthetic_history",
-    "synthetic_turn",
 )

@@ -23,7 +23,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ._notebook import execute_as_nbval
+from ._nbval import execute_as_nbval
 
 __all__ = ["execute_as_nbval", "main", "record_notebook"]
 

@@ -1,4 +1,4 @@
-"""Tool errors the model can read (seed 001 "Tool Error Classification").
+"""Tool errors the model can read, classified so it knows whether to retry, fix or give up.
 
 | kind       | what the model gets                              | example                      |
 |------------|--------------------------------------------------|------------------------------|

@@ -1,4 +1,4 @@
-"""The scope guard (seed 003): one path-resolution function for the notes and files tools.
+"""The scope guard: one path-resolution function for the notes and files tools.
 
 Every path a tool is given passes through :func:`resolve` before anything touches the
 file system. It refuses by default: a path must name something inside one of the scope's

@@ -1,4 +1,4 @@
-"""Workspace files (seed 004's filesystem toolset) behind the scope guard (seed 003).
+"""Workspace files: list, read, write and edit, behind the scope guard (``_scope``).
 
 The workspace is the notebook's folder; ``read_roots`` add read-only folders. Every path
 goes through ``_scope.guarded`` before any access, and every decision is audited. Writes

@@ -1,4 +1,4 @@
-"""Notes: search, list and read an Obsidian vault (seed 002 section 5.3).
+"""Notes: search, list and read an Obsidian vault.
 
 Registered when ``obsidian_vault_path`` names a folder. Read-only: no approval needed.
 """

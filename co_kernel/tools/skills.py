@@ -1,4 +1,4 @@
-"""Skills: packages of instructions the agent loads on demand (seed 004, Agent Skills).
+"""Skills: packages of instructions the agent loads on demand (the Agent Skills format).
 
 A skill is a folder with a ``SKILL.md`` (front-matter ``name`` and ``description``, body =
 instructions) and any resource files beside it. Skills are found in

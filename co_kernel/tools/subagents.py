@@ -1,4 +1,4 @@
-"""Subagent definitions: the agents ``delegate_task`` may hand one task to (seed 004).
+"""Subagent definitions: the agents ``delegate_task`` may hand one task to.
 
 A subagent is defined in settings (``subagents``: name, description, instructions,
 model, tools) or in ``<notebook dir>/.co/agents/<name>.md`` (front-matter ``name``,

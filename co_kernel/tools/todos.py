@@ -1,4 +1,4 @@
-"""Todos: the agent's checklist for multi-step work (seed 004, pydantic-ai-todo).
+"""Todos: the agent's checklist for multi-step work, shown to the person as it changes.
 
 ``write_todos`` replaces the whole list (the model sends every item with its status each
 time), ``read_todos`` reads it back. The list lives in ``CoDeps.todos``, so it survives

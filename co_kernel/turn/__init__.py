@@ -15,12 +15,12 @@ from ._frontend import (
     ToolResultView,
     TurnSummary,
 )
-from ._history import estimate_tokens, is_summary, token_calibration
-from ._protocol import SessionProtocol
-from ._recording import RecordingFrontend
+from ._history_processors import estimate_tokens, is_summary, token_calibration
+from ._recording_frontend import RecordingFrontend
 from ._repair import INTERRUPTED_TOOL_RETURN
 from ._run import TurnResult, run_turn
 from ._session import ChatSession
+from ._session_protocol import SessionProtocol
 
 __all__ = [
     "INTERRUPTED_TOOL_RETURN",

@@ -1,4 +1,4 @@
-"""The agent factory (seed 001 ``get_agent``).
+"""The agent factory: settings and a model name in, a ready pydantic-ai agent out.
 
 ``build_session_agent`` is the one way Co turns settings and a model name into a ready
 agent: the kernel's session and the eval runner both use it, so an eval talks to a model
@@ -76,7 +76,7 @@ def build_session_agent(
 
     ``wrap_toolset`` wraps each registered toolset (the eval runner defers every call);
     ``extra_toolsets`` (the session's MCP servers) join them when the model takes tools;
-    ``recorder`` is the session's (``%record`` and replays, see ``models/_record.py``).
+    ``recorder`` is the session's (``%record`` and replays, see ``models/_record_replay.py``).
     """
     from ..models import build_model
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..exceptions import CompactError, ConfigError
-from ._history import SUMMARY_PREFIX, is_summary, turn_starts
+from ._history_processors import SUMMARY_PREFIX, is_summary, turn_starts
 
 if TYPE_CHECKING:
     from collections.abc import Callable

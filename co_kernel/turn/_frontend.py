@@ -1,7 +1,7 @@
 """The protocol through which a turn talks to whatever displays it.
 
 The core (``turn/``) only knows this protocol; ``frontend/`` holds the notebook,
-console, headless and recording implementations (seed 001 ``FrontendProtocol``).
+console and headless implementations, so a turn runs the same whatever shows it.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from pydantic_ai.capabilities import AbstractCapability
 
-from ._history import GovernedViews, govern_history
+from ._history_processors import GovernedViews, govern_history
 
 if TYPE_CHECKING:
     from pydantic_ai import RunContext

@@ -1,5 +1,5 @@
 """The system prompt: who Co is in a notebook, plus personality, project instructions
-and knowledge files (seed 001 "System Prompt Assembly")."""
+and knowledge files, assembled in that order."""
 
 from __future__ import annotations
 

@@ -31,7 +31,10 @@ INTERRUPTED_MARK = "[interrupted]"
 def patch_dangling_tool_calls(
     messages: list[ModelMessage], content: str = INTERRUPTED_TOOL_RETURN
 ) -> list[ModelMessage]:
-    """Answer every unanswered tool call with a synthetic return (seed 002 7.5)."""
+    """Answer every unanswered tool call with a synthetic return.
+
+    Providers refuse a history in which a tool call has no answer, so an interrupted turn
+    would otherwise break every later one."""
     from pydantic_ai.messages import ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
 
     answered: set[str] = set()

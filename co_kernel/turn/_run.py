@@ -1,4 +1,4 @@
-"""run_turn: one user turn as a state machine (seed 001 "Orchestration State Machine").
+"""run_turn: one user turn as a state machine.
 
 Streaming, approval chaining (a ``while``: a resumed run may ask again), provider-error
 retries with one usage budget shared by every resume and retry, and interrupt recovery
@@ -252,7 +252,7 @@ class _TurnRunner:
         resume = tidy(self.partial) if self.partial is not None else None
         self.events.drop_response()
         if isinstance(exc, UsageLimitExceeded):
-            # The request budget, or a rate limit of seed 003 (telemetry's RateLimits).
+            # The request budget, or one of telemetry's RateLimits.
             from ..telemetry import usage_limit_message
 
             return self._stop(usage_limit_message(exc, self.deps.settings), resume)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..deps import CoDeps
 from ..exceptions import ConfigError
 from ._compact import CompactReport, SessionUsage, auto_compact, compact_session
-from ._history import govern_history
+from ._history_processors import govern_history
 from ._persistence import SessionPersistence, TurnRecord
 from ._run import TurnResult, run_turn
 from ._session_model import SessionModel

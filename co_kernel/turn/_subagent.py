@@ -1,4 +1,4 @@
-"""``delegate_task``: running a subagent inside a tool call (seed 004 "SubAgent Delegation Flow").
+"""``delegate_task``: running a subagent inside a tool call.
 
 The definitions come from ``tools/subagents.py``; the tool lives here because what it does
 is run an agent, which is the turn's job. It is offered only while there is a subagent
@@ -35,7 +35,7 @@ from ..models import build_model
 from ..tools import ToolsetBuild
 from ..tools.subagents import DELEGATE_TOOL, SubagentSpec, can_delegate, session_subagents
 from ._frontend import SubagentView, TurnSummary
-from ._recording import RecordingFrontend
+from ._recording_frontend import RecordingFrontend
 from ._run import TurnResult, _TurnRunner, current_turn
 
 if TYPE_CHECKING:

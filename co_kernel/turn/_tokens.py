@@ -13,7 +13,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from ._history import estimate_tokens, govern_history, token_calibration
+from ._history_processors import estimate_tokens, govern_history, token_calibration
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -9,16 +9,13 @@ from typing import Any
 
 import pytest
 
+from ..support.scripted import shell
 from .jupyterlab import co_lab, open_notebook, run_cell, save_notebook
 
 pytestmark = pytest.mark.browser
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 MIME_TOOL_CALL = "application/vnd.co.tool-call+json"
-
-
-def shell(cmd: str) -> dict[str, Any]:
-    return {"name": "run_shell_command", "arguments": {"cmd": cmd}}
 
 
 def wait_for_prompt(cell: Any, expected: str, timeout: float = 30) -> None:

@@ -22,6 +22,7 @@ from co_kernel.testing import ScriptedModelServer
 from co_kernel.turn._frontend import ToolCallView, ToolResultView
 
 from ..lab_server import REPO, JupyterServer, start_server
+from ..support.notebooks import write_notebook
 from .conftest import FAILED
 from .jupyterlab import chromium_page, scripted_env
 
@@ -70,16 +71,6 @@ def page(request: pytest.FixtureRequest) -> Iterator[Any]:
         if request.node.stash.get(FAILED, False):
             _shot(page, f"failed-{request.node.name}")
     assert not [e for e in errors if "co" in e.lower()], errors
-
-
-def _notebook(path: Path, kernel: str, cells: list[nbformat.NotebookNode]) -> str:
-    nb = nbformat.v4.new_notebook()
-    names = {"co": ("Co", "co"), "python3": ("Python 3 (ipykernel)", "python")}
-    display, language = names[kernel]
-    nb.metadata["kernelspec"] = {"name": kernel, "display_name": display, "language": language}
-    nb.cells = cells
-    nbformat.write(nb, path)
-    return path.name
 
 
 def _open(page: Any, lab: JupyterServer, name: str) -> None:
@@ -175,7 +166,7 @@ def test_saved_tool_call_card_renders_expands_and_reads_well_in_both_themes(
     )
     cell = nbformat.v4.new_code_cell("Update my notes")
     cell.outputs = [nbformat.v4.new_output("display_data", data=tool_call_bundle(call, result))]
-    name = _notebook(lab.root / "saved-card.ipynb", "co", [cell])
+    name = write_notebook(lab.root / "saved-card.ipynb", [cell])
     _open(page, lab, name)
 
     card = page.locator(".co-ToolCard")
@@ -237,7 +228,7 @@ def test_status_bar_shows_the_model_and_follows_each_turn(
         nbformat.v4.new_code_cell("Say hello"),
         nbformat.v4.new_code_cell("%model compat:other"),
     ]
-    name = _notebook(lab.root / "status.ipynb", "co", cells)
+    name = write_notebook(lab.root / "status.ipynb", cells)
     _open(page, lab, name)
     item = page.locator(".co-StatusBar")
     item.wait_for(timeout=LOAD)
@@ -277,7 +268,7 @@ def _open_palette_command(page: Any, label: str) -> Any:
 def test_palette_lists_the_approval_commands_with_their_shortcuts(
     page: Any, lab: JupyterServer
 ) -> None:
-    name = _notebook(lab.root / "palette.ipynb", "co", [nbformat.v4.new_code_cell("")])
+    name = write_notebook(lab.root / "palette.ipynb", [nbformat.v4.new_code_cell("")])
     _open(page, lab, name)
     # Wait until the kernel is up: focus moving to the notebook would close the palette.
     _wait_idle(page, "Co")
@@ -354,7 +345,7 @@ def test_shortcut_never_presses_a_look_alike_button(page: Any, lab: JupyterServe
     """The shortcuts answer Co's calls through the kernel's comm, never by clicking: a card
     with Co's labels in another kernel's output is not Co's question (issue 39)."""
     cells = [nbformat.v4.new_code_cell(_WIDGET_CELL), nbformat.v4.new_code_cell("")]
-    name = _notebook(lab.root / "widget-approval.ipynb", "python3", cells)
+    name = write_notebook(lab.root / "widget-approval.ipynb", cells, kernel="python3")
     _open(page, lab, name)
     _wait_idle(page, "Python 3 (ipykernel)")
     _run_first_cell(page)
@@ -391,7 +382,7 @@ def test_shortcut_approves_a_real_co_tool_call_end_to_end(
         ]
     )
     cells = [nbformat.v4.new_code_cell("Print something"), nbformat.v4.new_code_cell("Again")]
-    name = _notebook(lab.root / "co-approval.ipynb", "co", cells)
+    name = write_notebook(lab.root / "co-approval.ipynb", cells)
     _open(page, lab, name)
     page.locator(".co-StatusBar").wait_for(timeout=LOAD)
 
@@ -453,7 +444,7 @@ def test_a_cell_waiting_for_approval_reads_busy_and_names_the_tool(
             {"text": "Written after the wait."},
         ]
     )
-    name = _notebook(lab.root / "waiting.ipynb", "co", [nbformat.v4.new_code_cell("Write it")])
+    name = write_notebook(lab.root / "waiting.ipynb", [nbformat.v4.new_code_cell("Write it")])
     _open(page, lab, name)
     _wait_idle(page, "Co")
     _run_first_cell(page)

@@ -14,15 +14,12 @@ from typing import Any
 
 import pytest
 
+from ..support.scripted import shell
 from .jupyterlab import CoLab, co_lab, open_notebook, run_cell, save_notebook
 
 pytestmark = pytest.mark.browser
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-
-
-def shell(cmd: str) -> dict[str, Any]:
-    return {"name": "run_shell_command", "arguments": {"cmd": cmd}}
 
 
 def wait_for_file(path: Path, timeout: float = 60) -> None:

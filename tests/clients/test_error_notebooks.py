@@ -12,20 +12,14 @@ from nbclient import NotebookClient
 from co_kernel.testing import ScriptedModelServer
 
 from ..kernel_harness import ensure_kernelspec
+from ..support.notebooks import write_notebook
 from . import client_env
 
 BAD_KEY = {"fault": {"status": 401, "body": {"error": {"message": "Incorrect API key provided"}}}}
 
 
 def _notebook(path: Path) -> None:
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "co", "display_name": "Co", "language": "co"}
-    nb.cells = [
-        nbformat.v4.new_code_cell("What is the capital of France?"),
-        nbformat.v4.new_code_cell("%nosuchmagic"),
-        nbformat.v4.new_code_cell("%python 6*7"),
-    ]
-    nbformat.write(nb, path)
+    write_notebook(path, ["What is the capital of France?", "%nosuchmagic", "%python 6*7"])
 
 
 def _check_turn_error(outputs: list) -> None:
@@ -89,10 +83,7 @@ def test_nbconvert_says_why_a_cell_failed(tmp_path: Path, co_home: Path) -> None
         ("%python 1/0", "ZeroDivisionError"),
     ):
         path = tmp_path / f"fails-{len(reason)}.ipynb"
-        nb = nbformat.v4.new_notebook()
-        nb.metadata["kernelspec"] = {"name": "co", "display_name": "Co", "language": "co"}
-        nb.cells = [nbformat.v4.new_code_cell(source)]
-        nbformat.write(nb, path)
+        write_notebook(path, [source])
         with ScriptedModelServer([]) as server:
             done = subprocess.run(
                 [sys.executable, "-m", "nbconvert", "--execute", "--to", "notebook", str(path)],

@@ -12,16 +12,14 @@ import nbformat
 from co_kernel.testing import ScriptedModelServer
 
 from ..kernel_harness import ensure_kernelspec
+from ..support.notebooks import write_notebook
 from . import client_env
 
 
 def _notebook(path: Path) -> None:
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "co", "display_name": "Co", "language": "co"}
     params = nbformat.v4.new_code_cell('%%python\ntopic = "Spain"\nyear = 1900')
     params.metadata["tags"] = ["parameters"]
-    nb.cells = [params, nbformat.v4.new_code_cell("Tell me about {topic} in {year}.")]
-    nbformat.write(nb, path)
+    write_notebook(path, [params, "Tell me about {topic} in {year}."])
 
 
 def _papermill(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -27,7 +27,8 @@ from typing import Any
 
 import requests
 
-from ..lab_server import free_port, stop_process
+from ..lab_server import stop_process
+from ..support.net import free_port
 
 SANDBOX_IMAGE = os.environ.get("CO_TEST_SANDBOX_IMAGE", "co-sandbox-test:bookworm")
 

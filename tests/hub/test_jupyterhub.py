@@ -35,8 +35,9 @@ import requests
 from co_kernel.testing import ScriptedModelServer
 
 from ..kernel_harness import WIDGET_VIEW, CellResult, WidgetClicker
-from ..lab_server import free_port
 from ..sandbox.conftest import own_containers
+from ..support.net import free_port
+from ..support.scripted import shell
 from .jupyterhub import (
     SANDBOX_IMAGE,
     HubLogin,
@@ -59,10 +60,6 @@ pytestmark = [
 
 DATA = Path(".local/share/co")
 """Co's data directory under a home (platformdirs' user data dir; no CO_HOME)."""
-
-
-def shell(cmd: str) -> dict[str, Any]:
-    return {"name": "run_shell_command", "arguments": {"cmd": cmd}}
 
 
 def script_for(user: LinuxUser) -> list[dict[str, Any]]:

@@ -11,17 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from co_kernel.frontend import MIME_TOOL_CALL
 from tests.kernel_harness import WIDGET_VIEW, CellResult, CoKernel, WidgetClicker
-
-
-def shell(cmd: str) -> dict[str, Any]:
-    return {"name": "run_shell_command", "arguments": {"cmd": cmd}}
-
-
-def tool_cards(result: CellResult) -> list[dict[str, Any]]:
-    """The final state of every tool-call output of the cell."""
-    return [d[MIME_TOOL_CALL] for d in result.final_displays().values() if MIME_TOOL_CALL in d]
+from tests.support.cells import tool_cards
+from tests.support.scripted import shell, tool_results_sent
 
 
 def widget_cards(result: CellResult) -> list[dict[str, Any]]:
@@ -34,15 +26,6 @@ def widget_updates(result: CellResult) -> list[dict[str, Any]]:
         m["content"]["data"]["state"]
         for m in result.of_type("comm_msg")
         if m["content"]["data"].get("method") == "update"
-    ]
-
-
-def tool_results_sent(server: Any) -> list[str]:
-    return [
-        str(m["content"])
-        for request in server.requests
-        for m in request["messages"]
-        if m["role"] == "tool"
     ]
 
 

@@ -11,6 +11,7 @@ status message the kernel publishes.
 
 from __future__ import annotations
 
+import queue
 import time
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ class _Iopub:
             assert remaining > 0, f"no matching iopub message in {timeout}s: {self.statuses()}"
             try:
                 msg = self.kernel.kc.get_iopub_msg(timeout=min(remaining, 0.1))
-            except Exception:  # queue.Empty
+            except queue.Empty:
                 continue
             self.seen.append(msg)
             if predicate(msg):

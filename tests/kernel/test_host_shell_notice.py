@@ -8,18 +8,11 @@ from __future__ import annotations
 
 import os
 
-from co_kernel.frontend import MIME_TOOL_CALL
-from tests.kernel_harness import CellResult, WidgetClicker
+from tests.kernel_harness import WidgetClicker
+from tests.support.cells import tool_cards
+from tests.support.scripted import shell
 
 HOST = "ON THE HOST"
-
-
-def shell(cmd: str) -> dict[str, object]:
-    return {"name": "run_shell_command", "arguments": {"cmd": cmd}}
-
-
-def cards(result: CellResult) -> list[dict[str, object]]:
-    return [d[MIME_TOOL_CALL] for d in result.final_displays().values() if MIME_TOOL_CALL in d]
 
 
 def test_the_first_bang_cell_says_it_runs_on_the_host(kernel) -> None:
@@ -44,7 +37,7 @@ def test_every_shell_tool_card_says_it_runs_on_the_host(kernel, model_server) ->
     )
     result = kernel.execute("list and touch", on_message=WidgetClicker(["Approve"]))
 
-    shown = cards(result)
+    shown = tool_cards(result)
     assert len(shown) == 2, shown
     for card in shown:
         assert HOST in str(card["detail"]), card

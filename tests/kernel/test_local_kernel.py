@@ -14,7 +14,6 @@ import json
 import os
 import re
 import signal
-import socket
 import threading
 import time
 import urllib.request
@@ -27,6 +26,7 @@ import pytest
 from co_kernel.models._local_runtime import CATALOGUE, _catalogue_file
 
 from ..kernel_harness import CoKernel, html_text, markdown_source
+from ..support.net import free_port
 
 SMOLLM2 = _catalogue_file(CATALOGUE["smollm2-135m"])
 
@@ -37,12 +37,6 @@ pytestmark = [
 
 # Prompt evaluation runs at ~17 tokens/s on 2 busy cores: generous, and never waited out.
 TURN_TIMEOUT = 240
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _slot(port: int) -> dict[str, Any]:
@@ -84,7 +78,7 @@ def _children(kernel: CoKernel) -> list[int]:
             cmdline = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if int(stat[1]) == parent and b"_local_server.py" in cmdline and stat[0] != "Z":
+        if int(stat[1]) == parent and b"_llama_child.py" in cmdline and stat[0] != "Z":
             found.append(int(entry.name))
     return found
 
@@ -162,7 +156,7 @@ def _answer_states(result: Any) -> list[str]:
 
 
 def test_a_conversation_with_the_bundled_model(local_kernel: Callable[..., CoKernel]) -> None:
-    port = _free_port()
+    port = free_port()
     kernel = local_kernel(CO_LOCAL_MAX_TOKENS="48", CO_LOCAL_PORT=str(port), CO_LOCAL_CACHE_MB="40")
 
     with SlotWatcher(port) as watcher:
@@ -231,7 +225,7 @@ def test_a_conversation_with_the_bundled_model(local_kernel: Callable[..., CoKer
 
 
 def test_an_interrupt_stops_generation_on_the_server(local_kernel: Callable[..., CoKernel]) -> None:
-    port = _free_port()
+    port = free_port()
     limit = 600
     kernel = local_kernel(CO_LOCAL_MAX_TOKENS=str(limit), CO_LOCAL_PORT=str(port))
 

@@ -16,10 +16,7 @@ from typing import Any
 import pytest
 
 from tests.kernel_harness import WIDGET_VIEW, CoKernel, markdown_source
-
-
-def shell(cmd: str) -> dict[str, Any]:
-    return {"name": "run_shell_command", "arguments": {"cmd": cmd}}
+from tests.support.scripted import shell
 
 
 class Page:

@@ -9,24 +9,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from co_kernel.frontend import MIME_TOOL_CALL
-from tests.kernel_harness import CellResult, WidgetClicker
-
-
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"name": name, "arguments": arguments}
-
-
-def sh(cmd: str) -> dict[str, Any]:
-    return call("run_shell_command", cmd=cmd)
-
-
-def cards(result: CellResult) -> list[dict[str, Any]]:
-    return [d[MIME_TOOL_CALL] for d in result.final_displays().values() if MIME_TOOL_CALL in d]
-
-
-def tool_messages(server: Any) -> list[str]:
-    return [str(m["content"]) for m in server.requests[-1]["messages"] if m["role"] == "tool"]
+from tests.kernel_harness import WidgetClicker
+from tests.support.cells import tool_cards
+from tests.support.scripted import shell, tool_call
 
 
 def user_settings(co_home: Path, data: dict[str, Any]) -> None:
@@ -42,16 +27,16 @@ RULES = {
 }
 # (the call, its card's decision, whether it ran: the file it would make exists)
 CASES: list[tuple[dict[str, Any], str, str | None]] = [
-    (sh("touch allowed-1"), "allowed by rule `run_shell_command(touch allowed*)`", "allowed-1"),
-    (sh("touch other-1"), "denied", None),
-    (sh("touch allowed-2; touch chained-1"), "denied", None),
-    (sh("touch denied-1"), "denied by rule `run_shell_command(touch denied*)`", None),
-    (sh("ls"), "safe-prefix", ""),
-    (call("write_file", path="notes/a.md", content="x"), "allowed by rule", "notes/a.md"),
-    (call("write_file", path="elsewhere.md", content="x"), "denied", None),
-    (call("read_file", path="private/key.txt"), "denied by rule `read_file(private/*)`", ""),
-    (call("read_file", path="public.txt"), "", ""),
-    (call("list_files", glob="*"), "denied", ""),
+    (shell("touch allowed-1"), "allowed by rule `run_shell_command(touch allowed*)`", "allowed-1"),
+    (shell("touch other-1"), "denied", None),
+    (shell("touch allowed-2; touch chained-1"), "denied", None),
+    (shell("touch denied-1"), "denied by rule `run_shell_command(touch denied*)`", None),
+    (shell("ls"), "safe-prefix", ""),
+    (tool_call("write_file", path="notes/a.md", content="x"), "allowed by rule", "notes/a.md"),
+    (tool_call("write_file", path="elsewhere.md", content="x"), "denied", None),
+    (tool_call("read_file", path="private/key.txt"), "denied by rule `read_file(private/*)`", ""),
+    (tool_call("read_file", path="public.txt"), "", ""),
+    (tool_call("list_files", glob="*"), "denied", ""),
 ]
 
 
@@ -68,7 +53,7 @@ def test_rules_decide_every_call_and_the_effect_follows(
     result = kernel.execute("go", mode="headless", timeout=180)
 
     assert result.status == "ok", result.text()
-    shown = cards(result)
+    shown = tool_cards(result)
     assert len(shown) == len(CASES), shown
     for (c, decision, made), card in zip(CASES, shown, strict=True):
         assert str(card.get("decision") or "").startswith(decision), (c, card)
@@ -95,7 +80,7 @@ def test_project_allow_rules_wait_for_acceptance(
     (workspace / ".co" / "settings.json").write_text(json.dumps(project))
     kernel = start_kernel()
 
-    model_server.extend([{"tool_calls": [sh("touch proj-1")]}, {"text": "ok"}])
+    model_server.extend([{"tool_calls": [shell("touch proj-1")]}, {"text": "ok"}])
     before = kernel.execute("go", mode="headless", timeout=120)
     assert not (workspace / "proj-1").exists()
     assert "allow rules that are not applied yet" in before.text()
@@ -106,18 +91,18 @@ def test_project_allow_rules_wait_for_acceptance(
     accepted = kernel.execute("%permissions accept")
     assert "Accepted this project's allow rules" in accepted.text()
 
-    model_server.extend([{"tool_calls": [sh("touch proj-2")]}, {"text": "ok"}])
+    model_server.extend([{"tool_calls": [shell("touch proj-2")]}, {"text": "ok"}])
     after = kernel.execute("go again", timeout=120)
     assert (workspace / "proj-2").exists(), after.text()
-    assert "allowed by rule" in json.dumps(cards(after))
+    assert "allowed by rule" in json.dumps(tool_cards(after))
 
     # Remembered for the project: a new kernel applies them, until the rules change.
-    model_server.extend([{"tool_calls": [sh("touch proj-3")]}, {"text": "ok"}])
+    model_server.extend([{"tool_calls": [shell("touch proj-3")]}, {"text": "ok"}])
     start_kernel().execute("go", mode="headless", timeout=120)
     assert (workspace / "proj-3").exists()
     project["permissions"] = {"allow": ["run_shell_command(touch proj*)", "web_fetch"]}
     (workspace / ".co" / "settings.json").write_text(json.dumps(project))
-    model_server.extend([{"tool_calls": [sh("touch proj-4")]}, {"text": "ok"}])
+    model_server.extend([{"tool_calls": [shell("touch proj-4")]}, {"text": "ok"}])
     start_kernel().execute("go", mode="headless", timeout=120)
     assert not (workspace / "proj-4").exists()
 
@@ -130,7 +115,7 @@ def test_headless_runs_take_project_rules_with_the_user_setting(
         json.dumps({"permissions": {"allow": ["run_shell_command(touch proj*)"]}})
     )
     kernel = start_kernel({"CO_PERMISSIONS_ACCEPT_PROJECT": "true"})
-    model_server.extend([{"tool_calls": [sh("touch proj-1")]}, {"text": "ok"}])
+    model_server.extend([{"tool_calls": [shell("touch proj-1")]}, {"text": "ok"}])
     result = kernel.execute("go", mode="headless", timeout=120)
     assert (workspace / "proj-1").exists(), result.text()
 
@@ -150,7 +135,7 @@ def test_magics_add_session_rules_and_save_them(
     data = json.loads((co_home / "config" / "settings.json").read_text())
     assert data["permissions"] == {"deny": ["web_fetch(*.example.com)"]}
 
-    model_server.extend([{"tool_calls": [sh("touch ok-1")]}, {"text": "ok"}])
+    model_server.extend([{"tool_calls": [shell("touch ok-1")]}, {"text": "ok"}])
     kernel.execute("go", mode="headless", timeout=120)
     assert (workspace / "ok-1").exists()
 
@@ -161,9 +146,9 @@ def test_magics_add_session_rules_and_save_them(
 def test_always_allow_in_the_notebook_adds_the_narrowest_rule(kernel, model_server, workspace):
     model_server.extend(
         [
-            {"tool_calls": [sh("touch made-1")]},
-            {"tool_calls": [sh("touch made-2")]},  # matches the rule: no card
-            {"tool_calls": [sh("rm made-1")]},  # does not: asks (and is denied)
+            {"tool_calls": [shell("touch made-1")]},
+            {"tool_calls": [shell("touch made-2")]},  # matches the rule: no card
+            {"tool_calls": [shell("rm made-1")]},  # does not: asks (and is denied)
             {"text": "done"},
         ]
     )
@@ -177,7 +162,7 @@ def test_always_allow_in_the_notebook_adds_the_narrowest_rule(kernel, model_serv
         "Deny",
     ]
     assert (workspace / "made-1").exists() and (workspace / "made-2").exists()
-    decisions = [c.get("decision") for c in cards(result)]
+    decisions = [c.get("decision") for c in tool_cards(result)]
     assert decisions == ["always allowed", "allowed by rule `run_shell_command(touch*)` (session)",
                          "denied"]  # fmt: skip
     listed = kernel.execute("%permissions").text()
@@ -187,8 +172,8 @@ def test_always_allow_in_the_notebook_adds_the_narrowest_rule(kernel, model_serv
 def test_always_allow_in_the_console(kernel, model_server, workspace):
     model_server.extend(
         [
-            {"tool_calls": [sh("touch made-1")]},
-            {"tool_calls": [sh("touch made-2")]},
+            {"tool_calls": [shell("touch made-1")]},
+            {"tool_calls": [shell("touch made-2")]},
             {"text": "done"},
         ]
     )
@@ -239,16 +224,16 @@ def test_a_deny_rule_stops_every_spelling_of_the_command(
     )
     (workspace / "victim.txt").write_text("keep me\n")
     kernel = start_kernel()
-    control = sh("touch control.txt")  # shows that a call no rule stops does run
+    control = shell("touch control.txt")  # shows that a call no rule stops does run
     model_server.extend(
-        [{"tool_calls": [sh(c)]} for c in RM_SPELLINGS]
+        [{"tool_calls": [shell(c)]} for c in RM_SPELLINGS]
         + [{"tool_calls": [control]}, {"text": "done"}]
     )
 
     result = kernel.execute("delete victim.txt", mode="headless", timeout=240)
 
     assert result.status == "ok", result.text()
-    shown = cards(result)
+    shown = tool_cards(result)
     assert len(shown) == len(RM_SPELLINGS) + 1, shown
     for command, card in zip(RM_SPELLINGS, shown, strict=False):
         decision = str(card.get("decision") or "")

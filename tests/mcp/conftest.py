@@ -15,6 +15,8 @@ import pytest
 
 from tests.kernel_forkserver import python_command
 
+from ..support.net import free_port
+
 SERVER = Path(__file__).parent / "servers" / "tool_server.py"
 
 
@@ -66,12 +68,6 @@ def tool_servers(tmp_path: Path) -> ToolServers:
     return ToolServers(root)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @dataclass
 class HttpToolServer:
     """The test server over streamable HTTP on 127.0.0.1."""
@@ -86,7 +82,7 @@ class HttpToolServer:
 
 @pytest.fixture
 def http_tool_server(tool_servers: ToolServers) -> Iterator[HttpToolServer]:
-    port = _free_port()
+    port = free_port()
     name = "web"
     command = python_command(str(SERVER), name, "--calls", str(tool_servers.calls_file(name)))
     process = subprocess.Popen(

@@ -5,29 +5,21 @@ headless run denies it), and a rule allows it after all. Effects are read from t
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
+from ..support.git import git, new_repo
+from ..support.scripted import call_step
 from .conftest import mcp_env, server_entry
 
 
-def _git(repo: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True)
-    return done.stdout
-
-
 def _repo(root: Path) -> Path:
-    repo = root / "repo"
-    repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "config", "user.email", "t@example.com")
-    _git(repo, "config", "user.name", "T")
+    repo = new_repo(root / "repo")
     (repo / "a.txt").write_text("one\n")
-    _git(repo, "add", "a.txt")
-    _git(repo, "commit", "-q", "-m", "first")
+    git(repo, "add", "a.txt")
+    git(repo, "commit", "-q", "-m", "first")
     (repo / "a.txt").write_text("two\n")
-    _git(repo, "add", "a.txt")
+    git(repo, "add", "a.txt")
     return repo
 
 
@@ -36,32 +28,31 @@ def _server(repo: Path) -> dict[str, Any]:
     return server_entry(*args, approval="annotations", prefix="")
 
 
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"tool_calls": [{"name": name, "arguments": arguments}]}
-
-
 def test_read_only_git_tools_run_and_commit_asks(start_kernel, model_server, tmp_path: Path):
     repo = _repo(tmp_path)
     kernel = start_kernel(mcp_env({"git": _server(repo)}), cwd=tmp_path)
     model_server.extend(
         [
-            call("git_status", repo_path=str(repo)),
-            {"expect": {"tool_result_contains": "a.txt"}, **call("git_log", repo_path=str(repo))},
-            call("git_commit", repo_path=str(repo), message="second"),
+            call_step("git_status", repo_path=str(repo)),
+            {
+                "expect": {"tool_result_contains": "a.txt"},
+                **call_step("git_log", repo_path=str(repo)),
+            },
+            call_step("git_commit", repo_path=str(repo), message="second"),
             {"expect": {"tool_result_contains": "denied"}, "text": "Not committed."},
         ]
     )
     result = kernel.execute("status, log, commit", mode="headless", timeout=180)
     assert result.status == "ok" and model_server.errors == [], result.text()
-    assert _git(repo, "log", "--oneline").count("\n") == 1, "git_commit must not have run"
+    assert git(repo, "log", "--oneline").count("\n") == 1, "git_commit must not have run"
 
     rule = {"allow": ['git_commit({"message":"second"*)']}
     kernel = start_kernel(
         {**mcp_env({"git": _server(repo)}), "CO_PERMISSIONS": json.dumps(rule)}, cwd=tmp_path
     )
     model_server.extend(
-        [call("git_commit", repo_path=str(repo), message="second"), {"text": "Committed."}]
+        [call_step("git_commit", repo_path=str(repo), message="second"), {"text": "Committed."}]
     )
     result = kernel.execute("commit", mode="headless", timeout=180)
     assert result.status == "ok", result.text()
-    assert "second" in _git(repo, "log", "--oneline")
+    assert "second" in git(repo, "log", "--oneline")

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from ..support.scripted import call_step, tools_offered
 from .conftest import ToolServers, mcp_env
 
 CALCULATOR = """---
@@ -16,14 +16,6 @@ You add numbers.
 """
 
 
-def call(tool: str, **arguments: Any) -> dict[str, Any]:
-    return {"tool_calls": [{"name": tool, "arguments": arguments}]}
-
-
-def offered(request: dict[str, Any]) -> list[str]:
-    return sorted(t["function"]["name"] for t in request.get("tools", []))
-
-
 def test_a_subagent_calls_the_mcp_tool_it_names(
     start_kernel, model_server, tool_servers: ToolServers, workspace: Path
 ):
@@ -33,8 +25,8 @@ def test_a_subagent_calls_the_mcp_tool_it_names(
     kernel = start_kernel(mcp_env({"calc": tool_servers.stdio("calc", approval="trust")}))
     model_server.extend(
         [
-            call("delegate_task", description="Add 2 and 40", subagent="calculator"),
-            call("calc_add", a=2, b=40),
+            call_step("delegate_task", description="Add 2 and 40", subagent="calculator"),
+            call_step("calc_add", a=2, b=40),
             {"expect": {"tool_result_contains": "42"}, "text": "It is 42."},
             {"text": "The calculator says 42."},
         ]
@@ -42,4 +34,4 @@ def test_a_subagent_calls_the_mcp_tool_it_names(
     result = kernel.execute("add 2 and 40 via the calculator", timeout=120)
     assert result.status == "ok" and model_server.errors == [], result.text()
     assert [c["tool"] for c in tool_servers.calls("calc")] == ["add"]
-    assert offered(model_server.requests[1]) == ["calc_add"]
+    assert sorted(tools_offered(model_server.requests[1])) == ["calc_add"]

@@ -6,33 +6,11 @@ from the scripted server's recorded requests; what the person sees from the cell
 
 from __future__ import annotations
 
-from typing import Any
-
-from co_kernel.frontend import MIME_TOOL_CALL
-from tests.kernel_harness import CellResult, WidgetClicker
+from tests.kernel_harness import WidgetClicker
+from tests.support.cells import tool_cards
+from tests.support.scripted import tool_call, tool_results_sent
 
 from .conftest import HttpToolServer, ToolServers, mcp_env
-
-
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"name": name, "arguments": arguments}
-
-
-def tool_cards(result: CellResult) -> list[dict[str, Any]]:
-    return [d[MIME_TOOL_CALL] for d in result.final_displays().values() if MIME_TOOL_CALL in d]
-
-
-def tool_results_sent(server: Any) -> list[str]:
-    return [
-        str(m["content"])
-        for request in server.requests
-        for m in request["messages"]
-        if m["role"] == "tool"
-    ]
-
-
-def offered(request: dict[str, Any]) -> list[str]:
-    return [t["function"]["name"] for t in request.get("tools", [])]
 
 
 def test_trusted_stdio_tool_runs_and_its_result_reaches_the_model(
@@ -45,7 +23,7 @@ def test_trusted_stdio_tool_runs_and_its_result_reaches_the_model(
         [
             {
                 "expect": {"tools_include": ["calc_add", "calc_shout", "run_shell_command"]},
-                "tool_calls": [call("calc_add", a=2, b=40)],
+                "tool_calls": [tool_call("calc_add", a=2, b=40)],
             },
             {"expect": {"tool_result_contains": "42"}, "text": "The sum is 42."},
         ]
@@ -79,7 +57,7 @@ def test_http_server_tools_use_their_prefix_and_headers_stay_secret(
         [
             {
                 "expect": {"tools_include": ["remote_shout"], "tools_exclude": ["web_shout"]},
-                "tool_calls": [call("remote_shout", text="quiet please")],
+                "tool_calls": [tool_call("remote_shout", text="quiet please")],
             },
             {"expect": {"tool_result_contains": "QUIET PLEASE!"}, "text": "Done."},
         ]
@@ -104,9 +82,9 @@ def test_ask_server_waits_for_the_card_approved_then_denied(
     kernel = start_kernel(mcp_env({"calc": tool_servers.stdio("calc")}))
     model_server.extend(
         [
-            {"tool_calls": [call("calc_shout", text="approved")]},
+            {"tool_calls": [tool_call("calc_shout", text="approved")]},
             {"expect": {"tool_result_contains": "APPROVED!"}, "text": "It ran."},
-            {"tool_calls": [call("calc_shout", text="denied")]},
+            {"tool_calls": [tool_call("calc_shout", text="denied")]},
             {
                 "expect": {"tool_result_contains": "The user denied this action"},
                 "text": "I will not.",
@@ -130,7 +108,7 @@ def test_ask_server_under_the_headless_policy(start_kernel, model_server, tool_s
     kernel = start_kernel(mcp_env({"calc": tool_servers.stdio("calc")}))
     model_server.extend(
         [
-            {"tool_calls": [call("calc_add", a=1, b=1)]},
+            {"tool_calls": [tool_call("calc_add", a=1, b=1)]},
             {"expect": {"tool_result_contains": "denied"}, "text": "Not allowed here."},
         ]
     )
@@ -144,7 +122,7 @@ def test_ask_server_under_the_headless_policy(start_kernel, model_server, tool_s
     )
     model_server.extend(
         [
-            {"tool_calls": [call("calc_add", a=1, b=1)]},
+            {"tool_calls": [tool_call("calc_add", a=1, b=1)]},
             {"expect": {"tool_result_contains": "2"}, "text": "Two."},
         ]
     )
@@ -177,7 +155,7 @@ def test_servers_that_cannot_start_are_reported_once_and_the_rest_work(
                     "tools_include": ["calc_add"],
                     "tools_exclude": ["missing_add", "quitter_add"],
                 },
-                "tool_calls": [call("calc_add", a=3, b=4)],
+                "tool_calls": [tool_call("calc_add", a=3, b=4)],
             },
             {"expect": {"tool_result_contains": "7"}, "text": "Seven."},
             {"text": "Still here."},
@@ -227,11 +205,14 @@ def test_a_server_killed_between_turns_is_reported_once_and_restart_brings_it_ba
     kernel = start_kernel(mcp_env({"calc": tool_servers.stdio("calc", approval="trust")}))
     model_server.extend(
         [
-            {"tool_calls": [call("calc_add", a=1, b=2)]},
+            {"tool_calls": [tool_call("calc_add", a=1, b=2)]},
             {"expect": {"tool_result_contains": "3"}, "text": "Three."},
             {"expect": {"tools_exclude": ["calc_add"]}, "text": "No calculator now."},
             {"expect": {"tools_exclude": ["calc_add"]}, "text": "Still none."},
-            {"expect": {"tools_include": ["calc_add"]}, "tool_calls": [call("calc_add", a=5, b=5)]},
+            {
+                "expect": {"tools_include": ["calc_add"]},
+                "tool_calls": [tool_call("calc_add", a=5, b=5)],
+            },
             {"expect": {"tool_result_contains": "10"}, "text": "Ten."},
         ]
     )
@@ -265,7 +246,7 @@ def test_a_server_dying_during_a_call_ends_that_call_not_the_turn(
     kernel = start_kernel(mcp_env({"calc": tool_servers.stdio("calc", approval="trust")}))
     model_server.extend(
         [
-            {"tool_calls": [call("calc_crash")]},
+            {"tool_calls": [tool_call("calc_crash")]},
             {
                 "expect": {
                     "tool_result_contains": "stopped during the call",

@@ -1,4 +1,5 @@
-"""DockerSandbox against a real engine and real containers."""
+"""DockerSandbox against a real engine and real containers (what both backends do is in
+test_backends.py)."""
 
 from __future__ import annotations
 
@@ -28,24 +29,14 @@ from co_kernel.sandbox import (
     create_sandbox,
 )
 
-from .conftest import SANDBOX_UID, TEST_IMAGE, own_containers
+from .conftest import SANDBOX_UID, TEST_IMAGE, own_containers, run
 
 MakeSandbox = Callable[..., DockerSandbox]
 docker_test = pytest.mark.docker
 
 
-def run(
-    sandbox: SandboxProtocol, command: str, timeout: float = 30, **kwargs: Any
-) -> CommandResult:
-    return asyncio.run(sandbox.run(command, timeout=timeout, **kwargs))
-
-
 def container_of(client: Any, sandbox: DockerSandbox) -> Any:
     return client.containers.get(sandbox.container_name)
-
-
-def processes(sandbox: DockerSandbox) -> str:
-    return run(sandbox, "ps -eo args").output
 
 
 async def running(container: Any, args: str, timeout: float = 30) -> None:
@@ -57,47 +48,6 @@ async def running(container: Any, args: str, timeout: float = 30) -> None:
             return
         await asyncio.sleep(0.05)
     raise TimeoutError(f"{args!r} did not start in the container")
-
-
-@docker_test
-def test_output_streams_as_it_arrives_on_the_loop_thread(make_sandbox: MakeSandbox) -> None:
-    sandbox = make_sandbox()
-    run(sandbox, "true")  # container creation is not what this test times
-    seen: list[tuple[float, int, str, str]] = []
-
-    def on_output(stream: str, text: str) -> None:
-        seen.append((time.monotonic(), threading.get_ident(), stream, text))
-
-    result = run(sandbox, "for i in 1 2 3; do echo $i; sleep 0.3; done", on_output=on_output)
-    finished = time.monotonic()
-
-    assert result.exit_code == 0
-    assert result.output == "1\n2\n3\n"
-    assert "".join(text for *_, text in seen) == "1\n2\n3\n"
-    assert seen[0][3] == "1\n"
-    assert finished - seen[0][0] > 0.4, "the first line only arrived at the end"
-    assert {thread for _, thread, _, _ in seen} == {threading.get_ident()}
-
-
-@docker_test
-def test_stdout_stderr_and_exit_codes(make_sandbox: MakeSandbox) -> None:
-    sandbox = make_sandbox()
-    streams: dict[str, str] = {"stdout": "", "stderr": ""}
-
-    def on_output(stream: str, text: str) -> None:
-        streams[stream] += text
-
-    result = run(sandbox, "echo out; echo err >&2; echo out2; exit 7", on_output=on_output)
-
-    assert result.exit_code == 7
-    assert streams == {"stdout": "out\nout2\n", "stderr": "err\n"}
-    assert sorted(result.output.splitlines()) == ["err", "out", "out2"]
-    assert run(sandbox, "true").exit_code == 0
-    assert run(sandbox, "false").exit_code == 1
-    missing = run(sandbox, "no-such-command-here")
-    assert missing.exit_code == 127
-    assert "not found" in missing.output
-    assert not (missing.timed_out or missing.truncated or missing.interrupted)
 
 
 @docker_test
@@ -298,61 +248,6 @@ def test_memory_hog_is_killed_and_the_sandbox_survives(make_sandbox: MakeSandbox
 
 
 @docker_test
-def test_timeout_kills_the_whole_tree_in_the_container(make_sandbox: MakeSandbox) -> None:
-    sandbox = make_sandbox()
-    # A background job, a process that left the group with setsid, and the foreground sleep.
-    command = (
-        "sleep 301 & (setsid sleep 302 >/dev/null 2>&1 &); echo started; sleep 303; echo never"
-    )
-
-    started = time.monotonic()
-    result = run(sandbox, command, timeout=1)
-
-    # Not a measure of speed: far below the 301-303 s the tree would sleep if left.
-    assert time.monotonic() - started < 60
-    assert result.timed_out
-    assert result.exit_code is None
-    assert result.output == "started\n[timed out after 1 s; the command was killed]\n"
-    left = processes(sandbox)
-    assert not [p for p in ("sleep 301", "sleep 302", "sleep 303") if p in left], left
-
-
-@docker_test
-def test_timeout_is_capped_by_max_timeout(make_sandbox: MakeSandbox) -> None:
-    sandbox = make_sandbox(max_timeout=1)
-    result = run(sandbox, "sleep 304", timeout=60)
-    assert result.timed_out
-    assert "timed out after 1 s" in result.output
-    assert "sleep 304" not in processes(sandbox)
-
-
-@docker_test
-def test_cancellation_kills_the_command_in_the_container(make_sandbox: MakeSandbox) -> None:
-    sandbox = make_sandbox()
-    run(sandbox, "true")
-    seen: list[str] = []
-
-    async def scenario() -> None:
-        task = asyncio.create_task(
-            sandbox.run(
-                "echo started; sleep 305", timeout=600, on_output=lambda s, t: seen.append(t)
-            )
-        )
-        while not seen:
-            await asyncio.sleep(0.05)
-        assert "sleep 305" in (await sandbox.run("ps -eo args", timeout=10)).output
-        task.cancel()
-        # The cancelled run ends without waiting for its command (a deadline far below the
-        # command's 305 s and its 600 s timeout, not a measure of speed: a loaded machine
-        # took over a second here).
-        with pytest.raises(asyncio.CancelledError):
-            await asyncio.wait_for(asyncio.shield(task), 60)
-
-    asyncio.run(scenario())
-    assert "sleep 305" not in processes(sandbox)
-
-
-@docker_test
 def test_each_session_gets_its_own_container(make_sandbox: MakeSandbox, docker_client: Any) -> None:
     first, second = make_sandbox(), make_sandbox()
 
@@ -471,31 +366,6 @@ def test_containers_removed_while_a_kernel_reaps_do_not_stop_it(
 
 
 @docker_test
-def test_output_over_max_output_is_cut_but_the_command_completes(
-    make_sandbox: MakeSandbox, workspace: Path
-) -> None:
-    sandbox = make_sandbox()
-    shown: list[str] = []
-
-    result = run(
-        sandbox,
-        "head -c 5000 /dev/zero | tr '\\0' x; echo; echo done > /workspace/done.txt",
-        max_output=1000,
-        on_output=lambda stream, text: shown.append(text),
-    )
-
-    assert result.truncated
-    assert result.exit_code == 0
-    assert (
-        result.output
-        == "x" * 1000
-        + "\n[output truncated at 1 kB; the command kept running, the rest was discarded]\n"
-    )
-    assert "".join(shown) == result.output
-    assert (workspace / "done.txt").read_text() == "done\n"
-
-
-@docker_test
 def test_close_removes_the_container_and_is_idempotent(
     make_sandbox: MakeSandbox, docker_client: Any
 ) -> None:
@@ -509,24 +379,6 @@ def test_close_removes_the_container_and_is_idempotent(
     with pytest.raises(docker.errors.NotFound):
         container_of(docker_client, sandbox)
     asyncio.run(make_sandbox().close())  # never used: nothing to remove
-
-
-@docker_test
-def test_close_during_a_run_interrupts_it(make_sandbox: MakeSandbox, docker_client: Any) -> None:
-    sandbox = make_sandbox()
-    run(sandbox, "true")
-    container = container_of(docker_client, sandbox)
-
-    async def scenario() -> CommandResult:
-        task = asyncio.create_task(sandbox.run("sleep 306", timeout=60))
-        await running(container, "sleep 306")
-        await sandbox.close()
-        return await asyncio.wait_for(task, 10)
-
-    result = asyncio.run(scenario())
-    assert result.interrupted
-    assert result.exit_code is None
-    assert result.output.endswith("[interrupted: the sandbox was closed]\n")
 
 
 @docker_test

@@ -11,22 +11,16 @@ from __future__ import annotations
 import asyncio
 import shlex
 import time
-import uuid
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from co_kernel.sandbox import CommandResult, DockerSandbox, SandboxProtocol, SubprocessSandbox
+from co_kernel.sandbox import DockerSandbox, SubprocessSandbox
 
-from .test_subprocess_sandbox import host_processes_with
+from .conftest import Backend, run
 
 MakeSandbox = Callable[..., DockerSandbox]
-
-
-def run(sandbox: SandboxProtocol, command: str, timeout: float = 30) -> CommandResult:
-    return asyncio.run(sandbox.run(command, timeout=timeout))
 
 
 def leftovers(command: str, tag: str) -> str:
@@ -46,14 +40,10 @@ def gone_within_a_second(find: Callable[[], list[str]]) -> list[str]:
     return left
 
 
-@pytest.fixture
-def tag() -> str:
-    return f"{1000 + uuid.uuid4().int % 9000}.{uuid.uuid4().int % 1000:03d}"
-
-
 @pytest.mark.parametrize("how", ["normal", "timeout", "interrupt"])
-def test_host_commands_leave_nothing_behind(tmp_path: Path, tag: str, how: str) -> None:
-    sandbox = SubprocessSandbox(workspace=tmp_path)
+def test_commands_leave_nothing_behind(backend: Backend, tag: str, how: str) -> None:
+    sandbox = backend.make()
+    run(sandbox, "true")
     if how == "normal":
         result = run(sandbox, leftovers("echo done", tag))
         assert result.exit_code == 0 and result.output == "done\n"
@@ -64,34 +54,16 @@ def test_host_commands_leave_nothing_behind(tmp_path: Path, tag: str, how: str) 
 
         async def interrupt() -> None:
             task = asyncio.create_task(sandbox.run(leftovers(f"sleep {tag}", tag), timeout=60))
-            while len(host_processes_with(f"sleep {tag}")) < 4:
+            while len(await asyncio.to_thread(backend.processes_with, sandbox, f"sleep {tag}")) < 4:
                 await asyncio.sleep(0.05)
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
 
         asyncio.run(interrupt())
-    assert gone_within_a_second(lambda: host_processes_with(f"sleep {tag}")) == []
-    assert sandbox.describe()["process_groups"] == 0
-
-
-def _in_container(sandbox: DockerSandbox, tag: str) -> list[str]:
-    shown = run(sandbox, "ps -eo args").output.splitlines()
-    return [line for line in shown if f"sleep {tag}" in line]
-
-
-@pytest.mark.docker
-@pytest.mark.parametrize("how", ["normal", "timeout"])
-def test_container_commands_leave_nothing_behind(
-    make_sandbox: MakeSandbox, tag: str, how: str
-) -> None:
-    sandbox = make_sandbox()
-    if how == "normal":
-        result = run(sandbox, leftovers("echo done", tag))
-        assert result.exit_code == 0 and result.output == "done\n"
-    else:
-        assert run(sandbox, leftovers(f"sleep {tag}", tag), timeout=1).timed_out
-    assert gone_within_a_second(lambda: _in_container(sandbox, tag)) == []
+    assert gone_within_a_second(lambda: backend.processes_with(sandbox, f"sleep {tag}")) == []
+    if isinstance(sandbox, SubprocessSandbox):
+        assert sandbox.describe()["process_groups"] == 0
 
 
 @pytest.mark.docker

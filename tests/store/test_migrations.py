@@ -13,9 +13,9 @@ import pytest
 
 from co_kernel.exceptions import DatabaseTooNew
 from co_kernel.store import CellHistory, SessionStore, TurnRow
-from co_kernel.testing import synthetic_turn
 
 from ..sqlite_support import made_by, shape, user_version
+from ..support.histories import synthetic_turn
 
 # co_kernel/store/_sessions.py before migrations.
 SESSIONS = """
@@ -63,7 +63,7 @@ VALUES ('0ld5e55i0n', '/w/a.ipynb', '/w', 'k', 'test:model', 1, 2, 1, 0, 'What i
 INSERT INTO turns (session_id, n, start, prompt, at) VALUES ('0ld5e55i0n', 0, 0, 'What is 6*7?', 2);
 """
 
-# co_kernel/store/_history.py before migrations.
+# The cell history's schema (co_kernel/store/_cell_history.py) before migrations.
 HISTORY = """
 CREATE TABLE IF NOT EXISTS sessions (
     session INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from co_kernel.store import SessionStore, TurnRow
-from co_kernel.testing import synthetic_history
+
+from ..support.histories import synthetic_history
 
 
 def _save(store: SessionStore, session_id: str, turns: int = 2) -> None:

@@ -14,7 +14,8 @@ import pytest
 from pydantic_ai.messages import ModelMessagesTypeAdapter
 
 from co_kernel.store import SessionConflict, SessionLookupError, SessionStore, TurnRow
-from co_kernel.testing import synthetic_history, synthetic_turn
+
+from ..support.histories import synthetic_history, synthetic_turn
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -142,7 +143,7 @@ _WRITER = textwrap.dedent(
     import sys
     from pathlib import Path
     from co_kernel.store import SessionStore, TurnRow
-    from co_kernel.testing import synthetic_turn
+    from tests.support.histories import synthetic_turn
 
     path, sid, turns = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
     store = SessionStore(path)

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from co_kernel.telemetry._store import SpanRow, read_spans
+from co_kernel.telemetry._spans import SpanRow, read_spans
 
 
 def telemetry_db(co_home: Path) -> Path:

@@ -21,7 +21,7 @@ from co_kernel.telemetry._exporter import (
     TurnRegistry,
 )
 from co_kernel.telemetry._redact import _ANY_TRIGGER, _SHAPES
-from co_kernel.telemetry._store import read_spans
+from co_kernel.telemetry._spans import read_spans
 
 SECRET = "literal-secret-0123456789"
 TRIGGERS = [t for shape in _SHAPES for t in shape.triggers]

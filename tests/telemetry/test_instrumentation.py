@@ -22,7 +22,7 @@ from co_kernel.deps import CoDeps
 from co_kernel.models._providers import build_model
 from co_kernel.telemetry import Redactor
 from co_kernel.telemetry._instrumentation import CoInstrumentation
-from co_kernel.telemetry._store import SpanRow, read_spans
+from co_kernel.telemetry._spans import SpanRow, read_spans
 from co_kernel.telemetry._tracing import Tracing
 from co_kernel.testing import ScriptedModelServer
 from co_kernel.turn import RecordingFrontend, TurnResult, run_turn

@@ -16,11 +16,11 @@ import pytest
 
 from co_kernel.exceptions import DatabaseTooNew
 from co_kernel.telemetry import AuditEvent, AuditLog
-from co_kernel.telemetry._store import max_span_id, read_spans
+from co_kernel.telemetry._spans import max_span_id, read_spans
 
 from ..sqlite_support import made_by, shape, user_version
 
-# The spans exporter's statements (co_kernel/telemetry/_store.py) before migrations.
+# The spans exporter's statements (co_kernel/telemetry/_spans.py) before migrations.
 SPANS = """
 CREATE TABLE IF NOT EXISTS spans (
     id INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -15,8 +15,8 @@ from co_kernel.config import Settings
 from co_kernel.telemetry import Redactor
 from co_kernel.telemetry._audit import AuditEvent, AuditLog
 from co_kernel.telemetry._exporter import PRUNE_ROWS, SQLiteSpanExporter
-from co_kernel.telemetry._session import SessionTelemetry
-from co_kernel.telemetry._store import read_spans
+from co_kernel.telemetry._session_telemetry import SessionTelemetry
+from co_kernel.telemetry._spans import read_spans
 
 DAY = 86_400 * 1_000_000_000
 

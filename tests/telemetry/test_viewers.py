@@ -6,7 +6,6 @@ import json
 import os
 import queue
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -18,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from ..support.net import free_port
 from .span_reader import telemetry_db, turns_done, wait_for_spans
 
 
@@ -182,12 +182,6 @@ def test_traces_without_a_database_says_so(tmp_path: Path):
 # -- logs -----------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _get_json(url: str, deadline: float) -> Any:
     while True:
         try:
@@ -202,7 +196,7 @@ def _get_json(url: str, deadline: float) -> Any:
 def test_logs_serves_the_database_with_datasette_on_localhost(
     two_sessions: list[str], co_home: Path
 ):
-    port = _free_port()
+    port = free_port()
     proc = _popen("logs", "--port", str(port), co_home=co_home)
     try:
         deadline = time.monotonic() + 60

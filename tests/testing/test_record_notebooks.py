@@ -25,6 +25,7 @@ from co_kernel.testing import ScriptedModelServer
 from ..clients import REPO
 from ..kernel_forkserver import client_environment
 from ..kernel_harness import ensure_kernelspec
+from ..support.notebooks import write_notebook
 from ..turn.test_local import needs_smollm2
 
 pytestmark = pytest.mark.slow  # kernels and pytest in subprocesses: some 2 minutes in all
@@ -40,13 +41,6 @@ ANSWERS: list[dict[str, Any]] = [
     {"text": "Created answers.txt."},
     {"text": "Madrid."},
 ]
-
-
-def _notebook(path: Path, prompts: list[str]) -> None:
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "co", "display_name": "Co", "language": "co"}
-    nb.cells = [nbformat.v4.new_code_cell(p) for p in prompts]
-    nbformat.write(nb, path)
 
 
 def _env(home: Path, **settings: str) -> dict[str, str]:
@@ -94,7 +88,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ensure_kernelspec()
     folder = tmp_path_factory.mktemp("recorded")
     home = tmp_path_factory.mktemp("co-home")
-    _notebook(folder / "report.ipynb", PROMPTS)
+    write_notebook(folder / "report.ipynb", PROMPTS)
     with ScriptedModelServer(ANSWERS) as server:
         run = _record(folder, _env(home, CO_APPROVAL_MODE="approve", **_provider(server)))
         assert run.returncode == 0, run.stdout + run.stderr[-3000:]
@@ -200,7 +194,7 @@ def test_a_notebook_recorded_with_the_local_model_replays_under_nbval(tmp_path: 
     ensure_kernelspec()
     folder = tmp_path / "report"
     folder.mkdir()
-    _notebook(folder / "report.ipynb", ["Say hello in one short sentence."])
+    write_notebook(folder / "report.ipynb", ["Say hello in one short sentence."])
     run = _record(
         folder, _env(tmp_path / "home", CO_MODEL="local:smollm2-135m", CO_LOCAL_MAX_TOKENS="24")
     )

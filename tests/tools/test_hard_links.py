@@ -14,11 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic_ai import ModelRetry, ToolFailed
 
-from co_kernel.config import Settings
-from co_kernel.deps import CoDeps
 from co_kernel.tools import files, notes, skills
 from co_kernel.tools._scope import SKIP_DIRS
 
+from ..support.deps import deps_for
 from .conftest import ctx
 
 MARKER = "HARDLINKED-SECRET-91b2"
@@ -28,10 +27,6 @@ _REL = (
     .map(lambda parts: "/".join(parts) + ".md")
     .filter(lambda rel: rel != "plain.md")
 )
-
-
-def _deps(workspace: Path, **values: object) -> CoDeps:
-    return CoDeps(Settings(**values), "links", "links", workspace)
 
 
 def _linked_tree(tmp: Path, rel: str, links: int) -> tuple[Path, Path]:
@@ -55,7 +50,7 @@ def _linked_tree(tmp: Path, rel: str, links: int) -> tuple[Path, Path]:
 def test_hard_linked_files_are_read_only_when_the_setting_allows(rel, links, allow):
     with tempfile.TemporaryDirectory() as tmp:
         workspace, secret = _linked_tree(Path(tmp), rel, links)
-        deps = _deps(workspace, file_allow_hard_links=allow)
+        deps = deps_for(workspace, file_allow_hard_links=allow)
         grep = files.grep(ctx(deps), "token")
         listed = files.list_files(ctx(deps), "*.md")
         assert "plain.md:1: token plain" in grep["display"], "single-link files are read"
@@ -81,7 +76,7 @@ def test_hard_linked_files_are_read_only_when_the_setting_allows(rel, links, all
 
 def test_notes_tools_refuse_hard_linked_notes(tmp_path):
     vault, _ = _linked_tree(tmp_path, "Projects/linked.md", 2)
-    deps = _deps(tmp_path, obsidian_vault_path=vault)
+    deps = deps_for(tmp_path, obsidian_vault_path=vault)
     with pytest.raises(ToolFailed, match="2 hard links"):
         notes.read_note(ctx(deps), "Projects/linked")
     assert notes.search_notes(ctx(deps), MARKER.lower())["count"] == 0
@@ -89,7 +84,7 @@ def test_notes_tools_refuse_hard_linked_notes(tmp_path):
     listed = notes.list_notes(ctx(deps))["display"]
     assert "linked" in listed and MARKER not in listed
 
-    allowed = _deps(tmp_path, obsidian_vault_path=vault, file_allow_hard_links=True)
+    allowed = deps_for(tmp_path, obsidian_vault_path=vault, file_allow_hard_links=True)
     assert MARKER in notes.read_note(ctx(allowed), "Projects/linked")["display"]
     assert notes.search_notes(ctx(allowed), MARKER.lower())["count"] == 1
 
@@ -101,8 +96,8 @@ def test_skill_resources_refuse_hard_links(workspace, tmp_path):
     secret = tmp_path / "secret.md"
     secret.write_text(MARKER)
     os.link(secret, skill / "res.md")
-    deps = _deps(workspace)
+    deps = deps_for(workspace)
     with pytest.raises(ModelRetry, match="2 hard links"):
         asyncio.run(skills.read_skill_resource(ctx(deps), "linked", "res.md"))
-    allowed = _deps(workspace, file_allow_hard_links=True)
+    allowed = deps_for(workspace, file_allow_hard_links=True)
     assert asyncio.run(skills.read_skill_resource(ctx(allowed), "linked", "res.md")) == MARKER

@@ -18,6 +18,7 @@ from co_kernel.testing import ScriptedModelServer
 from co_kernel.tools import collect_toolsets
 
 from ..kernel_harness import CoKernel
+from ..support.scripted import tool_messages
 from ._google_server import RATE_LIMITED, DriveFile, FakeGoogle
 from ._slack_server import Channel, FakeSlack
 from .conftest import write_token
@@ -40,11 +41,6 @@ def _google_env(google: FakeGoogle, tmp_path: Path, **extra: str) -> dict[str, s
 
 def _slack_env(slack: FakeSlack, **extra: str) -> dict[str, str]:
     return {"CO_SLACK_BOT_TOKEN": slack.token, "CO_SLACK_API_BASE_URL": slack.api_base_url, **extra}
-
-
-def _tool_messages(server: ScriptedModelServer) -> list[str]:
-    last = server.requests[-1]["messages"]
-    return [m["content"] for m in last if m["role"] == "tool"]
 
 
 def test_unconfigured_integrations_are_not_offered(
@@ -103,13 +99,13 @@ def test_email_draft_is_created_only_after_approval(
     shown = result.text()
     if mode == "deny":
         assert "**denied**" in shown
-        assert any("denied" in m for m in _tool_messages(model_server))
+        assert any("denied" in m for m in tool_messages(model_server))
     else:
         (message,) = google.draft_messages()
         assert (message["To"], message["Subject"]) == ("alice@example.com", "Q3 plan")
         assert message.get_content().strip() == "Draft of the plan."
         assert google.drafts_requests_bearer() == ["test-token"]
-        assert any("#drafts?compose=" in m for m in _tool_messages(model_server))
+        assert any("#drafts?compose=" in m for m in tool_messages(model_server))
 
 
 @pytest.mark.parametrize(("mode", "posted"), [("deny", 0), ("approve", 1)])
@@ -144,7 +140,7 @@ def test_slack_message_is_sent_only_after_approval(
     if mode == "approve":
         assert any(
             "https://co-test.slack.com/archives/C0GENERAL1/p" in m
-            for m in _tool_messages(model_server)
+            for m in tool_messages(model_server)
         )
 
 

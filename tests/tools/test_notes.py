@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from pydantic_ai import ModelRetry
 
-from co_kernel.testing import generate_vault
 from co_kernel.tools import notes
 
+from ..support.vault import generate_vault
 from .conftest import ctx
 
 ALPHA = """---

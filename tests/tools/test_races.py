@@ -16,10 +16,9 @@ from typing import Any
 import pytest
 from pydantic_ai import ModelRetry, ToolFailed
 
-from co_kernel.config import Settings
-from co_kernel.deps import CoDeps
 from co_kernel.tools import files, notes, skills
 
+from ..support.deps import deps_for
 from .conftest import ctx
 
 OUTSIDE = "OUTSIDE-SECRET-5d1c"
@@ -118,11 +117,6 @@ def _no_crashes() -> Iterator[None]:
     assert not CRASHES, f"{len(CRASHES)} calls raised instead of refusing: {CRASHES[:3]}"
 
 
-def _deps(workspace: Path, **settings: Any) -> CoDeps:
-    # No audit log: thousands of calls, and the audit is tested elsewhere.
-    return CoDeps(Settings(**settings), "race", "race", workspace)
-
-
 @pytest.fixture
 def inside(workspace: Path) -> Path:
     folder = workspace / "inside"
@@ -143,7 +137,7 @@ def _race(inside: Path, outside: Path) -> Iterator[Swapper]:
 
 @pytest.mark.parametrize("rel", ["inside/data.txt", "inside/sub/deep.txt"])
 def test_read_file_never_returns_outside_content(workspace, inside, outside, rel):
-    deps = _deps(workspace)
+    deps = deps_for(workspace)
     with _race(inside, outside):
         results = _hammer(lambda _: files.read_file(ctx(deps), rel)["display"], 1000)
     escapes = [r for r in results if OUTSIDE in r]
@@ -152,7 +146,7 @@ def test_read_file_never_returns_outside_content(workspace, inside, outside, rel
 
 
 def test_grep_and_list_files_never_see_outside_files(workspace, inside, outside):
-    deps = _deps(workspace)
+    deps = deps_for(workspace)
     with _race(inside, outside):
         greps = _hammer(lambda _: files.grep(ctx(deps), "token")["display"], 500)
         lists = _hammer(lambda _: files.list_files(ctx(deps), "*")["display"], 500)
@@ -162,7 +156,7 @@ def test_grep_and_list_files_never_see_outside_files(workspace, inside, outside)
 
 
 def test_write_and_edit_never_touch_outside(workspace, inside, outside):
-    deps = _deps(workspace)
+    deps = deps_for(workspace)
     with _race(inside, outside):
         writes = _hammer(
             lambda i: files.write_file(ctx(deps, approved=True), f"inside/new-{i}.txt", "x"), 400
@@ -189,7 +183,7 @@ def test_notes_never_index_or_read_outside_notes(tmp_path, outside, swapped):
         _tree(target / "inside", OUTSIDE, "only-outside.md")
     else:
         target, folder = outside, vault / "inside"
-    deps = _deps(tmp_path, obsidian_vault_path=vault)
+    deps = deps_for(tmp_path, obsidian_vault_path=vault)
     assert notes.list_notes(ctx(deps))["count"] == 2
     with _race(folder, target):
         reads = _hammer(lambda _: notes.read_note(ctx(deps), "inside/note.md")["display"], 300)
@@ -222,7 +216,7 @@ def test_skill_resources_never_come_from_outside(workspace, outside, tmp_path, s
         folder = skill
     else:
         target, folder = outside, skill / "res"
-    deps = _deps(workspace)
+    deps = deps_for(workspace)
 
     def read(_: int) -> str:
         return asyncio.run(skills.read_skill_resource(ctx(deps), "raced", "res/data.txt"))

@@ -14,10 +14,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic_ai import ModelRetry, ToolFailed
 
-from co_kernel.config import McpServerSpec, Settings
+from co_kernel.config import McpServerSpec
 from co_kernel.deps import CoDeps
 from co_kernel.tools import files
 
+from ..support.deps import deps_for
 from .conftest import ctx, write_token
 
 KEY = "BSAsecret0123456789abcdef"
@@ -53,11 +54,11 @@ def home(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     }
 
 
-def _deps(workspace: Path, **values: object) -> CoDeps:
+def _deps_naming_a_key_file(workspace: Path, **values: object) -> CoDeps:
     # The MCP server's env names a credentials file: a path in a secret setting.
     account = str(workspace / "keys" / "service-account.json")
     servers = {"gcp": McpServerSpec(command="x", env={"GOOGLE_APPLICATION_CREDENTIALS": account})}
-    return CoDeps(Settings(mcp_servers=servers, **values), "s", "k", workspace)
+    return deps_for(workspace, mcp_servers=servers, **values)
 
 
 def _outcome(call) -> str:
@@ -71,7 +72,7 @@ def _outcome(call) -> str:
 
 
 def test_every_protected_file_is_refused_and_hidden(home, workspace):
-    deps = _deps(workspace)
+    deps = _deps_naming_a_key_file(workspace)
     for what, rel in home.items():
         seen = _outcome(lambda rel=rel: files.read_file(ctx(deps), rel))
         assert seen.startswith("refused:") and "may hold secrets" in seen, (what, seen)
@@ -88,7 +89,7 @@ def test_every_protected_file_is_refused_and_hidden(home, workspace):
 
 
 def test_links_to_protected_files_are_refused_even_with_hard_links_allowed(home, workspace):
-    deps = _deps(workspace, file_allow_hard_links=True)
+    deps = _deps_naming_a_key_file(workspace, file_allow_hard_links=True)
     os.symlink(workspace / home["google token"], workspace / "token-link.json")
     os.link(workspace / home["user settings"], workspace / "settings-copy.json")
     for rel in ("token-link.json", "settings-copy.json"):
@@ -110,5 +111,5 @@ def test_no_spelling_of_a_protected_file_reads_it(home, workspace, data):
             [spelled, f"./{spelled}", spelled.replace("/", "//"), f"{workspace}/{spelled}"]
         )
     )
-    seen = _outcome(lambda: files.read_file(ctx(_deps(workspace)), spelled))
+    seen = _outcome(lambda: files.read_file(ctx(_deps_naming_a_key_file(workspace)), spelled))
     assert KEY not in seen and TOKEN not in seen

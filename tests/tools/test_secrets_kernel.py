@@ -7,16 +7,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
+from ..support.scripted import call_step
 from .conftest import write_token
 
 KEY = "BSAkernel0123456789abcdefgh"
 TOKEN = "ya29.kernel-token-5e8f1a2b3c"
-
-
-def call(tool: str, /, **arguments: Any) -> dict[str, Any]:
-    return {"tool_calls": [{"name": tool, "arguments": arguments}]}
 
 
 def test_the_model_never_receives_cos_own_secrets(start_kernel, model_server, workspace):
@@ -29,19 +25,19 @@ def test_the_model_never_receives_cos_own_secrets(start_kernel, model_server, wo
     refused = "may hold secrets and is never read-accessible"
     model_server.extend(
         [
-            call("read_file", path=".config/co/config/settings.json"),
+            call_step("read_file", path=".config/co/config/settings.json"),
             {
                 "expect": {"tool_result_contains": refused},
-                **call("read_file", path=".config/co/config/google_token.json"),
+                **call_step("read_file", path=".config/co/config/google_token.json"),
             },
-            {"expect": {"tool_result_contains": refused}, **call("grep", pattern="ya29")},
+            {"expect": {"tool_result_contains": refused}, **call_step("grep", pattern="ya29")},
             {
                 "expect": {"tool_result_contains": "No lines match"},
-                **call("read_file", path="notes.txt"),
+                **call_step("read_file", path="notes.txt"),
             },
             {
                 "expect": {"tool_result_contains": "The search key is [REDACTED]."},
-                **call("save_memory", text=f"The Brave key is {KEY}"),
+                **call_step("save_memory", text=f"The Brave key is {KEY}"),
             },
             {"expect": {"tool_result_contains": "Saved memory 1"}, "text": "Done."},
         ]

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from co_kernel.frontend import MIME_TOOL_CALL
 
-
-def call(tool: str, /, **arguments: Any) -> dict[str, Any]:
-    return {"tool_calls": [{"name": tool, "arguments": arguments}]}
+from ..support.scripted import call_step
 
 
 def write_skill(folder: Path, name: str, text: str) -> Path:
@@ -56,19 +53,23 @@ def test_skills_are_listed_loaded_and_their_resources_read(kernel, model_server,
                     "system_contains": "- `data-cleaning`: Clean tabular data before any analysis.",
                     "tools_include": ["load_skill", "read_skill_resource"],
                 },
-                **call("load_skill", name="data-cleaning"),
+                **call_step("load_skill", name="data-cleaning"),
             },
             {
                 "expect": {"tool_result_contains": "2. Report the null counts per column."},
-                **call("read_skill_resource", name="data-cleaning", path="templates/checklist.md"),
+                **call_step(
+                    "read_skill_resource", name="data-cleaning", path="templates/checklist.md"
+                ),
             },
             {
                 "expect": {"tool_result_contains": "- [ ] nulls checked"},
-                **call("read_skill_resource", name="data-cleaning", path="../../../../secret.txt"),
+                **call_step(
+                    "read_skill_resource", name="data-cleaning", path="../../../../secret.txt"
+                ),
             },
             {
                 "expect": {"tool_result_contains": "is not a file of the skill 'data-cleaning'"},
-                **call("load_skill", name="nope"),
+                **call_step("load_skill", name="nope"),
             },
             {
                 "expect": {

@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from co_kernel.frontend import MIME_TOOL_CALL
 from co_kernel.frontend._subagent import MIME_SUBAGENT
 from tests.kernel_harness import WIDGET_VIEW, CellResult, WidgetClicker
+from tests.support.cells import tool_cards
+from tests.support.scripted import call_step
 
 RESEARCHER = """---
 name: researcher
@@ -31,16 +32,8 @@ You plan.
 """
 
 
-def call(tool: str, /, **arguments: Any) -> dict[str, Any]:
-    return {"tool_calls": [{"name": tool, "arguments": arguments}]}
-
-
 def delegate(task: str, subagent: str = "researcher") -> dict[str, Any]:
-    return call("delegate_task", description=task, subagent=subagent)
-
-
-def cards(result: CellResult) -> list[dict[str, Any]]:
-    return [d[MIME_TOOL_CALL] for d in result.final_displays().values() if MIME_TOOL_CALL in d]
+    return call_step("delegate_task", description=task, subagent=subagent)
 
 
 def blocks(result: CellResult) -> list[dict[str, Any]]:
@@ -78,7 +71,7 @@ def test_subagent_runs_isolated_streams_progress_and_asks_for_its_shell_call(
                     "tools_exclude": ["delegate_task", "write_todos", "read_file"],
                 },
                 "text": "Let me look.",
-                **call("run_shell_command", cmd="touch sub-marker && echo made"),
+                **call_step("run_shell_command", cmd="touch sub-marker && echo made"),
             },
             {"expect": {"tool_result_contains": "made"}, "text": "There are 2 files."},
             {
@@ -101,7 +94,7 @@ def test_subagent_runs_isolated_streams_progress_and_asks_for_its_shell_call(
     assert clicker.cards == 1
     [widget] = [d for d in result.final_displays().values() if WIDGET_VIEW in d]
     assert "Co's subagent researcher wants to run run_shell_command" in widget["text/plain"]
-    delegate_card, shell_card = cards(result)
+    delegate_card, shell_card = tool_cards(result)
     assert delegate_card["tool"] == "delegate_task" and delegate_card["status"] == "ok"
     assert delegate_card["result"] == "There are 2 files."
     assert (shell_card["tool"], shell_card["agent"]) == ("run_shell_command", "researcher")
@@ -188,8 +181,8 @@ def test_the_subagent_spends_the_turns_budget(start_kernel, model_server, agents
     model_server.extend(
         [
             delegate("List the workspace"),
-            call("run_shell_command", cmd="ls"),  # a safe command: runs without asking
-            call("run_shell_command", cmd="ls -a"),
+            call_step("run_shell_command", cmd="ls"),  # a safe command: runs without asking
+            call_step("run_shell_command", cmd="ls -a"),
             {"text": "never asked for"},
         ]
     )
@@ -199,7 +192,7 @@ def test_the_subagent_spends_the_turns_budget(start_kernel, model_server, agents
     assert result.status == "error"
     budget = "Stopped: this turn used its budget of 3 model requests"
     assert budget in result.text()
-    card, *shell = cards(result)
+    card, *shell = tool_cards(result)
     assert card["result"].startswith(f"The subagent `researcher` stopped early: {budget}")
     # Its side-effectful calls show in the cell like Co's own, decided by the safe prefix.
     assert [(c["agent"], c["decision"]) for c in shell] == [("researcher", "safe-prefix")] * 2
@@ -236,7 +229,7 @@ def test_interrupt_during_a_subagent_stops_it_and_the_turn(kernel, model_server,
     assert result.status == "error" and result.reply["content"]["ename"] == "KeyboardInterrupt"
     [block] = blocks(result)
     assert block[MIME_SUBAGENT]["status"] == "interrupted"
-    [card] = cards(result)
+    [card] = tool_cards(result)
     assert (card["tool"], card["status"]) == ("delegate_task", "interrupted")
     # The conversation goes on: the next cell's request holds the interrupted call's return.
     model_server.reset([{"expect": {"messages_contain": ["Interrupted by user."]}, "text": "OK."}])
@@ -290,7 +283,7 @@ def test_headless_subagent_call_follows_the_approval_policy(start_kernel, model_
     model_server.extend(
         [
             delegate("Delete the scratch folder"),
-            call("run_shell_command", cmd="rm -rf scratch"),
+            call_step("run_shell_command", cmd="rm -rf scratch"),
             {"expect": {"tool_result_contains": "denied"}, "text": "I was not allowed."},
             {"expect": {"tool_result_contains": "I was not allowed."}, "text": "Nothing deleted."},
         ]
@@ -312,7 +305,7 @@ def test_console_asks_for_the_subagents_call_on_stdin(kernel, model_server, work
     model_server.extend(
         [
             delegate("Create the marker"),
-            {"text": "Creating it.", **call("run_shell_command", cmd="touch console-marker")},
+            {"text": "Creating it.", **call_step("run_shell_command", cmd="touch console-marker")},
             {"text": "Created."},
             {"expect": {"tool_result_contains": "Created."}, "text": "It is there."},
         ]
@@ -339,14 +332,14 @@ def test_the_subagents_requests_count_against_the_hourly_limit(start_kernel, mod
     model_server.extend(
         [
             delegate("List the workspace"),
-            call("run_shell_command", cmd="ls"),
+            call_step("run_shell_command", cmd="ls"),
             {"text": "never sent"},
         ]
     )
     result = kernel.execute("What is here?")
     assert len(model_server.requests) == 2  # Co's and the subagent's first; the third refused
     limit = "Stopped: this session has made 2 model requests in the last hour"
-    card = cards(result)[0]
+    card = tool_cards(result)[0]
     assert card["tool"] == "delegate_task"
     assert card["result"].startswith(f"The subagent `researcher` stopped early: {limit}")
     assert limit in result.text()
@@ -361,9 +354,9 @@ def test_audit_rows_of_a_subagents_calls_name_the_subagent(
     model_server.extend(
         [
             delegate("Count the files"),
-            call("run_shell_command", cmd="echo from-researcher"),
+            call_step("run_shell_command", cmd="echo from-researcher"),
             {"text": "Counted."},
-            call("run_shell_command", cmd="echo from-co"),
+            call_step("run_shell_command", cmd="echo from-co"),
             {"text": "Done."},
         ]
     )

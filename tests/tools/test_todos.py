@@ -7,6 +7,7 @@ from typing import Any
 from co_kernel.frontend import MIME_TOOL_CALL
 from co_kernel.frontend._todos import MIME_TODOS
 from tests.kernel_harness import CellResult
+from tests.support.scripted import tool_results_sent
 
 
 def write(*items: tuple[str, str]) -> dict[str, Any]:
@@ -30,16 +31,6 @@ def checklist_messages(result: CellResult) -> list[dict[str, Any]]:
         for m in result.of_type("display_data", "update_display_data")
         if MIME_TODOS in m["content"]["data"]
     ]
-
-
-def tool_results_sent(server: Any) -> list[str]:
-    """The content of every tool message the model was sent, in the order first sent."""
-    seen: list[str] = []
-    for request in server.requests:
-        for m in request["messages"]:
-            if m["role"] == "tool" and m["content"] not in seen:
-                seen.append(str(m["content"]))
-    return seen
 
 
 PLAN = ("Load the data", "Clean it", "Plot it")
@@ -120,7 +111,10 @@ def test_bad_items_are_sent_back_to_the_model_and_nothing_is_shown(kernel, model
     kernel_result = kernel.execute("Plan two steps")
     assert kernel_result.status == "ok" and model_server.errors == []
     # The status is checked against its three values (the schema's enum).
-    assert "'pending', 'in_progress' or 'completed'" in tool_results_sent(model_server)[1]
+    assert (
+        "'pending', 'in_progress' or 'completed'"
+        in tool_results_sent(model_server, distinct=True)[1]
+    )
     shown = checklist_messages(kernel_result)
     assert len(shown) == 1  # only the valid list reached the checklist
     assert shown[0]["content"]["data"][MIME_TODOS]["todos"] == [

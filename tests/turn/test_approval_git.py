@@ -17,28 +17,21 @@ from pathlib import Path
 
 import pytest
 
-from co_kernel.config import Settings
-from co_kernel.deps import CoDeps
 from co_kernel.permissions._approval import SAFE_PREFIX, auto_decision
+
+from ..support.deps import deps_for
+from ..support.git import git, new_repo
 
 COMMANDS = ["git status", "git diff", "git log -p", "git log", "git branch", "git status -s"]
 
 
-def _git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
-
-
 def _repo(root: Path) -> Path:
-    repo = root / "ws"
-    repo.mkdir(parents=True, exist_ok=True)
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "config", "user.email", "t@example.com")
-    _git(repo, "config", "user.name", "T")
+    repo = new_repo(root / "ws")
     (repo / "a.txt").write_text("one\n")
     (repo / "b.txt").write_text("same\n")
     (repo / ".gitattributes").write_text("*.txt diff=conv filter=clean\n")
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-q", "-m", "first")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "first")
     (repo / "a.txt").write_text("two\n")  # a change: diff, textconv and the filter run
     os.utime(repo / "b.txt", (1, 1))  # stat info only: status refreshes and writes the index
     return repo
@@ -54,18 +47,18 @@ def _submodule(repo: Path, marker: Path) -> None:
     """A nested repository recorded as a gitlink, whose own config names a command."""
     sub = repo / "sub"
     sub.mkdir()
-    _git(sub, "init", "-q")
+    git(sub, "init", "-q")
     (sub / "s.txt").write_text("s\n")
-    _git(sub, "add", "s.txt")
-    _git(sub, "-c", "user.email=t@e", "-c", "user.name=T", "commit", "-q", "-m", "s")
-    _git(repo, "add", "sub")
-    _git(sub, "config", "core.fsmonitor", f"touch {marker}; false")
+    git(sub, "add", "s.txt")
+    git(sub, "-c", "user.email=t@e", "-c", "user.name=T", "commit", "-q", "-m", "s")
+    git(repo, "add", "sub")
+    git(sub, "config", "core.fsmonitor", f"touch {marker}; false")
     os.utime(sub / "s.txt", (1, 1))
 
 
 def _local(key: str, value: str) -> Callable[[Path, Path], None]:
     def setup(repo: Path, marker: Path) -> None:
-        _git(repo, "config", key, value.format(marker=marker))
+        git(repo, "config", key, value.format(marker=marker))
 
     return setup
 
@@ -73,14 +66,14 @@ def _local(key: str, value: str) -> Callable[[Path, Path], None]:
 def _include(repo: Path, marker: Path) -> None:
     extra = repo / "extra.cfg"
     extra.write_text(f'[core]\n\tfsmonitor = "touch {marker}; false"\n')
-    _git(repo, "config", "include.path", str(extra))
+    git(repo, "config", "include.path", str(extra))
 
 
 def _hooks_path(repo: Path, marker: Path) -> None:
     hooks = marker.with_name(marker.name + ".hooks")
     hooks.mkdir()
     _hook(hooks, marker)
-    _git(repo, "config", "core.hooksPath", str(hooks))
+    git(repo, "config", "core.hooksPath", str(hooks))
 
 
 RISKS: dict[str, Callable[[Path, Path], None]] = {
@@ -97,12 +90,8 @@ RISKS: dict[str, Callable[[Path, Path], None]] = {
 terminal and gpg a signed commit, so they are left to the allow-list alone)."""
 
 
-def _deps(ws: Path, sandbox: str = "subprocess") -> CoDeps:
-    return CoDeps(Settings(sandbox=sandbox), session_id="s", kernel_id="k", workspace=ws)
-
-
 def _approved(ws: Path, sandbox: str = "subprocess") -> list[str]:
-    deps = _deps(ws, sandbox)
+    deps = deps_for(ws, sandbox=sandbox)
     return [c for c in COMMANDS if auto_decision("run_shell_command", {"cmd": c}, deps)]
 
 
@@ -140,7 +129,7 @@ def test_the_risky_repositories_really_run_the_command(tmp_path: Path):
 def test_an_ordinary_repository_and_the_docker_sandbox_still_auto_approve(tmp_path: Path):
     repo = _repo(tmp_path)
     assert _approved(repo) == COMMANDS
-    _git(repo, "config", "core.fsmonitor", f"touch {tmp_path / 'marker'}; false")
+    git(repo, "config", "core.fsmonitor", f"touch {tmp_path / 'marker'}; false")
     # In the container the command runs in the sandbox, as every approved command does.
     assert _approved(repo, sandbox="docker") == COMMANDS
 
@@ -149,7 +138,12 @@ def test_outside_a_repository_git_commands_are_approved(tmp_path: Path):
     plain = tmp_path / "plain"
     plain.mkdir()
     (plain / "x").write_text("x")
-    assert auto_decision("run_shell_command", {"cmd": "git status"}, _deps(plain)) == SAFE_PREFIX
+    assert (
+        auto_decision(
+            "run_shell_command", {"cmd": "git status"}, deps_for(plain, sandbox="subprocess")
+        )
+        == SAFE_PREFIX
+    )
 
 
 def test_a_kernel_asks_for_git_status_in_such_a_repository(

@@ -8,10 +8,7 @@ checks that nothing in the scratch directory or the clock changed.
 from __future__ import annotations
 
 import base64
-import os
 import shlex
-import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -103,7 +100,6 @@ def test_custom_prefixes_take_arguments_but_no_options() -> None:
 
 # -- property: what is approved changes nothing when it runs -----------------------
 
-IMAGE = os.environ.get("CO_TEST_SANDBOX_IMAGE", "co-sandbox-test:bookworm")
 FILES = ("a.txt", "b.log", "sub/c.txt", "-weird", "new.txt", "out", "sub", ".", "x.mgc")
 
 # Runs every command (base64, one per line) on a fresh copy of the scratch tree and prints
@@ -154,32 +150,6 @@ def commands(draw: Any) -> str:
     shorts = "".join(sorted(spec.shorts)) if spec else ""
     words = [_word(draw, longs, shorts) for _ in range(draw(st.integers(0, 4)))]
     return " ".join([prefix, *(shlex.quote(w) for w in words)])
-
-
-@pytest.fixture(scope="module")
-def scratch_container() -> Iterator[Any]:
-    import docker
-
-    client = docker.from_env()
-    container = client.containers.run(
-        IMAGE,
-        ["sleep", "infinity"],
-        name=f"co-approval-prop-{uuid.uuid4().hex[:12]}",
-        detach=True,
-        init=True,
-        network_mode="none",
-        cap_drop=["ALL"],
-        security_opt=["no-new-privileges"],
-        read_only=True,
-        tmpfs={"/tmp": "rw,size=64m"},
-        user="1000:1000",
-        environment={"HOME": "/tmp/s"},
-    )
-    try:
-        yield container
-    finally:
-        container.remove(force=True)
-        client.close()
 
 
 @pytest.mark.docker

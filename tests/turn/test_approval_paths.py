@@ -20,9 +20,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from co_kernel.config import Settings, is_protected
-from co_kernel.deps import CoDeps
+from co_kernel.config import is_protected
 from co_kernel.permissions._approval import SAFE_PREFIX, auto_decision
+
+from ..support.deps import deps_for
 
 ARGS = [
     ".env", "./.env", ".env.local", "sub/.env", "sub/../.env", ".e*", ".env?", "*", "sub/*",
@@ -47,10 +48,6 @@ def _workspace(root: Path) -> Path:
     (ws / "link-out").symlink_to(root / "outside.txt")
     (ws / "link-env").symlink_to(ws / ".env")
     return ws
-
-
-def _deps(ws: Path, sandbox: str) -> CoDeps:
-    return CoDeps(Settings(sandbox=sandbox), session_id="s", kernel_id="k", workspace=ws)
 
 
 def _expanded(ws: Path, args: list[str]) -> list[Path]:
@@ -101,7 +98,7 @@ def _files(command: str, args: list[str]) -> list[str]:
 def test_what_is_auto_approved_reads_no_secret(command: str, args: list[str], sandbox: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         ws = _workspace(Path(tmp).resolve())
-        deps = _deps(ws, sandbox)
+        deps = deps_for(ws, sandbox=sandbox)
         line = " ".join([command, *args])
         if auto_decision("run_shell_command", {"cmd": line}, deps) != SAFE_PREFIX:
             return
@@ -146,5 +143,5 @@ def test_what_is_auto_approved_reads_no_secret(command: str, args: list[str], sa
 )
 def test_paths_table(tmp_path: Path, command: str, sandbox: str, approved: bool) -> None:
     ws = _workspace(tmp_path.resolve())
-    decision = auto_decision("run_shell_command", {"cmd": command}, _deps(ws, sandbox))
+    decision = auto_decision("run_shell_command", {"cmd": command}, deps_for(ws, sandbox=sandbox))
     assert (decision == SAFE_PREFIX) is approved, shlex.split(command)

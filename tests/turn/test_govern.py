@@ -15,8 +15,10 @@ from pydantic_ai.providers.openai import OpenAIProvider
 
 from co_kernel.config import Settings
 from co_kernel.deps import CoDeps
-from co_kernel.testing import ScriptedModelServer, synthetic_history
+from co_kernel.testing import ScriptedModelServer
 from co_kernel.turn._govern import GovernHistory
+
+from ..support.histories import synthetic_history
 
 
 def test_every_request_is_governed_and_the_history_stays_whole(tmp_path: Path) -> None:

@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart
 
 from co_kernel.config import Settings
-from co_kernel.testing import synthetic_turn
-from co_kernel.turn._history import RUNAWAY_MARKER, GovernedViews, govern_history
+from co_kernel.turn._history_processors import RUNAWAY_MARKER, GovernedViews, govern_history
+
+from ..support.histories import synthetic_turn
 
 
 def _contents(messages: Sequence[ModelMessage]) -> list[list[tuple[str, Any]]]:

@@ -16,7 +16,7 @@ from co_kernel.config import LoadedSettings, Settings
 from co_kernel.exceptions import ProviderNotConfigured
 from co_kernel.models._local_runtime import (
     CATALOGUE,
-    LocalServer,
+    LlamaServerProcess,
     _catalogue_file,
     default_model_string,
     human_size,
@@ -99,7 +99,7 @@ def test_a_truncated_gguf_gives_llama_cpps_reason_and_leaves_no_process(tmp_path
     with SMOLLM2.open("rb") as f:
         broken.write_bytes(f.read(1_000_000))  # a download cut short: header intact
     spec = resolve_local_model(str(broken), base_dir=tmp_path)  # the signature is fine
-    server = LocalServer(spec, threads=1, context=512, port=0, log_path=tmp_path / "log.txt")
+    server = LlamaServerProcess(spec, threads=1, context=512, port=0, log_path=tmp_path / "log.txt")
     with pytest.raises(ProviderNotConfigured) as caught:
         asyncio.run(server.start())
     message = str(caught.value)
@@ -116,7 +116,9 @@ def test_a_port_in_use_names_the_setting(tmp_path: Path) -> None:
         held.bind(("127.0.0.1", 0))
         held.listen()
         port = held.getsockname()[1]
-        server = LocalServer(spec, threads=1, context=512, port=port, log_path=tmp_path / "l")
+        server = LlamaServerProcess(
+            spec, threads=1, context=512, port=port, log_path=tmp_path / "l"
+        )
         with pytest.raises(ProviderNotConfigured) as caught:
             asyncio.run(server.start())
     message = str(caught.value)

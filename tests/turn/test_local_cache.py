@@ -13,7 +13,7 @@ import pytest
 
 from co_kernel.models._local_runtime import (
     CATALOGUE,
-    LocalServer,
+    LlamaServerProcess,
     _catalogue_file,
     default_cache_mb,
     resolve_local_model,
@@ -30,7 +30,7 @@ B = "Notes on the kitchen. " + " ".join(f"Shelf {n} holds jars of rice." for n i
 
 def _prompt_tokens_evaluated(tmp_path: Path, cache_mb: int | None) -> list[int]:
     spec = resolve_local_model("smollm2-135m", base_dir=tmp_path)
-    server = LocalServer(
+    server = LlamaServerProcess(
         spec, threads=1, context=2048, port=0, log_path=tmp_path / "l.log", cache_mb=cache_mb
     )
     address = asyncio.run(server.start())

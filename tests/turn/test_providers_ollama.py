@@ -21,6 +21,7 @@ from co_kernel.config import Settings
 from co_kernel.models._providers import default_model_string, ollama_chat_model
 
 from ..kernel_harness import CoKernel
+from ..support.net import free_port
 from ..tools._http import JSONHandler
 
 ANSWER = "Paris is the capital of France."
@@ -100,9 +101,7 @@ def ollama() -> Iterator[Callable[[dict[str, list[str] | None]], FakeOllama]]:
 
 
 def _closed_port_url() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{s.getsockname()[1]}"
+    return f"http://127.0.0.1:{free_port()}"
 
 
 def test_no_server_means_no_ollama_model() -> None:

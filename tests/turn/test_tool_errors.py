@@ -1,4 +1,4 @@
-"""Tool failures reach the model as readable errors (seed 001 "Tool Error Classification").
+"""Tool failures reach the model as readable errors.
 
 TERMINAL -> a result with ``error: true``; TRANSIENT -> a retry; MISUSE -> a retry with a
 hint; an unexpected exception -> a readable retry; retries capped by ``tool_retries``,

@@ -1,4 +1,4 @@
-"""Google Drive, Gmail and Calendar tools (seed 002 §5.4-5.8).
+"""Google Drive, Gmail and Calendar tools.
 
 Registered when a credentials file is found (the token `co-kernel google auth` saved, or an
 Application Default Credentials file); that check reads no file contents and makes no

@@ -1,6 +1,6 @@
 """Google sign-in: the installed-app OAuth flow, the token file, lazy credential resolution.
 
-Resolution order (seed 002 §5.8): the authorized-user token that ``co-kernel google auth``
+Resolution order, the person's own sign-in first: the authorized-user token that ``co-kernel google auth``
 saved -> Application Default Credentials -> none. The token is kept in Co's credential store
 (entry ``google_token``: the OS keyring or the encrypted file); a token file is used instead
 when the setting ``google_token_path`` names one, and the default file an older Co wrote

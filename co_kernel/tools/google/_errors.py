@@ -1,4 +1,4 @@
-"""Google API failures, classified the way seed 001's tool error table says.
+"""Google API failures, classified into the tool error kinds of ``tools/_errors.py``.
 
 | kind        | the model gets                                  | Google answers                         |
 |-------------|-------------------------------------------------|----------------------------------------|

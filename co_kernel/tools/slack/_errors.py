@@ -1,4 +1,4 @@
-"""Slack Web API failures, classified as in seed 001's tool error table.
+"""Slack Web API failures, classified into the tool error kinds of ``tools/_errors.py``.
 
 A bad or revoked token, a missing scope or a bot that is not in the channel is terminal and
 names the fix; rate limits (429) and Slack outages (5xx) are transient; an unknown channel,
@@ -43,7 +43,7 @@ _MISUSE_HINTS = {
 
 
 def classify_slack_error(error: Exception) -> ClassifiedError:
-    """Classify a failure of a Slack Web API call (seed 001 ``_classify_slack_error``)."""
+    """Classify a failure of a Slack Web API call as terminal, transient or misuse."""
     from slack_sdk.errors import SlackApiError, SlackClientError
 
     if not isinstance(error, SlackApiError):

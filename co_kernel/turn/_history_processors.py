@@ -1,4 +1,4 @@
-"""History governance (seed 001 ``_history.py``): what of the conversation the model sees.
+"""History governance: what of the conversation the model sees.
 
 The processors are pure functions from a valid history to a valid history: every tool
 call keeps its answer, and the order of what is kept never changes. ``govern_history``

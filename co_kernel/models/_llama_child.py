@@ -1,8 +1,8 @@
 """Child process: llama.cpp's OpenAI-compatible server for one GGUF model, via xllamacpp.
 
-Started by ``co_kernel.models._local_runtime.LocalServer`` as a script (it imports nothing of Co,
-so it starts fast). Prints one JSON line on stdout once the model is loaded or has
-failed to load, then serves on 127.0.0.1 until its stdin closes: the kernel closes it
+Started by ``co_kernel.models._local_runtime.LlamaServerProcess`` as a script (it imports
+nothing of Co, so it starts fast). Prints one JSON line on stdout once the model is loaded
+or has failed to load, then serves on 127.0.0.1 until its stdin closes: the kernel closes it
 when it stops, and the operating system does when the kernel dies. llama.cpp's log goes
 to stderr, which the parent points at a file, so nothing reaches the notebook.
 

@@ -20,9 +20,8 @@ from pydantic_ai.messages import (
 )
 
 from co_kernel.config import Settings
-from co_kernel.testing import synthetic_history, synthetic_turn
 from co_kernel.turn._compact import compacted_history, split_for_compaction
-from co_kernel.turn._history import (
+from co_kernel.turn._history_processors import (
     SUMMARY_PREFIX,
     GovernedViews,
     estimate_tokens,
@@ -32,6 +31,8 @@ from co_kernel.turn._history import (
     truncate_tool_returns,
     turn_starts,
 )
+
+from ..support.histories import synthetic_history, synthetic_turn
 
 # -- the oracle ---------------------------------------------------------------
 
