@@ -117,9 +117,18 @@ class CoKernel:
     """A running Co kernel and a client connected to it."""
 
     def __init__(
-        self, env: dict[str, str], cwd: Path, *, wait_ready: bool = True, fork: bool = True
+        self,
+        env: dict[str, str],
+        cwd: Path,
+        *,
+        wait_ready: bool = True,
+        fork: bool = True,
+        source: Path | None = None,
     ) -> None:
         """Start the kernel; ``wait_ready=False`` leaves the first request to the test.
+
+        ``source``: the checkout whose ``co_kernel`` the kernel imports (default: this one;
+        a benchmark passes a worktree of an older commit, with ``fork=False``).
 
         ``fork``: the kernel is forked from this test process's fork server, which has
         imported Co already (tests/kernel_forkserver.py); tests of start-up itself pass
@@ -135,9 +144,9 @@ class CoKernel:
         full_env = {k: v for k, v in os.environ.items() if not k.startswith("CO_")}
         full_env.update(env)
         # Kernels import this checkout, whatever the environment has installed.
-        repo = str(Path(__file__).resolve().parents[1])
+        repo = str(source or Path(__file__).resolve().parents[1])
         full_env["PYTHONPATH"] = os.pathsep.join(p for p in (repo, full_env.get("PYTHONPATH")) if p)
-        if fork and forking():
+        if fork and source is None and forking():
             self.km.kernel_id = str(uuid.uuid4())
             self.km.provisioner = ForkingProvisioner(
                 kernel_id=self.km.kernel_id, kernel_spec=self.km.kernel_spec, parent=self.km
