@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import itertools
 import re
+import secrets
 import time
-import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -221,7 +221,9 @@ class MarkdownStream:
             return
         update = self._seg_id is not None
         if not update:
-            self._seg_id = uuid.uuid4().hex
+            # 64 random bits are unique enough, and the id rides twice on every message
+            # (transient, and the tag a saved notebook keeps): half a uuid's 32 characters.
+            self._seg_id = secrets.token_hex(8)
             self.segments += 1
         assert self._seg_id is not None
         self._publish(self._seg_id, seg, update, final)
