@@ -1,6 +1,7 @@
-"""Streaming a 20 KB Markdown answer: Co in a real kernel beside a bare pydantic-ai loop.
+"""Streaming a 20 KB Markdown answer: Co in a real kernel beside a bare pydantic-ai loop
+and beside Co as it was before it rendered Markdown itself (issue 39).
 
-Both talk to one ScriptedModelServer at 200 tokens/s in the same run, run in its own
+All talk to one ScriptedModelServer at 200 tokens/s in the same run, run in its own
 process (``python -m co_kernel.testing``) so its allocations and garbage collections don't
 stall the in-process baseline. Measures
 
@@ -11,9 +12,15 @@ stall the in-process baseline. Measures
    cell, so Co regenerates one turn and sends the model no growing history.
 2. iopub bytes for the whole answer: every display_data/update_display_data/stream of
    the cell, as JSON content and as wire frames captured on our own SUB socket, beside
-   what re-sending the whole buffer at 20 Hz would cost over the baseline's delta timeline.
+   what re-sending the whole buffer at 20 Hz would cost over the baseline's delta timeline;
+   and the same answer streamed by a kernel of ``--baseline-ref`` (a git worktree beside
+   this checkout; by default the commit before issue 39, which sent ``text/markdown`` for
+   the page to render), with how many updates a second each showed. Beside Co's bytes: what
+   the saved notebook holds (the last version of each output), which no streaming design
+   can send less of, and what streaming added to it.
 
 Run: PYTHONPATH=. .venv/bin/python benchmarks/bench_streaming.py [--trials 9] [--full-runs 1]
+     [--baseline-ref d61c47d~1]
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ from typing import Any
 
 import zmq
 from _common import (
+    git_worktree,
     kernel_env,
     markdown_answer,
     median,
@@ -47,12 +55,13 @@ from _common import (
     with_repo_on_pythonpath,
 )
 
-from tests.kernel_harness import CoKernel
+from tests.kernel_harness import CellResult, CoKernel
 
 TOKENS_PER_SECOND = 200.0
 MAX_RATE = 20.0
 """Updates a second of the naive design (the issue's throttle)."""
 ANSWER_MIME = "text/html"  # Co renders Markdown itself (issue 39)
+BASELINE_MIME = "text/markdown"  # what Co sent before issue 39
 CARRIERS = ("display_data", "update_display_data", "stream")
 PROMPT = "Explain how Co streams an answer into a notebook cell."
 
@@ -134,7 +143,9 @@ class WireTap:
         sock: zmq.Socket[bytes] = zmq.Context.instance().socket(zmq.SUB)
         sock.setsockopt(zmq.RCVHWM, 0)
         sock.setsockopt(zmq.SUBSCRIBE, b"")
-        sock.connect(f"{info['transport']}://{info['ip']}:{info['iopub_port']}")
+        # jupyter_client's address forms: tcp://ip:port, ipc://path-port (the harness's).
+        sep = ":" if info["transport"] == "tcp" else "-"
+        sock.connect(f"{info['transport']}://{info['ip']}{sep}{info['iopub_port']}")
         return cls(sock)
 
     def drain(self) -> None:
@@ -155,11 +166,19 @@ class WireTap:
         self.socket.close(linger=0)
 
 
-def first_text_at(messages: list[dict[str, Any]]) -> float | None:
+def first_text_at(messages: list[dict[str, Any]], mime: str = ANSWER_MIME) -> float | None:
     for m in messages:
-        if m["msg_type"] == "display_data" and m["content"]["data"].get(ANSWER_MIME):
+        if m["msg_type"] == "display_data" and m["content"]["data"].get(mime):
             return float(m["_received"])
     return None
+
+
+def shown_markdown(result: CellResult, mime: str) -> str:
+    """The Markdown the cell finally shows: the source of each rendered output, or the
+    ``text/markdown`` an older Co sent."""
+    if mime == ANSWER_MIME:
+        return result.markdown()
+    return "".join(str(d.get(mime, "")) for d in result.final_displays().values())
 
 
 def co_cut_trial(kernel: CoKernel, cell_id: str) -> float:
@@ -225,6 +244,8 @@ class FullRun:
     """Bare loop: run_stream_events entered -> first text delta (seconds)."""
     content_bytes: int
     """(a) JSON of the content of every message carrying the answer."""
+    saved_bytes: int
+    """JSON of the content of each output's last version: what the saved notebook holds."""
     wire_messages: int
     """Messages carrying the answer seen by our SUB socket (should equal ``messages``)."""
     wire_bytes: int
@@ -243,7 +264,13 @@ class FullRun:
     """Messages, content bytes and wire bytes of re-sending the whole buffer at 20 Hz."""
 
 
-def full_run(kernel: CoKernel, tap: WireTap, bare: BareLoop, runner: asyncio.Runner) -> FullRun:
+def full_run(
+    kernel: CoKernel,
+    tap: WireTap,
+    bare: BareLoop,
+    runner: asyncio.Runner,
+    mime: str = ANSWER_MIME,
+) -> FullRun:
     tap.drain()
     tap.frames.clear()
     result = kernel.execute(PROMPT, mode="notebook", cell_id=str(uuid.uuid4()), timeout=300)
@@ -252,22 +279,26 @@ def full_run(kernel: CoKernel, tap: WireTap, bare: BareLoop, runner: asyncio.Run
     carriers = result.of_type(*CARRIERS)
     session = kernel.kc.session
     content_bytes = sum(len(session.pack(m["content"])) for m in carriers)
+    last: dict[str, dict[str, Any]] = {}
+    for n, m in enumerate(carriers):
+        last[m["content"].get("transient", {}).get("display_id") or f"#{n}"] = m["content"]
     wired = tap.of_cell(parent["msg_id"], CARRIERS)
-    segments = [m for m in result.of_type("display_data") if ANSWER_MIME in m["content"]["data"]]
+    segments = [m for m in result.of_type("display_data") if mime in m["content"]["data"]]
     topic = wired[0][: wired[0].index(b"<IDS|MSG>")] if wired else [b"display_data"]
-    co_first = first_text_at(result.messages)
+    co_first = first_text_at(result.messages, mime)
     base_latency, timeline = runner.run(bare.run(cut=False))
     return FullRun(
         co_latency=(co_first or float("nan")) - result.sent_at,
         base_latency=base_latency,
         content_bytes=content_bytes,
+        saved_bytes=sum(len(session.pack(c)) for c in last.values()),
         wire_messages=len(wired),
         wire_bytes=sum(len(f) for frames in wired for f in frames),
         messages=len(carriers),
         updates=len(result.of_type("update_display_data")),
         segments=len(segments),
         seconds=carriers[-1]["_received"] - carriers[0]["_received"] if carriers else 0.0,
-        intact=result.markdown() == ANSWER and "".join(t for _, t in timeline) == ANSWER,
+        intact=shown_markdown(result, mime) == ANSWER and "".join(t for _, t in timeline) == ANSWER,
         naive=naive_cost(timeline, kernel, parent, topic),
     )
 
@@ -281,12 +312,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--trials", type=int, default=9, help="latency trials of each (cut short)")
     parser.add_argument("--full-runs", type=int, default=1, help="whole answers streamed by each")
+    parser.add_argument(
+        "--baseline-ref",
+        default="d61c47d~1",
+        help="commit whose Co streams the same answer beside this one (default: before issue 39)",
+    )
     args = parser.parse_args()
 
     size = len(ANSWER.encode())
+    old_tree = git_worktree(args.baseline_ref)
     steps = [
-        {"text": "Warm-up.", "repeat": 2},
-        {"text": ANSWER, "repeat": 2 * (args.trials + args.full_runs)},
+        {"text": "Warm-up.", "repeat": 3},
+        # Each full run: this Co and the bare loop, then the older Co and the bare loop again.
+        {"text": ANSWER, "repeat": 2 * args.trials + 4 * args.full_runs},
     ]
     print(f"Answer: {size} bytes of Markdown at {TOKENS_PER_SECOND:.0f} tokens/s")
     with (
@@ -298,12 +336,14 @@ def main() -> None:
         home.mkdir()
         work.mkdir()
         kernel = CoKernel(kernel_env(home, base_url), work)
-        tap = WireTap.open(kernel)
+        old = CoKernel(kernel_env(home, base_url), work, fork=False, source=old_tree)
+        tap, old_tap = WireTap.open(kernel), WireTap.open(old)
         bare = BareLoop(base_url)
         try:
             # Warm-up, untimed: imports, the session, HTTP connections, the tap's subscription.
             kernel.execute("Warm up.", mode="notebook")
             runner.run(bare.run(cut=False))
+            old.execute("Warm up.", mode="notebook")
             # What is loaded now lives for the whole run: keep the collector off it, so a full
             # collection in this process doesn't land in the middle of a baseline sample.
             gc.collect()
@@ -323,15 +363,85 @@ def main() -> None:
                 time.sleep(0.2)  # let the abandoned streams wind down
 
             runs: list[FullRun] = []
+            old_runs: list[FullRun] = []
             for _ in range(args.full_runs):
                 runs.append(full_run(kernel, tap, bare, runner))
                 co_times.append(runs[-1].co_latency)
                 base_times.append(runs[-1].base_latency)
+                old_runs.append(full_run(old, old_tap, bare, runner, BASELINE_MIME))
         finally:
             tap.close()
+            old_tap.close()
             kernel.shutdown()
+            old.shutdown()
 
     report(co_times, base_times, runs, size)
+    report_beside(runs, old_runs, size, args.baseline_ref)
+
+
+def rate(run: FullRun) -> float:
+    """Messages a second the cell showed while the answer streamed."""
+    return run.messages / max(run.seconds, 1e-9)
+
+
+def report_beside(runs: list[FullRun], old_runs: list[FullRun], size: int, ref: str) -> None:
+    rows: list[list[object]] = []
+    for n, (r, o) in enumerate(zip(runs, old_runs, strict=True), 1):
+        rows += [
+            [
+                f"run {n} content (a)",
+                f"< {2 * size} (2x)",
+                f"{r.content_bytes} ({r.content_bytes / size:.2f}x)",
+                f"{o.content_bytes} ({o.content_bytes / size:.2f}x)",
+                f"{r.content_bytes / o.content_bytes:.2f}",
+                verdict(r.content_bytes < 2 * size),
+            ],
+            [
+                "  of which the saved outputs",
+                "",
+                f"{r.saved_bytes} ({r.saved_bytes / size:.2f}x)",
+                f"{o.saved_bytes} ({o.saved_bytes / size:.2f}x)",
+                f"{r.saved_bytes / o.saved_bytes:.2f}",
+                "",
+            ],
+            [
+                "  added by streaming",
+                "",
+                f"{r.content_bytes - r.saved_bytes} ({(r.content_bytes - r.saved_bytes) / size:.2f}x)",
+                f"{o.content_bytes - o.saved_bytes} ({(o.content_bytes - o.saved_bytes) / size:.2f}x)",
+                f"{(r.content_bytes - r.saved_bytes) / (o.content_bytes - o.saved_bytes):.2f}",
+                "",
+            ],
+            [
+                f"run {n} wire (b)",
+                "",
+                f"{r.wire_bytes} ({r.wire_bytes / size:.2f}x)",
+                f"{o.wire_bytes} ({o.wire_bytes / size:.2f}x)",
+                f"{r.wire_bytes / o.wire_bytes:.2f}",
+                "",
+            ],
+            [
+                f"run {n} updates shown",
+                ">= baseline's",
+                f"{r.messages} ({r.segments} outputs), {rate(r):.2f}/s",
+                f"{o.messages} ({o.segments} outputs), {rate(o):.2f}/s",
+                f"{rate(r) / rate(o):.2f}",
+                verdict(rate(r) >= rate(o)),
+            ],
+        ]
+    print_table(
+        f"3. The same answer beside Co at {ref} (text/markdown, rendered by the page)",
+        ["measure", "target", "Co", "baseline", "Co/baseline", "verdict"],
+        rows,
+    )
+    print(
+        "saved outputs = JSON of the content of each output's last version: what the notebook "
+        "keeps (Co: the HTML and its Markdown source), which any streaming design sends at least."
+    )
+    for n, o in enumerate(old_runs, 1):
+        print(
+            f"baseline run {n}: {o.seconds:.1f} s of streaming; shows exactly the answer: {o.intact}"
+        )
 
 
 def report(co_times: list[float], base_times: list[float], runs: list[FullRun], size: int) -> None:

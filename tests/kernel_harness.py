@@ -127,8 +127,12 @@ class CoKernel:
         wait_ready: bool = True,
         fork: bool = True,
         log: Path | None = None,
+        source: Path | None = None,
     ) -> None:
         """Start the kernel; ``wait_ready=False`` leaves the first request to the test.
+
+        ``source``: the checkout whose ``co_kernel`` the kernel imports (default: this one;
+        a benchmark passes a worktree of an older commit, with ``fork=False``).
 
         ``fork``: the kernel is forked from this test process's fork server, which has
         imported Co already (tests/kernel_forkserver.py); tests of start-up itself pass
@@ -146,9 +150,9 @@ class CoKernel:
         full_env = {k: v for k, v in os.environ.items() if not k.startswith("CO_")}
         full_env.update(env)
         # Kernels import this checkout, whatever the environment has installed.
-        repo = str(Path(__file__).resolve().parents[1])
+        repo = str(source or Path(__file__).resolve().parents[1])
         full_env["PYTHONPATH"] = os.pathsep.join(p for p in (repo, full_env.get("PYTHONPATH")) if p)
-        if fork and forking() and log is None:
+        if fork and forking() and log is None and source is None:
             self.km.kernel_id = str(uuid.uuid4())
             self.km.provisioner = ForkingProvisioner(
                 kernel_id=self.km.kernel_id, kernel_spec=self.km.kernel_spec, parent=self.km

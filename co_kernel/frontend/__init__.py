@@ -20,7 +20,7 @@ from ._console import ConsoleFrontend
 from ._footer import footer_enabled, format_footer
 from ._headless import HeadlessFrontend
 from ._jupyter import JupyterKernel, JupyterShell
-from ._markdown import MarkdownStream, find_block_boundary
+from ._markdown import MarkdownStream, find_block_boundary, find_split
 from ._notebook import NotebookFrontend
 from ._pending import PendingApprovals
 from ._publisher import KernelPublisher, Publisher, RedactingPublisher
@@ -55,6 +55,7 @@ __all__ = [
     "ask_trust_stdin",
     "ask_trust_widget",
     "find_block_boundary",
+    "find_split",
     "footer_enabled",
     "format_footer",
     "markdown_to_html",

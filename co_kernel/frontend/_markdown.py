@@ -1,29 +1,40 @@
 """Streaming Markdown into a cell without quadratic traffic.
 
-The answer is shown as a series of *segments*, each its own display output. Only the
-segment in progress is updated; when it grows past ``split_at`` characters and holds a
-finished Markdown block (a blank line outside any code fence), the finished part is
-committed and the rest moves to a new segment, so each update re-sends at most about one
-segment, never the whole answer.
+The answer is shown as a series of *segments*, each its own display output, and only the
+block still being written is ever re-sent. A display update replaces its output whole, so
+once the answer is longer than ``split_at`` characters, the blocks markdown-it has closed
+(a following block has begun) go out once as their segment's last version, and the rest
+moves to a new segment (``find_split``). Finished text is therefore sent once as HTML and
+once as source, and each update in between carries the open block only.
+
+Segments are cut only where two outputs look like one: JupyterLab's margins do not
+collapse across outputs, and it gives a block that starts or ends an output other margins
+(a heading's top, the last child's bottom), so a cut goes between paragraphs, lists and
+tables, or before a code block, and never next to a heading, a rule, a quote or HTML.
 
 Every message also carries an envelope (header, parent header, signature: about 600 bytes
 with ipykernel) that dwarfs the few dozen characters a fast model sends per 50 ms. So
-updates are throttled twice: at most ``max_rate`` a second, and within a byte budget of
-``budget_ratio`` times the text received (plus ``budget_allowance``, so short answers
-stream at full rate), counting each message as its text plus ``message_overhead``. When the
-budget holds an update back, shown text still never trails the stream by more than
-``max_lag`` seconds.
+updates are throttled twice: at most ``max_rate`` a second, and within a byte budget,
+counting each message as its ``cost`` plus ``message_overhead``. The budget is what the
+text received costs sent once as final versions, which no design can send less of, plus
+``budget_ratio`` times its length for what streaming adds (envelopes, the open block sent
+again), plus ``budget_allowance``, so short answers stream at full rate. When the budget
+holds an update back, shown text still never trails the stream by more than ``max_lag``
+seconds.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
+import secrets
 import time
-import uuid
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["MarkdownStream", "find_block_boundary"]
+from ._safe_html import markdown_blocks
+
+__all__ = ["MarkdownStream", "find_block_boundary", "find_split"]
 
 # Any indentation: a fence inside a list item is indented, and a line wrongly taken for a
 # fence only costs a missed split, while a missed fence would split a code block.
@@ -66,6 +77,39 @@ def find_block_boundary(text: str) -> int:
     return best
 
 
+_ENDS_FLUSH = frozenset({"paragraph", "bullet_list", "ordered_list", "table"})
+"""Blocks whose bottom margin (1em) is the whole gap to a following block without top margin."""
+_STARTS_FLUSH = frozenset(
+    {"paragraph", "bullet_list", "ordered_list", "table", "fence", "code_block"}
+)
+"""Blocks with no top margin, and no other style as an output's first child."""
+
+
+def find_split(text: str) -> int:
+    """Index of the last place ``text`` can be cut into two outputs that look like one, or -1.
+
+    The cut falls at the start of a block that markdown-it parsed after a blank line, so
+    everything before it is finished, and between blocks whose spacing is the same whether
+    JupyterLab lays them out in one output or in two (see the module docstring).
+    """
+    blocks = markdown_blocks(text)
+    if len(blocks) < 2:
+        return -1
+    lines = text.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    for (before, _), (after, line) in reversed(list(itertools.pairwise(blocks))):
+        if (
+            before in _ENDS_FLUSH
+            and after in _STARTS_FLUSH
+            and line > 0
+            and not lines[line - 1].strip()
+        ):
+            return starts[line]
+    return -1
+
+
 class MarkdownStream:
     """Incremental Markdown rendering through display updates."""
 
@@ -75,7 +119,7 @@ class MarkdownStream:
         *,
         max_rate: float = 20.0,
         split_at: int = 600,
-        budget_ratio: float = 3.0,
+        budget_ratio: float = 2.0,
         budget_allowance: int = 8192,
         message_overhead: int = 600,
         max_lag: float = 1.0,
@@ -126,7 +170,8 @@ class MarkdownStream:
     def _wait(self) -> float:
         """Seconds until the next update may go out; zero or less means now."""
         since = self._clock() - self._last
-        if self.spent <= self._ratio * self._received + self._allowance:
+        floor = self._cost(self._text, True)
+        if self.spent <= floor + self._ratio * self._received + self._allowance:
             return self._interval - since
         return self._max_lag - since
 
@@ -145,24 +190,26 @@ class MarkdownStream:
         self._pace()
 
     def flush(self, *, final: bool = False) -> None:
-        """Send the segment in progress if it changed.
+        """Send what changed: finished blocks once, as their segment's last version, then
+        the open block.
 
-        A finished block is committed to its segment; the rest goes to a new segment, at
-        once when ``final`` or when the old segment already showed some of it (else that
-        text would vanish until the next update), otherwise with the next update, so a
-        split costs no extra message.
+        Once the answer is past ``split_at``, the blocks before ``find_split``'s cut are
+        committed to the segment in progress and the rest goes to a new segment: at once
+        when the old segment already showed some of it (else that text would vanish until
+        the next update), otherwise with the next update, so a split costs no extra
+        message. The final flush sends the segment in progress whole, in one message.
         """
         self._dirty = False
         seg = self._text[self._seg_start :]
-        if len(seg) > self._split_at:
-            cut = find_block_boundary(seg)
+        if not final and (self._seg_start or len(seg) > self._split_at):
+            cut = find_split(seg)
             if cut > 0:
                 shown, before = len(self._sent), self.messages
                 self._send(seg[:cut], final=True)
                 self._seg_start += cut
                 self._seg_id, self._sent = None, ""
                 seg = self._text[self._seg_start :]
-                if not final and shown <= cut and self.messages > before:
+                if shown <= cut and self.messages > before:
                     self._dirty = True
                     return
         self._send(seg, final=final)
@@ -174,7 +221,9 @@ class MarkdownStream:
             return
         update = self._seg_id is not None
         if not update:
-            self._seg_id = uuid.uuid4().hex
+            # 64 random bits are unique enough, and the id rides twice on every message
+            # (transient, and the tag a saved notebook keeps): half a uuid's 32 characters.
+            self._seg_id = secrets.token_hex(8)
             self.segments += 1
         assert self._seg_id is not None
         self._publish(self._seg_id, seg, update, final)

@@ -39,7 +39,13 @@ import functools
 import html
 from typing import Any
 
-__all__ = ["MARKDOWN_CLASS", "markdown_to_html", "safe_bundle", "warm_markdown"]
+__all__ = [
+    "MARKDOWN_CLASS",
+    "markdown_blocks",
+    "markdown_to_html",
+    "safe_bundle",
+    "warm_markdown",
+]
 
 MARKDOWN_CLASS = "co-markdown"
 """Class of the element that holds a rendered answer (the extension styles code in it)."""
@@ -152,6 +158,19 @@ def markdown_to_html(text: str) -> str:
     """``text`` rendered to HTML in which nothing can run, inside a ``co-markdown`` div."""
     rendered = _parser().render(text)
     return _cleaner()(f'<div class="{MARKDOWN_CLASS}">{rendered}</div>')
+
+
+def markdown_blocks(text: str) -> list[tuple[str, int]]:
+    """The top-level blocks of ``text`` as the renderer parses it: (kind, first line).
+
+    ``kind`` is markdown-it's token type without ``_open`` (paragraph, heading, fence,
+    bullet_list, table, ...); lines count from 0.
+    """
+    return [
+        (token.type.removesuffix("_open"), token.map[0])
+        for token in _parser().parse(text)
+        if token.level == 0 and token.nesting >= 0 and token.map
+    ]
 
 
 def safe_bundle(data: dict[str, Any]) -> dict[str, Any]:

@@ -134,7 +134,8 @@ Last words <img src=x onerror="{b.js("cut-mid-tag")}"
 
 def check_rendered(page: Any) -> None:
     """Markdown renders (heading, table, code, link, image), and nothing hides or runs."""
-    out = page.locator(".jp-OutputArea-output").first
+    # The first cell's outputs: a streamed answer may span several (one per finished block).
+    out = page.locator(".jp-OutputArea").first
     assert out.locator("h2", has_text="Sales report").count() == 1
     assert out.locator("table td", has_text="1,200").count() == 1
     assert out.locator("pre", has_text='print("revenue")').count() == 1

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from co_kernel.frontend import MarkdownStream, find_block_boundary
+from co_kernel.frontend import MarkdownStream, find_block_boundary, find_split
 
 _TOKEN = re.compile(r"\s*\S{1,4}|\s+")
 
@@ -237,6 +237,19 @@ def test_an_indented_fence_inside_a_list_item_is_still_a_fence() -> None:
     assert find_block_boundary(text) == text.index("1. Run")
 
 
+def test_a_split_falls_only_where_two_outputs_look_like_one() -> None:
+    # Between paragraphs, lists and tables, and before code: the same gap in one output or two.
+    text = "Intro.\n\n- a\n- b\n\n```\ncode\n```\n\nAfter"
+    assert find_split(text) == text.index("```")
+    # Never next to a heading (its margins differ as an output's first or last child).
+    assert find_split("Intro.\n\n## Title\n\nMore") == -1
+    # Never after code: JupyterLab gives it no bottom margin, an output's last child gets one.
+    text = "Intro.\n\n```\ncode\n```\n\nAfter"
+    assert find_split(text) == text.index("```")
+    # Only after a blank line: a block that interrupts a paragraph may still change it.
+    assert find_split("Intro.\n```\ncode\n```\n") == -1
+
+
 # -- streaming -------------------------------------------------------------------------------------
 
 
@@ -356,6 +369,20 @@ def test_any_answer_is_shown_whole_and_split_only_between_blocks(
             assert after.startswith(before)
         if len(texts) > 1:
             assert texts[-1].startswith(texts[-2]) or texts[-2].startswith(texts[-1])
+
+
+def test_finished_blocks_are_sent_once() -> None:
+    """Past ``split_at``, an update carries only what is not finished yet: any block it
+    could have committed went out as its segment's last version, and is not sent again."""
+    answer = realistic_answer(20_000).text
+    run = stream_answer(answer, 200)
+    sent_before_split = 0
+    for p in run.published:
+        if p.final:
+            sent_before_split += 1
+        elif sent_before_split:
+            assert find_split(p.text) == -1, f"an update re-sent finished blocks: {p.text[:80]!r}"
+    assert sent_before_split > 10
 
 
 def test_each_segment_ends_with_exactly_one_final_version() -> None:
