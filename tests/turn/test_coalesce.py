@@ -342,7 +342,9 @@ def test_other_responses_are_not_touched() -> None:
 
 def test_pydantic_ai_streams_the_same_answer_and_tool_call_through_it() -> None:
     steps = [
-        {"text": STORY},
+        # Paced, so the answer arrives in several reads however busy the machine is (at
+        # full speed a loaded run can read it whole: one part, no deltas).
+        {"text": STORY, "tokens_per_second": 400},
         {"text": "Checking.", "tool_calls": [{"name": "lookup", "arguments": {"q": "storm"}}]},
     ]
 
