@@ -24,6 +24,8 @@ from co_kernel.testing import ScriptedModelServer
 from ..kernel_harness import ensure_kernelspec
 from ..lab_server import start_server
 from .jupyterlab import chromium_page, co_lab, open_notebook, run_cell, scripted_env
+from .test_notebook7 import open_notebook as open_n7
+from .test_notebook7 import run_cell as run_n7
 
 pytestmark = pytest.mark.browser
 
@@ -121,10 +123,8 @@ def test_trust_card_in_notebook7(tmp_path: Path) -> None:
         try:
             with chromium_page() as page:
                 page.set_default_timeout(90_000)
-                page.goto(server.url(f"notebooks/{notebook.name}"))
-                page.wait_for_selector(".jp-NotebookPanel .jp-Cell")
-                page.locator(".jp-Cell .jp-InputArea-editor").first.click()
-                page.keyboard.press("Shift+Enter")
+                open_n7(page, server, notebook.name)  # waits for the kernel to be idle
+                run_n7(page, 0)
                 card = page.locator(".co-approval-card")
                 button = card.get_by_role("button", name="Trust folder", exact=True)
                 button.wait_for()
