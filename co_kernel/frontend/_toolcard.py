@@ -15,7 +15,7 @@ from typing import Any
 from ..permissions import normalise_args
 from ..turn import ToolCallView, ToolResultView
 
-__all__ = ["MIME_TOOL_CALL", "format_args", "short_args", "tool_call_bundle"]
+__all__ = ["MIME_TOOL_CALL", "diff_html", "format_args", "short_args", "tool_call_bundle"]
 
 MIME_TOOL_CALL = "application/vnd.co.tool-call+json"
 _RESULT_CAP = 20_000
@@ -27,6 +27,29 @@ _ICONS = {
     "denied": "🚫",
     "interrupted": "⏹",
 }
+
+
+_DIFF_LINE_STYLE = {
+    "+": "background:rgba(46,160,67,.2);box-shadow:inset 3px 0 #2e9e44",
+    "-": "background:rgba(248,81,73,.2);box-shadow:inset 3px 0 #d9534f",
+    "@": "color:#0969da",
+}
+
+
+def diff_html(detail: str) -> str:
+    """A change as a ``<pre>`` of lines, a unified diff's added and removed ones tinted.
+
+    Inline styles, so the colours hold in every frontend (the JupyterLab tool card draws
+    the same tints from the theme, ``labextension/src/diff.ts``).
+    """
+    lines = []
+    for line in detail.rstrip("\n").split("\n"):
+        header = line.startswith(("+++ ", "--- "))
+        style = "font-weight:600" if header else _DIFF_LINE_STYLE.get(line[:1], "")
+        lines.append(
+            f'<span style="display:block;padding:0 4px;{style}">{html.escape(line) or " "}</span>'
+        )
+    return f"<pre style='margin:2px 0'>{''.join(lines)}</pre>"
 
 
 def format_args(args: dict[str, Any] | str | None) -> str:
@@ -99,7 +122,7 @@ def tool_call_bundle(
     summary = " · ".join(summary_bits)
     body = [f"<b>Arguments</b><pre>{html.escape(format_args(call.args))}</pre>"]
     if call.detail:
-        body.append(f"<b>Change</b><pre>{html.escape(call.detail)}</pre>")
+        body.append(f"<b>Change</b>{diff_html(call.detail)}")
     if result is not None:
         body.append(f"<b>Result</b><pre>{html.escape(_result_text(result.content))}</pre>")
     html_text = (

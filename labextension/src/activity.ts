@@ -11,6 +11,7 @@ import type {
   ISessionSummary
 } from './api';
 import { decisionAllows, decisionTitle, formatTime } from './format';
+import { ACTIVITY_TITLE } from './keys';
 
 /** The time windows the panel offers, in seconds (0 = all time). */
 export const SINCE_CHOICES: ReadonlyArray<[string, number]> = [
@@ -186,12 +187,16 @@ export class ActivityPanel extends Widget {
     super();
     this._load = load;
     this.id = 'co-activity';
-    this.title.label = 'Co Activity';
-    this.title.caption = 'Co: agent activity from the audit log';
+    this.title.label = ACTIVITY_TITLE;
+    this.title.caption = 'Sessions, turns, tool calls and decisions from the audit log';
     this.title.closable = true;
     this.addClass('co-Activity');
     const doc = this.node.ownerDocument;
 
+    // Notebook 7's side panel shows no tab: the panel names itself.
+    const heading = doc.createElement('h2');
+    heading.className = 'co-Activity-title';
+    heading.textContent = ACTIVITY_TITLE;
     const bar = doc.createElement('div');
     bar.className = 'co-Activity-toolbar';
     const session = select(doc, 'session', 'Session');
@@ -236,6 +241,7 @@ export class ActivityPanel extends Widget {
     const callsTitle = doc.createElement('h3');
     callsTitle.textContent = 'Tool calls and decisions';
     this.node.append(
+      heading,
       bar,
       sessionsTitle,
       this._sessions,
