@@ -47,7 +47,7 @@ _RULE_SHOWN = 48
 CARD_CLASS = "co-approval-card"
 """Class of the card's box; with ``-<pending id>`` it names the question (labextension)."""
 
-_CARD_CSS = "border-left: 3px solid #f0ad4e; padding: 2px 8px; margin: 4px 0"
+_CARD_CSS = "padding: 2px 8px; margin: 4px 0"
 
 
 def _who(call: ToolCallView) -> str:
@@ -177,21 +177,24 @@ class ApprovalCard:
         question = approval_text(self.call)
         verdict = DECISION_TEXT.get(self.decision, self.decision) if self.decision else "waiting"
         data["text/plain"] = f"{question}Decision: {verdict}"
+        # The card where its widget is not drawn (an untrusted page: a second tab, a
+        # reload) or kept (a saved notebook elsewhere): the same card, without buttons.
+        accent = _ACCENT["waiting"]
         if self.decision:
-            # Decided: what the widget card now says, one line.
+            accent = _ACCENT["refused" if is_refusal(self.decision) else "allowed"]
             shown = (
                 f"<b>{html.escape(verdict)}</b> — {_who(self.call)} asked to run "
                 f"<code>{html.escape(self.call.name)}</code>"
             )
         else:
-            asked = f"{_who(self.call)} wants to run <code>{html.escape(self.call.name)}</code>:"
-            shown = f"{asked}<pre>{html.escape(format_args(self.call.args))}</pre>"
+            asked = f"✋ {_who(self.call)} wants to run <code>{html.escape(self.call.name)}</code>"
+            shown = f"<b>{asked}</b><pre>{html.escape(format_args(self.call.args))}</pre>"
             if self.call.detail:
                 shown += diff_html(self.call.detail)
-            shown += "<b>Decision: waiting</b>"
+            shown += "<i>Waiting for a decision (Co's status item answers it).</i>"
         data["text/html"] = (
             f'<div class="co-approval" data-decision="{html.escape(self.decision or "")}" '
-            f'style="{_CARD_CSS}">{shown}</div>'
+            f'style="border-left: {accent}; {_CARD_CSS}">{shown}</div>'
         )
         return data
 

@@ -10,7 +10,12 @@ import type {
   IActivityRow,
   ISessionSummary
 } from './api';
-import { decisionAllows, decisionTitle, formatTime } from './format';
+import {
+  decisionAllows,
+  decisionLabel,
+  decisionTitle,
+  formatTime
+} from './format';
 import { ACTIVITY_TITLE } from './keys';
 
 /** The time windows the panel offers, in seconds (0 = all time). */
@@ -120,7 +125,12 @@ export function renderRows(
     const row = body.insertRow();
     row.dataset.tool = r.tool;
     row.dataset.decision = r.decision;
-    const decision = cell(doc, 'td', r.decision, 'co-Activity-decision');
+    const decision = cell(
+      doc,
+      'td',
+      decisionLabel(r.decision),
+      'co-Activity-decision'
+    );
     decision.dataset.allowed = String(decisionAllows(r.decision));
     decision.title = decisionTitle(r.decision) ?? r.decision;
     const target = cell(doc, 'td', r.target ?? '', 'co-Activity-mono');
@@ -188,7 +198,8 @@ export class ActivityPanel extends Widget {
     this._load = load;
     this.id = 'co-activity';
     this.title.label = ACTIVITY_TITLE;
-    this.title.caption = 'Sessions, turns, tool calls and decisions from the audit log';
+    this.title.caption =
+      'Sessions, turns, tool calls and decisions from the audit log';
     this.title.closable = true;
     this.addClass('co-Activity');
     const doc = this.node.ownerDocument;

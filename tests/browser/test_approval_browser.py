@@ -62,7 +62,7 @@ def test_approve_then_deny_in_jupyterlab(tmp_path: Path) -> None:
         wait_for_prompt(first, "[1]:")
         assert marker.exists()
         assert first.get_by_text("✅ Approved", exact=True).is_visible()
-        assert approve.is_disabled()
+        assert approve.count() == 0, "a decided card keeps no buttons"
         page.screenshot(path=str(ARTIFACTS / "approval-approved.png"))
 
         second = run_cell(page, 1)

@@ -59,10 +59,17 @@ def test_reload_unsaved_then_approve_from_the_status_item(tmp_path: Path) -> Non
         assert "touch first" in panel.inner_text()
         page.screenshot(path=str(ARTIFACTS / "pending-panel.png"))
         panel.locator(".co-Pending-approve").click()
+        panel.wait_for(state="detached", timeout=30_000)  # nothing waits: it closes
         wait_for_file(folder / "first")
 
-        # The next call of the same turn: the open panel shows it, and Alt+Y
+        # The next call of the same turn: the status item's panel shows it, and Alt+Y
         # from the notebook answers it without any card on the page.
+        deadline = time.monotonic() + 60
+        while len(co.server.requests) < 2:  # the model proposed the second call
+            assert time.monotonic() < deadline, "the second call was never proposed"
+            time.sleep(0.1)
+        waiting.wait_for(timeout=60_000)
+        page.locator(".co-StatusBar").click()
         panel.get_by_text("touch second").wait_for(timeout=60_000)
         page.keyboard.press("Escape")
         page.locator(".jp-Notebook .jp-InputPrompt").first.click()
@@ -115,7 +122,7 @@ def assert_turn_finished_in(cell: Any) -> None:
     )
     assert cell.locator('.co-ToolCard[data-status="waiting"]').count() == 0
     cell.get_by_text("✅ Approved", exact=True).wait_for(timeout=30_000)
-    assert cell.get_by_role("button", name="Approve", exact=True).is_disabled()
+    assert cell.get_by_role("button", name="Approve", exact=True).count() == 0
 
 
 def ask(co: CoLab) -> Any:
@@ -178,6 +185,10 @@ def test_restart_while_a_card_waits_draws_it_cancelled_and_resume_lists_the_turn
         page.locator(".jp-Dialog").get_by_role("button", name="Confirm Kernel Restart").click()
 
         cell.get_by_text("Cancelled (the kernel restarted)").wait_for(timeout=60_000)
+        # A card (issue 36), not the monospace text record.
+        cancelled = cell.locator('.co-approval[data-decision="cancelled"]')
+        assert "Co wants to run run_shell_command" in cancelled.inner_text()
+        assert cell.locator("pre", has_text="Cancelled").count() == 0
         cell.locator('.co-ToolCard[data-status="interrupted"]').wait_for(timeout=30_000)
         assert cell.get_by_text("Waiting for your decision").count() == 0
         assert cell.locator(".widget-button").count() == 0
