@@ -168,6 +168,21 @@ def test_agent_activity_opens_in_the_right_panel(
     )
     row.first.wait_for()
     assert "echo a > a.txt" in row.first.inner_text()
+    # Narrow as the side panel is (issue 36), the panel names itself and its tables fit
+    # in it, keeping the columns a person scans (a wider panel shows them all).
+    title = panel.locator(".co-Activity-title")
+    assert title.is_visible() and title.inner_text() == "Co Activity"
+    right = page.locator("#jp-right-stack").bounding_box()
+    assert right is not None
+    for wrap, columns in (
+        (".co-Activity-sessionsWrap", ["Session", "Last", "Calls", "Refused"]),
+        (".co-Activity-callsWrap", ["Tool", "Target", "Decision"]),
+    ):
+        box = panel.locator(wrap).bounding_box()
+        assert box is not None and box["x"] + box["width"] <= right["x"] + right["width"] + 1
+        assert panel.locator(wrap).evaluate("n => n.scrollWidth <= n.clientWidth"), wrap
+        shown = panel.locator(f"{wrap} th:visible").all_inner_texts()
+        assert [t.strip() for t in shown] == columns
     # The notebook is still the page: the panel sits beside it, not instead of it.
     assert page.locator(".jp-NotebookPanel .jp-Cell").first.is_visible()
     shot(page, "activity")

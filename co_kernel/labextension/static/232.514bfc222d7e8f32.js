@@ -1,4 +1,4 @@
-"use strict";(self.rspackChunkco_kernel_lab=self.rspackChunkco_kernel_lab||[]).push([[232],{475(o,r,t){var e=t(601),a=t.n(e),n=t(314),i=(t.n(n))()(a());i.push([o.id,`/*
+"use strict";(self.rspackChunkco_kernel_lab=self.rspackChunkco_kernel_lab||[]).push([[232],{475(o,r,t){var e=t(601),a=t.n(e),i=t(314),n=(t.n(i))()(a());n.push([o.id,`/*
  * Co extension styles. Only JupyterLab theme variables, so the light and dark
  * themes (and high-contrast ones) both read well.
  */
@@ -239,6 +239,37 @@
   overflow-x: auto;
 }
 
+/*
+ * In a narrow panel the tables keep the columns a person scans (which tool on
+ * what, the decision; a session's last use and its refusals) and drop the
+ * rest, which the filters and a wider panel show.
+ */
+.co-Activity {
+  container: co-activity / inline-size;
+}
+
+@container co-activity (max-width: 480px) {
+  .co-Activity-table {
+    font-size: var(--jp-ui-font-size0);
+  }
+
+  .co-Activity-table th,
+  .co-Activity-table td {
+    padding: 3px;
+    max-width: 8em;
+  }
+
+  /* The target is cut shorter: its cell's tooltip has it whole. */
+  .co-Activity-calls :is(th, td):nth-child(5) {
+    max-width: 4em;
+  }
+
+  .co-Activity-sessions :is(th, td):is(:nth-child(2), :nth-child(4)),
+  .co-Activity-calls :is(th, td):is(:nth-child(-n + 3), :nth-child(n + 7)) {
+    display: none;
+  }
+}
+
 .co-Activity h3 {
   margin: 12px 0 4px;
   font-size: var(--jp-ui-font-size2);
@@ -337,4 +368,4 @@
   display: flex;
   gap: 6px;
 }
-`,""]),t.d(r,{},{A:i})},314(o){o.exports=function(o){var r=[];return r.toString=function(){return this.map(function(r){var t="",e=void 0!==r[5];return r[4]&&(t+="@supports (".concat(r[4],") {")),r[2]&&(t+="@media ".concat(r[2]," {")),e&&(t+="@layer".concat(r[5].length>0?" ".concat(r[5]):""," {")),t+=o(r),e&&(t+="}"),r[2]&&(t+="}"),r[4]&&(t+="}"),t}).join("")},r.i=function(o,t,e,a,n){"string"==typeof o&&(o=[[null,o,void 0]]);var i={};if(e)for(var c=0;c<this.length;c++){var l=this[c][0];null!=l&&(i[l]=!0)}for(var s=0;s<o.length;s++){var d=[].concat(o[s]);e&&i[d[0]]||(void 0!==n&&(void 0===d[5]||(d[1]="@layer".concat(d[5].length>0?" ".concat(d[5]):""," {").concat(d[1],"}")),d[5]=n),t&&(d[2]&&(d[1]="@media ".concat(d[2]," {").concat(d[1],"}")),d[2]=t),a&&(d[4]?(d[1]="@supports (".concat(d[4],") {").concat(d[1],"}"),d[4]=a):d[4]="".concat(a)),r.push(d))}},r}},601(o){o.exports=function(o){return o[1]}},72(o){var r=[];function t(o){for(var t=-1,e=0;e<r.length;e++)if(r[e].identifier===o){t=e;break}return t}function e(o,e){for(var a={},n=[],i=0;i<o.length;i++){var c=o[i],l=e.base?c[0]+e.base:c[0],s=a[l]||0,d="".concat(l," ").concat(s);a[l]=s+1;var p=t(d),u={css:c[1],media:c[2],sourceMap:c[3],supports:c[4],layer:c[5]};if(-1!==p)r[p].references++,r[p].updater(u);else{var f=function(o,r){var t=r.domAPI(r);return t.update(o),function(r){r?(r.css!==o.css||r.media!==o.media||r.sourceMap!==o.sourceMap||r.supports!==o.supports||r.layer!==o.layer)&&t.update(o=r):t.remove()}}(u,e);e.byIndex=i,r.splice(i,0,{identifier:d,updater:f,references:1})}n.push(d)}return n}o.exports=function(o,a){var n=e(o=o||[],a=a||{});return function(o){o=o||[];for(var i=0;i<n.length;i++){var c=t(n[i]);r[c].references--}for(var l=e(o,a),s=0;s<n.length;s++){var d=t(n[s]);0===r[d].references&&(r[d].updater(),r.splice(d,1))}n=l}}},659(o){var r={};o.exports=function(o,t){var e=function(o){if(void 0===r[o]){var t=document.querySelector(o);if(window.HTMLIFrameElement&&t instanceof window.HTMLIFrameElement)try{t=t.contentDocument.head}catch(o){t=null}r[o]=t}return r[o]}(o);if(!e)throw Error("Couldn't find a style target. This probably means that the value for the 'insert' parameter is invalid.");e.appendChild(t)}},540(o){o.exports=function(o){var r=document.createElement("style");return o.setAttributes(r,o.attributes),o.insert(r,o.options),r}},56(o,r,t){o.exports=function(o){var r=t.nc;r&&o.setAttribute("nonce",r)}},825(o){o.exports=function(o){if("u"<typeof document)return{update:function(){},remove:function(){}};var r=o.insertStyleElement(o);return{update:function(t){var e,a,n;e="",t.supports&&(e+="@supports (".concat(t.supports,") {")),t.media&&(e+="@media ".concat(t.media," {")),(a=void 0!==t.layer)&&(e+="@layer".concat(t.layer.length>0?" ".concat(t.layer):""," {")),e+=t.css,a&&(e+="}"),t.media&&(e+="}"),t.supports&&(e+="}"),(n=t.sourceMap)&&"u">typeof btoa&&(e+="\n/*# sourceMappingURL=data:application/json;base64,".concat(btoa(unescape(encodeURIComponent(JSON.stringify(n))))," */")),o.styleTagTransform(e,r,o.options)},remove:function(){var o;null===(o=r).parentNode||o.parentNode.removeChild(o)}}}},113(o){o.exports=function(o,r){if(r.styleSheet)r.styleSheet.cssText=o;else{for(;r.firstChild;)r.removeChild(r.firstChild);r.appendChild(document.createTextNode(o))}}},579(o,r,t){var e=t(72),a=t.n(e),n=t(825),i=t.n(n),c=t(659),l=t.n(c),s=t(56),d=t.n(s),p=t(540),u=t.n(p),f=t(113),v=t.n(f),b=t(475),h={};h.styleTagTransform=v(),h.setAttributes=d(),h.insert=l().bind(null,"head"),h.domAPI=i(),h.insertStyleElement=u(),a()(b.A,h),b.A&&b.A.locals&&b.A.locals}}]);
+`,""]),t.d(r,{},{A:n})},314(o){o.exports=function(o){var r=[];return r.toString=function(){return this.map(function(r){var t="",e=void 0!==r[5];return r[4]&&(t+="@supports (".concat(r[4],") {")),r[2]&&(t+="@media ".concat(r[2]," {")),e&&(t+="@layer".concat(r[5].length>0?" ".concat(r[5]):""," {")),t+=o(r),e&&(t+="}"),r[2]&&(t+="}"),r[4]&&(t+="}"),t}).join("")},r.i=function(o,t,e,a,i){"string"==typeof o&&(o=[[null,o,void 0]]);var n={};if(e)for(var c=0;c<this.length;c++){var l=this[c][0];null!=l&&(n[l]=!0)}for(var s=0;s<o.length;s++){var d=[].concat(o[s]);e&&n[d[0]]||(void 0!==i&&(void 0===d[5]||(d[1]="@layer".concat(d[5].length>0?" ".concat(d[5]):""," {").concat(d[1],"}")),d[5]=i),t&&(d[2]&&(d[1]="@media ".concat(d[2]," {").concat(d[1],"}")),d[2]=t),a&&(d[4]?(d[1]="@supports (".concat(d[4],") {").concat(d[1],"}"),d[4]=a):d[4]="".concat(a)),r.push(d))}},r}},601(o){o.exports=function(o){return o[1]}},72(o){var r=[];function t(o){for(var t=-1,e=0;e<r.length;e++)if(r[e].identifier===o){t=e;break}return t}function e(o,e){for(var a={},i=[],n=0;n<o.length;n++){var c=o[n],l=e.base?c[0]+e.base:c[0],s=a[l]||0,d="".concat(l," ").concat(s);a[l]=s+1;var p=t(d),u={css:c[1],media:c[2],sourceMap:c[3],supports:c[4],layer:c[5]};if(-1!==p)r[p].references++,r[p].updater(u);else{var f=function(o,r){var t=r.domAPI(r);return t.update(o),function(r){r?(r.css!==o.css||r.media!==o.media||r.sourceMap!==o.sourceMap||r.supports!==o.supports||r.layer!==o.layer)&&t.update(o=r):t.remove()}}(u,e);e.byIndex=n,r.splice(n,0,{identifier:d,updater:f,references:1})}i.push(d)}return i}o.exports=function(o,a){var i=e(o=o||[],a=a||{});return function(o){o=o||[];for(var n=0;n<i.length;n++){var c=t(i[n]);r[c].references--}for(var l=e(o,a),s=0;s<i.length;s++){var d=t(i[s]);0===r[d].references&&(r[d].updater(),r.splice(d,1))}i=l}}},659(o){var r={};o.exports=function(o,t){var e=function(o){if(void 0===r[o]){var t=document.querySelector(o);if(window.HTMLIFrameElement&&t instanceof window.HTMLIFrameElement)try{t=t.contentDocument.head}catch(o){t=null}r[o]=t}return r[o]}(o);if(!e)throw Error("Couldn't find a style target. This probably means that the value for the 'insert' parameter is invalid.");e.appendChild(t)}},540(o){o.exports=function(o){var r=document.createElement("style");return o.setAttributes(r,o.attributes),o.insert(r,o.options),r}},56(o,r,t){o.exports=function(o){var r=t.nc;r&&o.setAttribute("nonce",r)}},825(o){o.exports=function(o){if("u"<typeof document)return{update:function(){},remove:function(){}};var r=o.insertStyleElement(o);return{update:function(t){var e,a,i;e="",t.supports&&(e+="@supports (".concat(t.supports,") {")),t.media&&(e+="@media ".concat(t.media," {")),(a=void 0!==t.layer)&&(e+="@layer".concat(t.layer.length>0?" ".concat(t.layer):""," {")),e+=t.css,a&&(e+="}"),t.media&&(e+="}"),t.supports&&(e+="}"),(i=t.sourceMap)&&"u">typeof btoa&&(e+="\n/*# sourceMappingURL=data:application/json;base64,".concat(btoa(unescape(encodeURIComponent(JSON.stringify(i))))," */")),o.styleTagTransform(e,r,o.options)},remove:function(){var o;null===(o=r).parentNode||o.parentNode.removeChild(o)}}}},113(o){o.exports=function(o,r){if(r.styleSheet)r.styleSheet.cssText=o;else{for(;r.firstChild;)r.removeChild(r.firstChild);r.appendChild(document.createTextNode(o))}}},579(o,r,t){var e=t(72),a=t.n(e),i=t(825),n=t.n(i),c=t(659),l=t.n(c),s=t(56),d=t.n(s),p=t(540),u=t.n(p),f=t(113),v=t.n(f),h=t(475),b={};b.styleTagTransform=v(),b.setAttributes=d(),b.insert=l().bind(null,"head"),b.domAPI=n(),b.insertStyleElement=u(),a()(h.A,b),h.A&&h.A.locals&&h.A.locals}}]);
