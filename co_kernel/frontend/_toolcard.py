@@ -12,7 +12,7 @@ import html
 import json
 from typing import Any
 
-from ..permissions import normalise_args
+from ..permissions import RECORDED, normalise_args
 from ..turn import ToolCallView, ToolResultView
 
 __all__ = ["MIME_TOOL_CALL", "diff_html", "format_args", "short_args", "tool_call_bundle"]
@@ -116,7 +116,11 @@ def tool_call_bundle(
         shown_status,
     ]
     if decision and decision != status:
-        summary_bits.append(decision)
+        # A decision a replay took from its script says so in words (issue 35).
+        recorded = decision.endswith(RECORDED)
+        summary_bits.append(
+            decision.removesuffix(RECORDED) + " (recorded decision)" if recorded else decision
+        )
     if duration is not None:
         summary_bits.append(f"{duration:.2f}s")
     summary = " · ".join(summary_bits)

@@ -17,6 +17,7 @@ from co_kernel.frontend import (
     HeadlessFrontend,
     NotebookFrontend,
     WidgetApprover,
+    tool_call_bundle,
 )
 from co_kernel.turn import ApprovalRequest, ToolCallView, ToolResultView, TurnSummary
 
@@ -229,3 +230,12 @@ def test_headless_interrupt_shows_finished_results_behind_an_unfinished_call() -
     frontend.on_turn_end(TurnSummary(model="m", interrupted=True))
     cards = [(c["call_id"], c["status"]) for c in outputs.cards()]
     assert cards == [("slow", "interrupted"), ("fast", "ok")]
+
+
+def test_a_recorded_decision_says_so_in_words() -> None:
+    """Issue 35: a decision a replay took from its script reads "recorded decision"."""
+    result = ToolResultView("c1", "edit_file", "ok", "ok", 0.1, "approved (recorded)")
+    bundle = tool_call_bundle(call(), result)
+    assert bundle[MIME_TOOL_CALL]["decision"] == "approved (recorded)"  # the label itself
+    assert "approved (recorded decision)" in bundle["text/plain"]
+    assert "approved (recorded decision)" in bundle["text/html"]
