@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from typing import Any
 
 from ..permissions import RECORDED, normalise_args
@@ -36,12 +37,19 @@ _DIFF_LINE_STYLE = {
 }
 
 
+_UNIFIED_DIFF = re.compile(r"^@@ .* @@|^--- .*\n\+\+\+ ", re.MULTILINE)
+"""Hunk or file headers: what makes a detail a unified diff (``isUnifiedDiff`` in diff.ts)."""
+
+
 def diff_html(detail: str) -> str:
-    """A change as a ``<pre>`` of lines, a unified diff's added and removed ones tinted.
+    """A change as a ``<pre>``; a unified diff's added and removed lines tinted.
 
     Inline styles, so the colours hold in every frontend (the JupyterLab tool card draws
-    the same tints from the theme, ``labextension/src/diff.ts``).
+    the same tints from the theme, ``labextension/src/diff.ts``). Other detail (a memory's
+    new text, a message to send) stays plain text, as on that card.
     """
+    if not _UNIFIED_DIFF.search(detail):
+        return f"<pre>{html.escape(detail)}</pre>"
     lines = []
     for line in detail.rstrip("\n").split("\n"):
         header = line.startswith(("+++ ", "--- "))
