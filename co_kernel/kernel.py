@@ -89,6 +89,7 @@ class CoKernel(IPythonKernel):
         shell = self.shell
         assert shell is not None  # IPythonKernel.__init__ made it
         self._dispatcher = CellDispatcher(shell, self._new_session, kernel=self)
+        self._dispatcher.pending.status = self._status_for_page
         self._warmed = False
         self._busy_lock = threading.Lock()
         self._running_cell: dict[str, Any] | None = None
@@ -299,6 +300,16 @@ class CoKernel(IPythonKernel):
         await super().dispatch_shell(msg, subshell_id=subshell_id, concurrent=concurrent)
         if not concurrent:  # a concurrent comm message publishes no status of its own
             self._still_busy()
+
+    def _status_for_page(self) -> dict[str, Any]:
+        """A page opened the ``co.approvals`` comm: what its status item and indicator need.
+
+        A page that connects while a cell runs gets no ``kernel_info_reply`` and, the comm
+        being handled concurrently, no status until the cell ends ("Co | Unknown"): the
+        running cell says ``busy`` again, and the status item's data goes in the comm.
+        """
+        self._still_busy()
+        return lab_status(self._dispatcher.current_session)
 
     def _still_busy(self) -> None:
         with self._busy_lock:

@@ -202,9 +202,15 @@ def _probe_replay(
         steps = len(Script.from_file(path))
     except ValueError as exc:
         return ProviderProbe(False, f"Replay script {path} is invalid: {exc}")
+    played = f"replay script with {steps} step(s)"
     if replay_base:
-        return _probe_listing("replay", name, replay_base, None, timeout)
-    return ProviderProbe(True, f"replay script with {steps} step(s)")
+        # Co's own replay server plays the script under one model name of its own: that
+        # its list lacks the file's name is how it works, not a fault worth reporting.
+        served = _probe_listing("replay", name, replay_base, None, timeout)
+        if not served.ok:
+            return served
+        return ProviderProbe(True, f"{played}, played at {replay_base}", base_url=replay_base)
+    return ProviderProbe(True, played)
 
 
 def _probe_listing(

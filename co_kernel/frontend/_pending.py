@@ -5,7 +5,8 @@ notebook that was never saved has no such output. The JupyterLab extension there
 opens a comm with target ``co.approvals`` when it connects to a kernel. The kernel
 answers with the calls waiting now and sends the list again after every change:
 
-- kernel -> page: ``{"pending": [call, ...], "decided": [outcome, ...]}``; a call is
+- kernel -> page: ``{"pending": [call, ...], "decided": [outcome, ...]}`` (the first
+  message also ``"status"``: what ``kernel_info`` reports for the status item); a call is
   ``{id, call_id, tool, arguments, detail, agent, rule}`` (``arguments`` pretty-printed,
   everything redacted like the cell's outputs), an outcome ``{id, tool, decision, text}``
   with the decision label and how the card words it. ``{"error": message}`` answers a
@@ -76,6 +77,10 @@ class PendingApprovals:
         """When a page last opened the comm or said it is open; None: never."""
         self._missed: list[dict[str, Any]] = []
         """Outcomes of calls decided while no page watched, for the next page."""
+        self.status: Callable[[], dict[str, Any]] | None = None
+        """Called as a page opens the comm; returns the kernel's status for Co's status item
+        (``labstatus``). The kernel sets it: a page that connects while a cell runs gets no
+        ``kernel_info_reply`` until the cell ends, so the comm's first message carries it."""
 
     def register(self, comm_manager: Any) -> None:
         """Answer the extension's ``co.approvals`` comms (the kernel's comm manager)."""
@@ -163,7 +168,10 @@ class PendingApprovals:
             self._comms[comm.comm_id] = comm
             self._watched_at = time.monotonic()
             missed = list(self._missed)
-        comm.send({"pending": self.waiting(), "decided": missed})
+        opened: dict[str, Any] = {"pending": self.waiting(), "decided": missed}
+        if self.status is not None:
+            opened["status"] = self.status()
+        comm.send(opened)
 
     def _forget(self, comm: Any) -> None:
         with self._lock:

@@ -12,7 +12,8 @@ from ._safe_html import safe_bundle
 __all__ = ["OUTPUT_TAG", "KernelPublisher", "Publisher", "RedactingPublisher"]
 
 OUTPUT_TAG = "co"
-"""Key of every Co output's metadata: ``{"request": msg_id, "display_id": id, "cell": id}``.
+"""Key of every Co output's metadata: ``{"request": msg_id, "display_id": id, "cell": id,
+"count": execution count}`` (``cell`` and ``count`` where the request named its cell).
 
 A notebook keeps an output's metadata but never its transient display id, and a page
 drops iopub output whose request it did not send. With this tag the JupyterLab
@@ -50,6 +51,7 @@ class KernelPublisher:
 
     def __init__(self, shell: Any) -> None:
         self._pub = shell.display_pub
+        self._shell = shell
         self._kernel = getattr(shell, "kernel", None)
 
     def display(
@@ -71,6 +73,9 @@ class KernelPublisher:
         cell = (parent.get("metadata") or {}).get("cellId")
         if isinstance(cell, str):
             tag["cell"] = cell
+            # The count the cell's execute_reply will carry, for a page that never
+            # receives that reply (a reload, a second tab).
+            tag["count"] = self._shell.execution_count
         self._pub.publish(
             data, {**(metadata or {}), OUTPUT_TAG: tag}, transient=transient, update=update
         )

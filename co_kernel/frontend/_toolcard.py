@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from typing import Any
 
-from ..permissions import normalise_args
+from ..permissions import RECORDED, normalise_args
 from ..turn import ToolCallView, ToolResultView
 
-__all__ = ["MIME_TOOL_CALL", "format_args", "short_args", "tool_call_bundle"]
+__all__ = ["MIME_TOOL_CALL", "diff_html", "format_args", "short_args", "tool_call_bundle"]
 
 MIME_TOOL_CALL = "application/vnd.co.tool-call+json"
 _RESULT_CAP = 20_000
@@ -27,6 +28,36 @@ _ICONS = {
     "denied": "🚫",
     "interrupted": "⏹",
 }
+
+
+_DIFF_LINE_STYLE = {
+    "+": "background:rgba(46,160,67,.2);box-shadow:inset 3px 0 #2e9e44",
+    "-": "background:rgba(248,81,73,.2);box-shadow:inset 3px 0 #d9534f",
+    "@": "color:#0969da",
+}
+
+
+_UNIFIED_DIFF = re.compile(r"^@@ .* @@|^--- .*\n\+\+\+ ", re.MULTILINE)
+"""Hunk or file headers: what makes a detail a unified diff (``isUnifiedDiff`` in diff.ts)."""
+
+
+def diff_html(detail: str) -> str:
+    """A change as a ``<pre>``; a unified diff's added and removed lines tinted.
+
+    Inline styles, so the colours hold in every frontend (the JupyterLab tool card draws
+    the same tints from the theme, ``labextension/src/diff.ts``). Other detail (a memory's
+    new text, a message to send) stays plain text, as on that card.
+    """
+    if not _UNIFIED_DIFF.search(detail):
+        return f"<pre>{html.escape(detail)}</pre>"
+    lines = []
+    for line in detail.rstrip("\n").split("\n"):
+        header = line.startswith(("+++ ", "--- "))
+        style = "font-weight:600" if header else _DIFF_LINE_STYLE.get(line[:1], "")
+        lines.append(
+            f'<span style="display:block;padding:0 4px;{style}">{html.escape(line) or " "}</span>'
+        )
+    return f"<pre style='margin:2px 0'>{''.join(lines)}</pre>"
 
 
 def format_args(args: dict[str, Any] | str | None) -> str:
@@ -93,13 +124,17 @@ def tool_call_bundle(
         shown_status,
     ]
     if decision and decision != status:
-        summary_bits.append(decision)
+        # A decision a replay took from its script says so in words (issue 35).
+        recorded = decision.endswith(RECORDED)
+        summary_bits.append(
+            decision.removesuffix(RECORDED) + " (recorded decision)" if recorded else decision
+        )
     if duration is not None:
         summary_bits.append(f"{duration:.2f}s")
     summary = " · ".join(summary_bits)
     body = [f"<b>Arguments</b><pre>{html.escape(format_args(call.args))}</pre>"]
     if call.detail:
-        body.append(f"<b>Change</b><pre>{html.escape(call.detail)}</pre>")
+        body.append(f"<b>Change</b>{diff_html(call.detail)}")
     if result is not None:
         body.append(f"<b>Result</b><pre>{html.escape(_result_text(result.content))}</pre>")
     html_text = (

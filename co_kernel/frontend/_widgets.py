@@ -17,14 +17,21 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from ..permissions import INTERRUPTED, decision_label
+from ..permissions import INTERRUPTED, decision_label, is_refusal
 from ..turn import ApprovalDecision, ApprovalRequest, ToolCallView
 from ._base import DECISION_TEXT, approval_text, wait_for_answer
 from ._pending import PendingApprovals
 from ._publisher import OUTPUT_TAG, Publisher
-from ._toolcard import format_args
+from ._toolcard import diff_html, format_args
 
-__all__ = ["BUTTONS", "CARD_CLASS", "ApprovalCard", "WidgetApprover"]
+__all__ = [
+    "BUTTONS",
+    "CARD_CLASS",
+    "ApprovalCard",
+    "WidgetApprover",
+    "card_box",
+    "decide_card",
+]
 
 log = logging.getLogger(__name__)
 
@@ -40,12 +47,50 @@ _RULE_SHOWN = 48
 CARD_CLASS = "co-approval-card"
 """Class of the card's box; with ``-<pending id>`` it names the question (labextension)."""
 
-_CARD_CSS = "border-left: 3px solid #f0ad4e; padding: 2px 8px; margin: 4px 0"
+_CARD_CSS = "padding: 2px 8px; margin: 4px 0"
+
+
+def _who(call: ToolCallView) -> str:
+    return f"Co's subagent <code>{html.escape(call.agent)}</code>" if call.agent else "Co"
 
 
 def _settle(future: asyncio.Future[ApprovalDecision], choice: ApprovalDecision) -> None:
     if not future.done():  # a second click, or a click racing the timeout, is ignored
         future.set_result(choice)
+
+
+def card_box(title: str, body: list[Any], buttons: list[Any], classes: list[str]) -> Any:
+    """A card: a bold title (HTML), its body widgets, a row of buttons and a status line.
+
+    ``classes`` name the card's box for the extension (``CARD_CLASS``). Returns the box;
+    its children are ``[title, *body, buttons row, status]``, in that order.
+    """
+    import ipywidgets as w
+
+    parts: list[Any] = [w.HTML(f"<b>{title}</b>"), *body]
+    parts += [w.HBox(buttons), w.HTML("<i>Waiting for your decision…</i>")]
+    return w.VBox(parts, layout=w.Layout(border_left=_ACCENT["waiting"]), _dom_classes=classes)
+
+
+def decide_card(box: Any, verdict: str, about: str, accent: str) -> None:
+    """Turn a card made by ``card_box`` into the record of its decision.
+
+    One line remains, ``verdict`` (bold) — ``about`` (both HTML); the body, the buttons
+    and the status line go (the tool card keeps the arguments and the change).
+    ``accent``: a key of ``_ACCENT``.
+    """
+    title = box.children[0]
+    title.value = f"<b>{verdict}</b> — {about}"
+    box.children = (title,)
+    box.layout.border_left = _ACCENT[accent]
+
+
+_ACCENT = {
+    "waiting": "3px solid #f0ad4e",
+    "allowed": "3px solid #2e9e44",
+    "refused": "3px solid #d9534f",
+}
+"""The card's left border: waiting, a decision that let the call run, one that did not."""
 
 
 class ApprovalCard:
@@ -67,21 +112,12 @@ class ApprovalCard:
 
         self.call = call
         self.decision: str | None = None
-        who = f"Co's subagent <code>{html.escape(call.agent)}</code>" if call.agent else "Co"
-        header = w.HTML(
-            f"<b>✋ {who} wants to run <code>{html.escape(call.name)}</code></b> "
-            "— approve it to continue."
-        )
-        parts: list[Any] = [
-            header,
-            w.HTML(f"<pre style='margin:2px 0'>{html.escape(format_args(call.args))}</pre>"),
+        body: list[Any] = [
+            w.HTML(f"<pre style='margin:2px 0'>{html.escape(format_args(call.args))}</pre>")
         ]
         if call.detail:
-            parts.append(
-                w.HTML(
-                    "<details open><summary>Change</summary>"
-                    f"<pre style='margin:2px 0'>{html.escape(call.detail)}</pre></details>"
-                )
+            body.append(
+                w.HTML(f"<details open><summary>Change</summary>{diff_html(call.detail)}</details>")
             )
         self.buttons: list[Any] = []
         for label, choice, style, tooltip in BUTTONS:
@@ -102,19 +138,28 @@ class ApprovalCard:
             )
             button.on_click(lambda _b: on_choice("always_allow"))
             self.buttons.append(button)
-        self.status = w.HTML("<i>Waiting for your decision…</i>")
-        parts += [w.HBox(self.buttons), self.status]
         classes = [CARD_CLASS, f"{CARD_CLASS}-{pending_id}"] if pending_id else [CARD_CLASS]
-        self.box = w.VBox(
-            parts, layout=w.Layout(border_left="3px solid #f0ad4e"), _dom_classes=classes
+        self.box = card_box(
+            f"✋ {_who(call)} wants to run <code>{html.escape(call.name)}</code> "
+            "— approve it to continue.",
+            body,
+            self.buttons,
+            classes,
         )
 
     def finish(self, decision: str) -> None:
-        """Freeze the card: buttons off, decision shown."""
+        """Make the card the record of ``decision``: what was decided, no buttons."""
         self.decision = decision
         for button in self.buttons:
-            button.disabled = True
-        self.status.value = f"<b>{html.escape(DECISION_TEXT.get(decision, decision))}</b>"
+            button.disabled = True  # a click racing the update decides nothing
+        verdict = html.escape(DECISION_TEXT.get(decision, decision))
+        accent = "refused" if is_refusal(decision) else "allowed"
+        decide_card(
+            self.box,
+            verdict,
+            f"{_who(self.call)} asked to run <code>{html.escape(self.call.name)}</code>",
+            accent,
+        )
 
     def metadata(self) -> dict[str, Any]:
         """Marks the output as an approval card, waiting or decided.
@@ -132,10 +177,24 @@ class ApprovalCard:
         question = approval_text(self.call)
         verdict = DECISION_TEXT.get(self.decision, self.decision) if self.decision else "waiting"
         data["text/plain"] = f"{question}Decision: {verdict}"
+        # The card where its widget is not drawn (an untrusted page: a second tab, a
+        # reload) or kept (a saved notebook elsewhere): the same card, without buttons.
+        accent = _ACCENT["waiting"]
+        if self.decision:
+            accent = _ACCENT["refused" if is_refusal(self.decision) else "allowed"]
+            shown = (
+                f"<b>{html.escape(verdict)}</b> — {_who(self.call)} asked to run "
+                f"<code>{html.escape(self.call.name)}</code>"
+            )
+        else:
+            asked = f"✋ {_who(self.call)} wants to run <code>{html.escape(self.call.name)}</code>"
+            shown = f"<b>{asked}</b><pre>{html.escape(format_args(self.call.args))}</pre>"
+            if self.call.detail:
+                shown += diff_html(self.call.detail)
+            shown += "<i>Waiting for a decision (Co's status item answers it).</i>"
         data["text/html"] = (
             f'<div class="co-approval" data-decision="{html.escape(self.decision or "")}" '
-            f'style="{_CARD_CSS}"><pre>{html.escape(question)}</pre>'
-            f"<b>Decision: {html.escape(verdict)}</b></div>"
+            f'style="border-left: {accent}; {_CARD_CSS}">{shown}</div>'
         )
         return data
 

@@ -87,7 +87,9 @@ async def run(ctx: MagicContext, args: str) -> str:
             f"at ~{limit:,} tokens ({settings.auto_compact_ratio:.0%} of {window:,})",
         ),
     ]
-    out = [f"**Conversation** `{session.session_id[:8]}`", table(["", ""], rows)]
+    # The session names the table's columns: a Markdown table needs a header row, and an
+    # empty one shows as a blank bar above the first row.
+    out = [table(["Conversation", f"`{session.session_id[:8]}`"], rows)]
     if live:
         recent = []
         first = len(session.turns) - len(live)

@@ -10,7 +10,13 @@ import type {
   IActivityRow,
   ISessionSummary
 } from './api';
-import { decisionAllows, decisionTitle, formatTime } from './format';
+import {
+  decisionAllows,
+  decisionLabel,
+  decisionTitle,
+  formatTime
+} from './format';
+import { ACTIVITY_TITLE } from './keys';
 
 /** The time windows the panel offers, in seconds (0 = all time). */
 export const SINCE_CHOICES: ReadonlyArray<[string, number]> = [
@@ -119,7 +125,12 @@ export function renderRows(
     const row = body.insertRow();
     row.dataset.tool = r.tool;
     row.dataset.decision = r.decision;
-    const decision = cell(doc, 'td', r.decision, 'co-Activity-decision');
+    const decision = cell(
+      doc,
+      'td',
+      decisionLabel(r.decision),
+      'co-Activity-decision'
+    );
     decision.dataset.allowed = String(decisionAllows(r.decision));
     decision.title = decisionTitle(r.decision) ?? r.decision;
     const target = cell(doc, 'td', r.target ?? '', 'co-Activity-mono');
@@ -186,12 +197,17 @@ export class ActivityPanel extends Widget {
     super();
     this._load = load;
     this.id = 'co-activity';
-    this.title.label = 'Co Activity';
-    this.title.caption = 'Co: agent activity from the audit log';
+    this.title.label = ACTIVITY_TITLE;
+    this.title.caption =
+      'Sessions, turns, tool calls and decisions from the audit log';
     this.title.closable = true;
     this.addClass('co-Activity');
     const doc = this.node.ownerDocument;
 
+    // Notebook 7's side panel shows no tab: the panel names itself.
+    const heading = doc.createElement('h2');
+    heading.className = 'co-Activity-title';
+    heading.textContent = ACTIVITY_TITLE;
     const bar = doc.createElement('div');
     bar.className = 'co-Activity-toolbar';
     const session = select(doc, 'session', 'Session');
@@ -236,6 +252,7 @@ export class ActivityPanel extends Widget {
     const callsTitle = doc.createElement('h3');
     callsTitle.textContent = 'Tool calls and decisions';
     this.node.append(
+      heading,
       bar,
       sessionsTitle,
       this._sessions,

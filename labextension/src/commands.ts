@@ -10,7 +10,7 @@ import type { INotebookTracker } from '@jupyterlab/notebook';
 import type { ApprovalChoice } from './approval';
 import { findPendingButton } from './approval';
 import { CARD_CLASS, pendingIdOf } from './guard';
-import { CommandIDs } from './keys';
+import { ACTIVITY_TITLE, CommandIDs } from './keys';
 import type { CoStatusModel } from './statusbar';
 
 const PALETTE_CATEGORY = 'Co';
@@ -95,7 +95,7 @@ export function addCommands(
     });
   }
   app.commands.addCommand(CommandIDs.openActivity, {
-    label: 'Co: Agent Activity',
+    label: ACTIVITY_TITLE,
     caption: 'Sessions, turns, tool calls and decisions from the audit log',
     describedBy: NO_ARGS,
     execute: openActivity

@@ -60,6 +60,15 @@ export function decisionAllows(decision: string): boolean {
   return ALLOWED_DECISIONS.has(base) || base.startsWith(BY_RULE);
 }
 
+/**
+ * How a decision reads on a card: one a replay took from its script says
+ * "recorded decision" (issue 35), e.g. `approved (recorded decision)`.
+ */
+export function decisionLabel(decision: string): string {
+  const base = baseDecision(decision);
+  return base === decision ? decision : `${base} (recorded decision)`;
+}
+
 /** The tooltip of a decision, or undefined for one this extension does not know. */
 export function decisionTitle(decision: string): string | undefined {
   const base = baseDecision(decision);

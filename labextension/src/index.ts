@@ -41,7 +41,15 @@ function showPendingPopup(
     (id, choice) => model.decide(notebook, id, choice)
   );
   const popup = showPopup({ body, anchor, align: 'left' });
-  const refresh = (): void => body.refresh();
+  // Once nothing waits (decided here, in another tab or on a card), the panel
+  // has nothing to offer: it closes rather than saying so (issue 36).
+  const refresh = (): void => {
+    if (model.pendingIn(notebook).length) {
+      body.refresh();
+    } else {
+      popup.dispose();
+    }
+  };
   model.changed.connect(refresh);
   popup.disposed.connect(() => model.changed.disconnect(refresh));
 }

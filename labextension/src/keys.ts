@@ -12,6 +12,9 @@ export const CommandIDs = {
   openActivity: 'co:open-activity'
 } as const;
 
+/** The activity panel's one name: its tab title and the command that opens it. */
+export const ACTIVITY_TITLE = 'Co Activity';
+
 /** Approve the pending call. */
 export const APPROVE_KEYS = ['Alt Y'];
 

@@ -27,6 +27,30 @@ export const WIDGET_VIEW_MIME = 'application/vnd.jupyter.widget-view+json';
 /** What a card cut by a restart says instead of "Decision: waiting". */
 export const CANCELLED_TEXT = 'Decision: ⏹ Cancelled (the kernel restarted)';
 
+/** The verdict line of a cancelled card, as the kernel words decided ones. */
+export const CANCELLED_VERDICT = '⏹ Cancelled (the kernel restarted)';
+
+function escapeHTML(text: string): string {
+  return text
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;');
+}
+
+/**
+ * A waiting card cut by a restart, as a decided card reads (a card, not the
+ * text record): `⏹ Cancelled (the kernel restarted) — Co wants to run x`.
+ */
+export function cancelledCardHTML(plain: string): string {
+  const question = plain.split('\n', 1)[0].replace(/:$/, '');
+  return (
+    '<div class="co-approval" data-decision="cancelled" ' +
+    'style="border-left: 3px solid #d9534f; padding: 2px 8px; margin: 4px 0">' +
+    `<b>${CANCELLED_VERDICT}</b> — ${escapeHTML(question)}</div>`
+  );
+}
+
 /** An output as a notebook stores it (nbformat), as far as used here. */
 export interface IOutputJSON {
   output_type: string;
@@ -53,6 +77,8 @@ export interface IOutputTag {
   approval: string | null;
   /** The id of the notebook cell that ran the request, when JupyterLab sent it. */
   cell: string | null;
+  /** The execution count of that request: a page that missed its reply shows it. */
+  count: number | null;
 }
 
 type JSONObject = Record<string, unknown>;
@@ -75,7 +101,8 @@ export function outputTag(output: IOutputJSON): IOutputTag | null {
     request: str(tag.request),
     displayId: str(tag.display_id),
     approval: str(tag.approval),
-    cell: str(tag.cell)
+    cell: str(tag.cell),
+    count: typeof tag.count === 'number' ? tag.count : null
   };
 }
 
@@ -145,7 +172,11 @@ export function placeOutput(
       ([, , shown]) => displayId && outputTag(shown)?.displayId === displayId
     );
     targets.forEach(([list, index]) => list.set(index, output));
-    return targets.length > 0;
+    if (targets.length > 0 || !outputTag(output)) {
+      return targets.length > 0;
+    }
+    // A Co output shown before this page loaded (an unsaved reload): the
+    // update is its latest state, so it joins the cell as a new output.
   }
   const request = (msg.parent_header as Partial<KernelMessage.IHeader>).msg_id;
   for (const [list, , shown] of outputs(lists)) {
@@ -186,7 +217,8 @@ export function cancelCards(lists: readonly IOutputList[]): number {
         ...shown,
         data: waiting
           ? {
-              'text/plain': plain.replace(/Decision: waiting$/, CANCELLED_TEXT)
+              'text/plain': plain.replace(/Decision: waiting$/, CANCELLED_TEXT),
+              'text/html': cancelledCardHTML(plain)
             }
           : rest,
         metadata: waiting

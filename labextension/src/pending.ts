@@ -12,6 +12,7 @@ import { Widget } from '@lumino/widgets';
 
 import type { ApprovalChoice } from './approval';
 import { BUTTON_LABELS } from './approval';
+import { isUnifiedDiff, renderDiff } from './diff';
 import { byPerson } from './guard';
 
 /** The comm target the kernel registers. */
@@ -103,6 +104,13 @@ export function parseApprovals(data: unknown): IApprovalsMessage | null {
 
 const CHOICES: ApprovalChoice[] = ['approve', 'deny', 'approve_all'];
 
+/** JupyterLab's dialog button styles: accept, reject, warn (apputils). */
+const BUTTON_STYLES: Record<ApprovalChoice, string> = {
+  approve: 'jp-mod-accept',
+  deny: 'jp-mod-reject',
+  approve_all: 'jp-mod-warn'
+};
+
 /** Draw the waiting calls, each with its buttons (kept apart for unit tests). */
 export function renderPending(
   node: HTMLElement,
@@ -131,16 +139,21 @@ export function renderPending(
       args.textContent = call.arguments;
       const parts: HTMLElement[] = [title, args];
       if (call.detail) {
-        const detail = doc.createElement('pre');
-        detail.className = 'co-Pending-detail';
-        detail.textContent = call.detail;
+        // A diff in colour, as on the tool card; other detail as text.
+        const detail = isUnifiedDiff(call.detail)
+          ? renderDiff(call.detail, doc)
+          : doc.createElement('pre');
+        detail.classList.add('co-Pending-detail');
+        if (!detail.childElementCount) {
+          detail.textContent = call.detail;
+        }
         parts.push(detail);
       }
       const buttons = doc.createElement('div');
       buttons.className = 'co-Pending-buttons';
       for (const choice of CHOICES) {
         const button = doc.createElement('button');
-        button.className = `jp-Button co-Pending-${choice}`;
+        button.className = `jp-mod-styled ${BUTTON_STYLES[choice]} co-Pending-${choice}`;
         button.textContent = BUTTON_LABELS[choice];
         button.addEventListener('click', event => {
           // A decision needs a person: a script's click() is not one (guard.ts).

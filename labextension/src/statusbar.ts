@@ -16,8 +16,13 @@ import type { CardChoice } from './guard';
 import type { IApprovalsMessage, IPendingCall } from './pending';
 import { APPROVALS_TARGET, parseApprovals, SEEN_INTERVAL_MS } from './pending';
 import type { IOutputList } from './outputs';
-import { cancelCards, placeOutput } from './outputs';
-import { approvalFromMessage, statusFromInfo, statusFromMessage } from './api';
+import { cancelCards, outputOf, outputTag, placeOutput } from './outputs';
+import {
+  approvalFromMessage,
+  parseCoStatus,
+  statusFromInfo,
+  statusFromMessage
+} from './api';
 import { statusText, statusTitle, waitingText } from './format';
 
 /** Follows the Co kernels of all open notebooks; shows the current one's. */
@@ -113,6 +118,14 @@ export class CoStatusModel {
     const comm = kernel.createComm(APPROVALS_TARGET);
     comm.onMsg = msg => {
       const message = parseApprovals(msg.content.data);
+      // The kernel's status rides along: a page that connects while a cell
+      // runs gets no kernel_info reply until it ends (issue 36).
+      const status = parseCoStatus(
+        (msg.content.data as Record<string, unknown> | undefined)?.status
+      );
+      if (status && !this._status.has(panel)) {
+        this._set(panel, status);
+      }
       if (message) {
         // While something waits, say this page still shows it: the kernel denies a
         // call no page has shown for `approval_timeout_unseen`.
@@ -175,6 +188,11 @@ export class CoStatusModel {
       if (args.direction === 'recv') {
         this._onMessage(panel, args.msg);
         this._placeForeign(panel, connection, args.msg);
+        if (endsForeignCell(connection, args.msg)) {
+          // Its execute_reply, with the new tokens, went to the page that ran it
+          // (or to this page before a reload): ask for the status (issue 36).
+          void connection.requestKernelInfo().catch(() => undefined);
+        }
       }
     };
     // A kernel that dies or restarts answers no question it asked.
@@ -254,11 +272,18 @@ export class CoStatusModel {
     }
     this._placed.set(model, msg.header.msg_id);
     const cells = codeCells(panel);
-    placeOutput(
+    const placed = placeOutput(
       cells.map(([, outputs]) => outputs),
       msg,
       id => cells.find(([cellId]) => cellId === id)?.[1] ?? null
     );
+    // The execution count came in the reply this page never gets: each Co
+    // output carries it, so the cell ends with `[n]:` here too (issue 36).
+    const output = outputOf(msg);
+    const tag = output ? outputTag(output) : null;
+    if (placed && tag?.count !== null && tag?.count !== undefined) {
+      setCount(panel, tag.request, tag.count);
+    }
   }
 
   private _onMessage(panel: NotebookPanel, msg: KernelMessage.IMessage): void {
@@ -342,6 +367,47 @@ const RESTARTED = new Set<string>([
   'autorestarting',
   'starting'
 ]);
+
+/** Whether `msg` says a cell another page (or session) ran has ended. */
+function endsForeignCell(
+  kernel: Kernel.IKernelConnection,
+  msg: KernelMessage.IMessage
+): boolean {
+  const parent = msg.parent_header as Partial<KernelMessage.IHeader>;
+  return (
+    msg.channel === 'iopub' &&
+    msg.header.msg_type === 'status' &&
+    (msg.content as { execution_state?: string }).execution_state === 'idle' &&
+    parent.msg_type === 'execute_request' &&
+    !!parent.session &&
+    parent.session !== kernel.clientId
+  );
+}
+
+/** Show `count` on the code cell holding an output of `request`. */
+function setCount(
+  panel: NotebookPanel,
+  request: string | null,
+  count: number
+): void {
+  const cells = panel.content.model?.cells;
+  for (let i = 0; i < (cells?.length ?? 0); i++) {
+    const cell = cells?.get(i) as
+      { executionCount?: number | null; outputs?: IOutputList } | undefined;
+    const outputs = cell?.outputs;
+    if (!cell || !outputs) {
+      continue;
+    }
+    for (let j = 0; j < outputs.length; j++) {
+      if (outputTag(outputs.get(j).toJSON())?.request === request) {
+        if (cell.executionCount !== count) {
+          cell.executionCount = count;
+        }
+        return;
+      }
+    }
+  }
+}
 
 /** The id and outputs of each code cell of a notebook. */
 function codeCells(panel: NotebookPanel): [string, IOutputList][] {

@@ -8,6 +8,7 @@ import { isUnifiedDiff, diffStats, parseDiff, renderDiff } from './diff';
 import {
   STATUS_LABELS,
   decisionAllows,
+  decisionLabel,
   decisionTitle,
   formatArgs,
   formatDuration,
@@ -66,7 +67,12 @@ function summary(doc: Document, call: IToolCall): HTMLElement {
     el(doc, 'span', 'co-ToolCard-argsLine', `(${shortArgs(call.args)})`)
   );
   if (call.decision && call.decision !== call.status) {
-    const decision = el(doc, 'span', 'co-ToolCard-decision', call.decision);
+    const decision = el(
+      doc,
+      'span',
+      'co-ToolCard-decision',
+      decisionLabel(call.decision)
+    );
     decision.dataset.allowed = String(decisionAllows(call.decision));
     decision.title = decisionTitle(call.decision) ?? call.decision;
     node.appendChild(decision);
@@ -95,17 +101,22 @@ export function renderToolCard(
   card.appendChild(summary(doc, call));
 
   const body = el(doc, 'div', 'co-ToolCard-body');
+  card.appendChild(body);
+  card.addEventListener('toggle', () => options.onToggle?.(card.open));
   if (call.status === 'waiting') {
+    // The approval card below shows the arguments and the change while it
+    // asks: once is enough (issue 36). Decided, this card is their record.
     const keys = options.shortcuts;
     body.appendChild(
       el(
         doc,
         'div',
         'co-ToolCard-hint',
-        'Waiting for your decision in this cell' +
+        'Waiting for your decision on the card below' +
           (keys ? ` (${keys.approve} approves, ${keys.deny} denies).` : '.')
       )
     );
+    return card;
   }
   body.appendChild(
     section(
@@ -153,14 +164,12 @@ export function renderToolCard(
         doc,
         'div',
         'co-ToolCard-footer',
-        `Decision: ${call.decision}` +
+        `Decision: ${decisionLabel(call.decision)}` +
           (decisionTitle(call.decision)
             ? ` (${decisionTitle(call.decision)})`
             : '')
       )
     );
   }
-  card.appendChild(body);
-  card.addEventListener('toggle', () => options.onToggle?.(card.open));
   return card;
 }

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { parseCoStatus } from '../src/api';
 import {
   decisionAllows,
+  decisionLabel,
   decisionTitle,
   formatArgs,
   formatCount,
@@ -114,6 +115,16 @@ describe('decisions', () => {
     ]) {
       expect(decisionAllows(d)).toBe(false);
     }
+  });
+
+  it('labels a replayed decision as recorded, others as they are', () => {
+    expect(decisionLabel('approved (recorded)')).toBe(
+      'approved (recorded decision)'
+    );
+    expect(decisionLabel('denied (recorded)')).toBe(
+      'denied (recorded decision)'
+    );
+    expect(decisionLabel('approved')).toBe('approved');
   });
 
   it('titles a replayed decision as its original, from the script', () => {

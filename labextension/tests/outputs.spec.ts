@@ -7,6 +7,7 @@ import {
   CANCELLED_TEXT,
   WIDGET_VIEW_MIME,
   cancelCards,
+  cancelledCardHTML,
   outputTag,
   placeOutput
 } from '../src/outputs';
@@ -129,6 +130,31 @@ describe('outputs of a turn another page started', () => {
     expect(placeOutput([stale], elsewhere, byCell)).toBe(false);
   });
 
+  it('adds an update of an output shown before the page loaded', () => {
+    const empty = new Outputs([]);
+    const card = message('update_display_data', {
+      data: { 'text/plain': 'approved' },
+      metadata: {
+        co: { request: 'req-1', display_id: 'card', cell: 'c-1', count: 3 }
+      },
+      transient: { display_id: 'card' }
+    });
+    const chipUpdate = message('update_display_data', {
+      data: { 'text/plain': 'ok' },
+      metadata: { co: { request: 'req-1', display_id: 'chip', cell: 'c-1' } },
+      transient: { display_id: 'chip' }
+    });
+    const byCell = (id: string): Outputs | null =>
+      id === 'c-1' ? empty : null;
+    expect(placeOutput([empty], card, byCell)).toBe(true);
+    expect(placeOutput([empty], chipUpdate, byCell)).toBe(true);
+    expect(empty.items.map(o => outputTag(o)?.displayId)).toEqual([
+      'card',
+      'chip'
+    ]);
+    expect(outputTag(empty.items[0])?.count).toBe(3);
+  });
+
   it('leaves alone what belongs to no cell on the page', () => {
     const cell = new Outputs([chip('waiting')]);
     const stranger = message(
@@ -169,8 +195,13 @@ describe('cards of a kernel that restarted', () => {
     ]);
     expect(cancelCards([cell])).toBe(2);
     expect(cell.items[0].data).toEqual({
-      'text/plain': `Co wants to run run_shell_command\n${CANCELLED_TEXT}`
+      'text/plain': `Co wants to run run_shell_command\n${CANCELLED_TEXT}`,
+      'text/html': cancelledCardHTML('Co wants to run run_shell_command')
     });
+    // A card, not monospace text (issue 36), whose text is escaped.
+    expect(cancelledCardHTML('Co wants to run <x>:\n  {}')).toContain(
+      '<b>⏹ Cancelled (the kernel restarted)</b> — Co wants to run &lt;x&gt;</div>'
+    );
     expect(outputTag(cell.items[0])?.approval).toBe('cancelled');
     expect(outputTag(cell.items[0])?.displayId).toBe('card');
     expect(cell.items[1].data).toEqual({

@@ -132,10 +132,23 @@ describe('renderToolCard', () => {
       'waiting for approval'
     );
     expect(card.querySelector('.co-ToolCard-hint')!.textContent).toBe(
-      'Waiting for your decision in this cell (Alt+Y approves, Alt+N denies).'
+      'Waiting for your decision on the card below (Alt+Y approves, Alt+N denies).'
     );
+    // The approval card shows them while it asks: not twice (issue 36).
+    expect(card.querySelector('.co-ToolCard-args')).toBeNull();
+    expect(card.querySelector('.co-ToolCard-change')).toBeNull();
     expect(card.querySelector('.co-ToolCard-result')).toBeNull();
     expect(card.querySelector('.co-ToolCard-duration')).toBeNull();
+  });
+
+  it('says "recorded decision" for a decision a replay took from its script', () => {
+    const card = render(bundle({ decision: 'approved (recorded)' }));
+    expect(card.querySelector('.co-ToolCard-decision')!.textContent).toBe(
+      'approved (recorded decision)'
+    );
+    expect(card.querySelector('.co-ToolCard-footer')!.textContent).toContain(
+      'Decision: approved (recorded decision)'
+    );
   });
 
   it('shows non-diff detail as plain text', () => {

@@ -304,7 +304,7 @@ def test_activity_panel_lists_audited_calls_with_filters(
     log.close()
     page.goto(lab.url("lab", reset=""))
     page.wait_for_selector(".jp-LauncherCard", timeout=LOAD)
-    _open_palette_command(page, "Co: Agent Activity").click()
+    _open_palette_command(page, "Co Activity").click()
 
     panel = page.locator(".co-Activity")
     panel.wait_for()
@@ -413,7 +413,7 @@ def test_shortcut_approves_a_real_co_tool_call_end_to_end(
     page.wait_for_selector(".co-StatusBar-yolo")
     _shot(page, "approval-yolo")
 
-    _open_palette_command(page, "Co: Agent Activity").click()
+    _open_palette_command(page, "Co Activity").click()
     page.wait_for_selector(
         ".co-Activity-calls tbody tr[data-tool=run_shell_command][data-decision=approved]"
     )

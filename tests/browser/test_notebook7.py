@@ -2,7 +2,7 @@
 
 Notebook 7 has no status bar, and its main area holds only the page's own widget: Co's
 status (model, tokens, YOLO, what waits for approval) sits in each Co notebook's
-toolbar, and "Co: Agent Activity" opens in the right side panel.
+toolbar, and "Co Activity" opens in the right side panel.
 """
 
 from __future__ import annotations
@@ -157,8 +157,8 @@ def test_agent_activity_opens_in_the_right_panel(
     page.evaluate("() => window.jupyterapp.commands.execute('apputils:activate-command-palette')")
     palette = page.locator(".lm-CommandPalette-input:visible")
     palette.wait_for()
-    palette.fill("Co: Agent Activity")
-    page.locator(".lm-CommandPalette-item:visible", has_text="Co: Agent Activity").first.click()
+    palette.fill("Co Activity")
+    page.locator(".lm-CommandPalette-item:visible", has_text="Co Activity").first.click()
 
     panel = page.locator("#jp-right-stack .co-Activity")
     panel.wait_for()
@@ -168,6 +168,21 @@ def test_agent_activity_opens_in_the_right_panel(
     )
     row.first.wait_for()
     assert "echo a > a.txt" in row.first.inner_text()
+    # Narrow as the side panel is (issue 36), the panel names itself and its tables fit
+    # in it, keeping the columns a person scans (a wider panel shows them all).
+    title = panel.locator(".co-Activity-title")
+    assert title.is_visible() and title.inner_text() == "Co Activity"
+    right = page.locator("#jp-right-stack").bounding_box()
+    assert right is not None
+    for wrap, columns in (
+        (".co-Activity-sessionsWrap", ["Session", "Last", "Calls", "Refused"]),
+        (".co-Activity-callsWrap", ["Tool", "Target", "Decision"]),
+    ):
+        box = panel.locator(wrap).bounding_box()
+        assert box is not None and box["x"] + box["width"] <= right["x"] + right["width"] + 1
+        assert panel.locator(wrap).evaluate("n => n.scrollWidth <= n.clientWidth"), wrap
+        shown = panel.locator(f"{wrap} th:visible").all_inner_texts()
+        assert [t.strip() for t in shown] == columns
     # The notebook is still the page: the panel sits beside it, not instead of it.
     assert page.locator(".jp-NotebookPanel .jp-Cell").first.is_visible()
     shot(page, "activity")

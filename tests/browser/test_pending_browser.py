@@ -56,10 +56,15 @@ def test_reload_unsaved_then_approve_from_the_status_item(tmp_path: Path) -> Non
         assert "touch first" in panel.inner_text()
         page.screenshot(path=str(ARTIFACTS / "pending-panel.png"))
         panel.locator(".co-Pending-approve").click()
+        panel.wait_for(state="detached", timeout=30_000)  # nothing waits: it closes
         wait_for_file(folder / "first")
 
-        # The next call of the same turn: the open panel shows it, and Alt+Y
+        # The next call of the same turn: the status item's panel shows it, and Alt+Y
         # from the notebook answers it without any card on the page.
+        cell.locator('.co-ToolCard[data-status="waiting"]').wait_for(timeout=60_000)
+        waiting.wait_for(timeout=60_000)
+        time.sleep(1)  # the comm's list of what waits arrives beside the card
+        page.locator(".co-StatusBar").click()
         panel.get_by_text("touch second").wait_for(timeout=60_000)
         page.keyboard.press("Escape")
         page.locator(".jp-Notebook .jp-InputPrompt").first.click()
@@ -68,7 +73,11 @@ def test_reload_unsaved_then_approve_from_the_status_item(tmp_path: Path) -> Non
         waiting.wait_for(state="detached", timeout=60_000)
         # The rest of the turn reaches the cell, found by its id (it held nothing).
         cell.get_by_text("Both made.").wait_for(timeout=60_000)
-        cell.locator('.co-ToolCard[data-status="ok"]').wait_for(timeout=30_000)
+        # Both calls' cards: the first one's update finds no card shown before the
+        # reload, and joins the cell as a new output (issue 36).
+        done = cell.locator('.co-ToolCard[data-status="ok"]')
+        done.nth(1).wait_for(timeout=30_000)
+        assert done.count() == 2
 
 
 def test_all_tabs_closed_the_unseen_call_is_denied_and_the_next_page_says_so(
@@ -112,7 +121,7 @@ def assert_turn_finished_in(cell: Any) -> None:
     )
     assert cell.locator('.co-ToolCard[data-status="waiting"]').count() == 0
     cell.get_by_text("✅ Approved", exact=True).wait_for(timeout=30_000)
-    assert cell.get_by_role("button", name="Approve", exact=True).is_disabled()
+    assert cell.get_by_role("button", name="Approve", exact=True).count() == 0
 
 
 def ask(co: CoLab) -> Any:
@@ -152,6 +161,9 @@ def test_two_tabs_approve_in_the_second_both_show_the_end_and_it_ran_once(
         other = open_notebook(second, co.url, idle=False)
         approve = other.get_by_role("button", name="Approve", exact=True)
         approve.wait_for(timeout=90_000)
+        # A card, not the monospace text record (issue 36).
+        assert other.locator(".co-approval-card").is_visible()
+        assert other.get_by_text("Decision: waiting").count() == 0
         approve.click()
         assert_turn_finished_in(other)
         assert_turn_finished_in(asking)
@@ -175,6 +187,10 @@ def test_restart_while_a_card_waits_draws_it_cancelled_and_resume_lists_the_turn
         page.locator(".jp-Dialog").get_by_role("button", name="Confirm Kernel Restart").click()
 
         cell.get_by_text("Cancelled (the kernel restarted)").wait_for(timeout=60_000)
+        # A card (issue 36), not the monospace text record.
+        cancelled = cell.locator('.co-approval[data-decision="cancelled"]')
+        assert "Co wants to run run_shell_command" in cancelled.inner_text()
+        assert cell.locator("pre", has_text="Cancelled").count() == 0
         cell.locator('.co-ToolCard[data-status="interrupted"]').wait_for(timeout=30_000)
         assert cell.get_by_text("Waiting for your decision").count() == 0
         assert cell.locator(".widget-button").count() == 0

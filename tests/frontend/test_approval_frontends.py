@@ -17,6 +17,7 @@ from co_kernel.frontend import (
     HeadlessFrontend,
     NotebookFrontend,
     WidgetApprover,
+    tool_call_bundle,
 )
 from co_kernel.turn import ApprovalRequest, ToolCallView, ToolResultView, TurnSummary
 
@@ -64,6 +65,10 @@ def test_card_shows_tool_pretty_args_and_the_detail() -> None:
     assert "application/vnd.jupyter.widget-view+json" in bundle
     assert "edit_file" in bundle["text/plain"] and '"path": "app.py"' in bundle["text/plain"]
     assert "+print(&#x27;hello&#x27;)" in bundle["text/html"]
+    # The change is coloured wherever the card shows (issue 36), as the tool card's is.
+    assert (
+        "rgba(46,160,67,.2)" in bundle["text/html"] and "rgba(248,81,73,.2)" in bundle["text/html"]
+    )
     texts = " ".join(getattr(child, "value", "") for child in card.box.children)
     assert "edit_file" in texts and "+print(&#x27;hello&#x27;)" in texts
     assert [b.description for b in card.buttons] == ["Approve", "Deny", "Approve all"]
@@ -102,6 +107,10 @@ def test_a_click_from_another_thread_answers_and_freezes_the_card() -> None:
         assert choice == expected
         card = approver.cards[-1]
         assert all(b.disabled for b in card.buttons)
+        # Decided, the card is one line saying what was decided: no buttons (issue 36).
+        (title,) = card.box.children
+        assert "wants to run" not in title.value and "asked to run <code>edit_file" in title.value
+        assert "wants to run" not in card.bundle()["text/html"]
     decisions = [d["text/plain"].rsplit("Decision: ", 1)[1] for d in outputs.outputs.values()]
     assert decisions == [
         "✅ Approved",
@@ -221,3 +230,12 @@ def test_headless_interrupt_shows_finished_results_behind_an_unfinished_call() -
     frontend.on_turn_end(TurnSummary(model="m", interrupted=True))
     cards = [(c["call_id"], c["status"]) for c in outputs.cards()]
     assert cards == [("slow", "interrupted"), ("fast", "ok")]
+
+
+def test_a_recorded_decision_says_so_in_words() -> None:
+    """Issue 35: a decision a replay took from its script reads "recorded decision"."""
+    result = ToolResultView("c1", "edit_file", "ok", "ok", 0.1, "approved (recorded)")
+    bundle = tool_call_bundle(call(), result)
+    assert bundle[MIME_TOOL_CALL]["decision"] == "approved (recorded)"  # the label itself
+    assert "approved (recorded decision)" in bundle["text/plain"]
+    assert "approved (recorded decision)" in bundle["text/html"]

@@ -78,6 +78,8 @@ def test_every_output_names_its_request_and_display_for_a_page_that_did_not_ask(
         tag = m["content"]["metadata"]["co"]
         assert (tag["request"], tag["cell"]) == (request, "cell-7")
         assert tag["display_id"] == m["content"]["transient"]["display_id"]
+        # The count of the reply a reloaded page never receives (issue 36).
+        assert tag["count"] == result.reply["content"]["execution_count"]
     approvals = [
         m["content"]["metadata"]["co"]["approval"]
         for m in shown

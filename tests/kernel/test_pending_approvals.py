@@ -93,13 +93,28 @@ def test_a_fresh_page_reads_the_waiting_call_and_decides_it(kernel, model_server
     page = Page(kernel)
     # A page connected before the call: it hears of it when it starts waiting.
     early = page.open_approvals()
-    assert page.next_data(early, lambda d: "pending" in d) == {"pending": [], "decided": []}
+    opened = page.next_data(early, lambda d: "pending" in d)
+    assert (opened["pending"], opened["decided"]) == ([], [])
+    # The status item's data rides along (issue 36): a page that connects while a cell
+    # runs gets no kernel_info_reply until it ends.
+    assert opened["status"]["model"] == "compat:scripted"
     cell = kernel.send("create a marker file")
     page.until(is_card(cell))
     shown = page.next_data(early, lambda d: d["pending"])
     # A page loaded while the call waits gets it on open.
+    before = len(page.messages)
     late = page.open_approvals()
-    [call] = page.next_data(late, lambda d: "pending" in d)["pending"]
+    first = page.next_data(late, lambda d: "pending" in d)
+    [call] = first["pending"]
+    assert first["status"]["model"] == "compat:scripted"
+    # The running cell says busy again before the answer, so the page's kernel indicator
+    # does not read "Unknown" until the cell ends (issue 36).
+    assert any(
+        m["msg_type"] == "status"
+        and m["content"]["execution_state"] == "busy"
+        and m["parent_header"].get("msg_id") == cell
+        for m in page.messages[before:]
+    )
     assert call == shown["pending"][0]
     assert call["tool"] == "run_shell_command"
     assert "touch marker && echo made" in call["arguments"]

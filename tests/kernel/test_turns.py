@@ -225,6 +225,18 @@ def test_replay_model_string_serves_a_script(start_kernel, workspace):
     assert result.markdown() == "Replayed answer."
 
 
+def test_status_of_a_replay_model_reads_as_working(start_kernel, workspace):
+    """Issue 36: the replay server lists its one model name, not the file; that is no fault."""
+    script = workspace / "script.jsonl"
+    script.write_text(json.dumps({"text": "Replayed answer."}) + "\n")
+    kernel = start_kernel({"CO_MODEL": "replay:script.jsonl"}, model=False)
+    assert kernel.execute("anything", mode="headless").status == "ok"
+    text = kernel.execute("%status", mode="headless").markdown()
+    row = next(line for line in text.splitlines() if "| reachable |" in line)
+    assert "✅ replay script with 1 step(s), played at http://127.0.0.1:" in row
+    assert "does not list" not in text and "it lists" not in text
+
+
 def test_unknown_provider_suggests_the_right_one(start_kernel):
     result = start_kernel({"CO_MODEL": "olama:llama3.2"}, model=False).execute("hi")
     assert result.status == "error"

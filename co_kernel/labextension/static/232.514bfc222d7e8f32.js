@@ -1,4 +1,4 @@
-"use strict";(self.rspackChunkco_kernel_lab=self.rspackChunkco_kernel_lab||[]).push([[232],{475(o,r,e){var t=e(601),a=e.n(t),n=e(314),c=(e.n(n))()(a());c.push([o.id,`/*
+"use strict";(self.rspackChunkco_kernel_lab=self.rspackChunkco_kernel_lab||[]).push([[232],{475(o,r,t){var e=t(601),a=t.n(e),i=t(314),n=(t.n(i))()(a());n.push([o.id,`/*
  * Co extension styles. Only JupyterLab theme variables, so the light and dark
  * themes (and high-contrast ones) both read well.
  */
@@ -216,12 +216,58 @@
 
 /* Activity panel */
 .co-Activity {
+  box-sizing: border-box;
+  min-width: 0;
   padding: 8px 12px;
   overflow: auto;
   color: var(--jp-ui-font-color1);
   background: var(--jp-layout-color1);
   font-family: var(--jp-ui-font-family);
   font-size: var(--jp-ui-font-size1);
+}
+
+.co-Activity-title {
+  margin: 0 0 8px;
+  font-size: var(--jp-ui-font-size3);
+  font-weight: 600;
+}
+
+/* A narrow panel (Notebook 7's side panel) scrolls a wide table, not the page. */
+.co-Activity-sessionsWrap,
+.co-Activity-callsWrap {
+  max-width: 100%;
+  overflow-x: auto;
+}
+
+/*
+ * In a narrow panel the tables keep the columns a person scans (which tool on
+ * what, the decision; a session's last use and its refusals) and drop the
+ * rest, which the filters and a wider panel show.
+ */
+.co-Activity {
+  container: co-activity / inline-size;
+}
+
+@container co-activity (max-width: 480px) {
+  .co-Activity-table {
+    font-size: var(--jp-ui-font-size0);
+  }
+
+  .co-Activity-table th,
+  .co-Activity-table td {
+    padding: 3px;
+    max-width: 8em;
+  }
+
+  /* The target is cut shorter: its cell's tooltip has it whole. */
+  .co-Activity-calls :is(th, td):nth-child(5) {
+    max-width: 4em;
+  }
+
+  .co-Activity-sessions :is(th, td):is(:nth-child(2), :nth-child(4)),
+  .co-Activity-calls :is(th, td):is(:nth-child(-n + 3), :nth-child(n + 7)) {
+    display: none;
+  }
 }
 
 .co-Activity h3 {
@@ -322,4 +368,4 @@
   display: flex;
   gap: 6px;
 }
-`,""]),e.d(r,{},{A:c})},314(o){o.exports=function(o){var r=[];return r.toString=function(){return this.map(function(r){var e="",t=void 0!==r[5];return r[4]&&(e+="@supports (".concat(r[4],") {")),r[2]&&(e+="@media ".concat(r[2]," {")),t&&(e+="@layer".concat(r[5].length>0?" ".concat(r[5]):""," {")),e+=o(r),t&&(e+="}"),r[2]&&(e+="}"),r[4]&&(e+="}"),e}).join("")},r.i=function(o,e,t,a,n){"string"==typeof o&&(o=[[null,o,void 0]]);var c={};if(t)for(var i=0;i<this.length;i++){var l=this[i][0];null!=l&&(c[l]=!0)}for(var d=0;d<o.length;d++){var s=[].concat(o[d]);t&&c[s[0]]||(void 0!==n&&(void 0===s[5]||(s[1]="@layer".concat(s[5].length>0?" ".concat(s[5]):""," {").concat(s[1],"}")),s[5]=n),e&&(s[2]&&(s[1]="@media ".concat(s[2]," {").concat(s[1],"}")),s[2]=e),a&&(s[4]?(s[1]="@supports (".concat(s[4],") {").concat(s[1],"}"),s[4]=a):s[4]="".concat(a)),r.push(s))}},r}},601(o){o.exports=function(o){return o[1]}},72(o){var r=[];function e(o){for(var e=-1,t=0;t<r.length;t++)if(r[t].identifier===o){e=t;break}return e}function t(o,t){for(var a={},n=[],c=0;c<o.length;c++){var i=o[c],l=t.base?i[0]+t.base:i[0],d=a[l]||0,s="".concat(l," ").concat(d);a[l]=d+1;var p=e(s),u={css:i[1],media:i[2],sourceMap:i[3],supports:i[4],layer:i[5]};if(-1!==p)r[p].references++,r[p].updater(u);else{var f=function(o,r){var e=r.domAPI(r);return e.update(o),function(r){r?(r.css!==o.css||r.media!==o.media||r.sourceMap!==o.sourceMap||r.supports!==o.supports||r.layer!==o.layer)&&e.update(o=r):e.remove()}}(u,t);t.byIndex=c,r.splice(c,0,{identifier:s,updater:f,references:1})}n.push(s)}return n}o.exports=function(o,a){var n=t(o=o||[],a=a||{});return function(o){o=o||[];for(var c=0;c<n.length;c++){var i=e(n[c]);r[i].references--}for(var l=t(o,a),d=0;d<n.length;d++){var s=e(n[d]);0===r[s].references&&(r[s].updater(),r.splice(s,1))}n=l}}},659(o){var r={};o.exports=function(o,e){var t=function(o){if(void 0===r[o]){var e=document.querySelector(o);if(window.HTMLIFrameElement&&e instanceof window.HTMLIFrameElement)try{e=e.contentDocument.head}catch(o){e=null}r[o]=e}return r[o]}(o);if(!t)throw Error("Couldn't find a style target. This probably means that the value for the 'insert' parameter is invalid.");t.appendChild(e)}},540(o){o.exports=function(o){var r=document.createElement("style");return o.setAttributes(r,o.attributes),o.insert(r,o.options),r}},56(o,r,e){o.exports=function(o){var r=e.nc;r&&o.setAttribute("nonce",r)}},825(o){o.exports=function(o){if("u"<typeof document)return{update:function(){},remove:function(){}};var r=o.insertStyleElement(o);return{update:function(e){var t,a,n;t="",e.supports&&(t+="@supports (".concat(e.supports,") {")),e.media&&(t+="@media ".concat(e.media," {")),(a=void 0!==e.layer)&&(t+="@layer".concat(e.layer.length>0?" ".concat(e.layer):""," {")),t+=e.css,a&&(t+="}"),e.media&&(t+="}"),e.supports&&(t+="}"),(n=e.sourceMap)&&"u">typeof btoa&&(t+="\n/*# sourceMappingURL=data:application/json;base64,".concat(btoa(unescape(encodeURIComponent(JSON.stringify(n))))," */")),o.styleTagTransform(t,r,o.options)},remove:function(){var o;null===(o=r).parentNode||o.parentNode.removeChild(o)}}}},113(o){o.exports=function(o,r){if(r.styleSheet)r.styleSheet.cssText=o;else{for(;r.firstChild;)r.removeChild(r.firstChild);r.appendChild(document.createTextNode(o))}}},579(o,r,e){var t=e(72),a=e.n(t),n=e(825),c=e.n(n),i=e(659),l=e.n(i),d=e(56),s=e.n(d),p=e(540),u=e.n(p),f=e(113),v=e.n(f),b=e(475),m={};m.styleTagTransform=v(),m.setAttributes=s(),m.insert=l().bind(null,"head"),m.domAPI=c(),m.insertStyleElement=u(),a()(b.A,m),b.A&&b.A.locals&&b.A.locals}}]);
+`,""]),t.d(r,{},{A:n})},314(o){o.exports=function(o){var r=[];return r.toString=function(){return this.map(function(r){var t="",e=void 0!==r[5];return r[4]&&(t+="@supports (".concat(r[4],") {")),r[2]&&(t+="@media ".concat(r[2]," {")),e&&(t+="@layer".concat(r[5].length>0?" ".concat(r[5]):""," {")),t+=o(r),e&&(t+="}"),r[2]&&(t+="}"),r[4]&&(t+="}"),t}).join("")},r.i=function(o,t,e,a,i){"string"==typeof o&&(o=[[null,o,void 0]]);var n={};if(e)for(var c=0;c<this.length;c++){var l=this[c][0];null!=l&&(n[l]=!0)}for(var s=0;s<o.length;s++){var d=[].concat(o[s]);e&&n[d[0]]||(void 0!==i&&(void 0===d[5]||(d[1]="@layer".concat(d[5].length>0?" ".concat(d[5]):""," {").concat(d[1],"}")),d[5]=i),t&&(d[2]&&(d[1]="@media ".concat(d[2]," {").concat(d[1],"}")),d[2]=t),a&&(d[4]?(d[1]="@supports (".concat(d[4],") {").concat(d[1],"}"),d[4]=a):d[4]="".concat(a)),r.push(d))}},r}},601(o){o.exports=function(o){return o[1]}},72(o){var r=[];function t(o){for(var t=-1,e=0;e<r.length;e++)if(r[e].identifier===o){t=e;break}return t}function e(o,e){for(var a={},i=[],n=0;n<o.length;n++){var c=o[n],l=e.base?c[0]+e.base:c[0],s=a[l]||0,d="".concat(l," ").concat(s);a[l]=s+1;var p=t(d),u={css:c[1],media:c[2],sourceMap:c[3],supports:c[4],layer:c[5]};if(-1!==p)r[p].references++,r[p].updater(u);else{var f=function(o,r){var t=r.domAPI(r);return t.update(o),function(r){r?(r.css!==o.css||r.media!==o.media||r.sourceMap!==o.sourceMap||r.supports!==o.supports||r.layer!==o.layer)&&t.update(o=r):t.remove()}}(u,e);e.byIndex=n,r.splice(n,0,{identifier:d,updater:f,references:1})}i.push(d)}return i}o.exports=function(o,a){var i=e(o=o||[],a=a||{});return function(o){o=o||[];for(var n=0;n<i.length;n++){var c=t(i[n]);r[c].references--}for(var l=e(o,a),s=0;s<i.length;s++){var d=t(i[s]);0===r[d].references&&(r[d].updater(),r.splice(d,1))}i=l}}},659(o){var r={};o.exports=function(o,t){var e=function(o){if(void 0===r[o]){var t=document.querySelector(o);if(window.HTMLIFrameElement&&t instanceof window.HTMLIFrameElement)try{t=t.contentDocument.head}catch(o){t=null}r[o]=t}return r[o]}(o);if(!e)throw Error("Couldn't find a style target. This probably means that the value for the 'insert' parameter is invalid.");e.appendChild(t)}},540(o){o.exports=function(o){var r=document.createElement("style");return o.setAttributes(r,o.attributes),o.insert(r,o.options),r}},56(o,r,t){o.exports=function(o){var r=t.nc;r&&o.setAttribute("nonce",r)}},825(o){o.exports=function(o){if("u"<typeof document)return{update:function(){},remove:function(){}};var r=o.insertStyleElement(o);return{update:function(t){var e,a,i;e="",t.supports&&(e+="@supports (".concat(t.supports,") {")),t.media&&(e+="@media ".concat(t.media," {")),(a=void 0!==t.layer)&&(e+="@layer".concat(t.layer.length>0?" ".concat(t.layer):""," {")),e+=t.css,a&&(e+="}"),t.media&&(e+="}"),t.supports&&(e+="}"),(i=t.sourceMap)&&"u">typeof btoa&&(e+="\n/*# sourceMappingURL=data:application/json;base64,".concat(btoa(unescape(encodeURIComponent(JSON.stringify(i))))," */")),o.styleTagTransform(e,r,o.options)},remove:function(){var o;null===(o=r).parentNode||o.parentNode.removeChild(o)}}}},113(o){o.exports=function(o,r){if(r.styleSheet)r.styleSheet.cssText=o;else{for(;r.firstChild;)r.removeChild(r.firstChild);r.appendChild(document.createTextNode(o))}}},579(o,r,t){var e=t(72),a=t.n(e),i=t(825),n=t.n(i),c=t(659),l=t.n(c),s=t(56),d=t.n(s),p=t(540),u=t.n(p),f=t(113),v=t.n(f),h=t(475),b={};b.styleTagTransform=v(),b.setAttributes=d(),b.insert=l().bind(null,"head"),b.domAPI=n(),b.insertStyleElement=u(),a()(h.A,b),h.A&&h.A.locals&&h.A.locals}}]);
