@@ -27,7 +27,7 @@ from ._pending import PendingApprovals
 from ._publisher import OUTPUT_TAG, Publisher
 from ._safe_html import markdown_to_html
 from ._stdin import KernelStdin
-from ._widgets import CARD_CLASS
+from ._widgets import CARD_CLASS, card_box, decide_card
 
 __all__ = ["TRUST_BUTTONS", "TRUST_TOOL", "TrustCard", "ask_trust_stdin", "ask_trust_widget"]
 
@@ -41,12 +41,12 @@ TRUST_BUTTONS: tuple[tuple[str, ApprovalDecision, str, str], ...] = (
 )
 """(label, decision, button style, tooltip): the extension maps labels to choices."""
 _PROMPT = "Trust this folder? [y]es / [n]o: "
-_TRUSTED = "✅ Trusted: its settings and files apply from now on."
-_NOT_NOW = "Not trusted: Co goes on with your own settings. `%trust` when you are ready."
+_TRUSTED = ("✅ Folder trusted", "its `.co/` settings and files apply from now on")
+_NOT_NOW = ("Not trusted", "Co goes on with your own settings; `%trust` when you are ready")
 
 
 class TrustCard:
-    """The widgets of one trust question and its answer."""
+    """The widgets of one trust question and its answer (an approval card's shape)."""
 
     def __init__(
         self, notice: str, on_choice: Callable[[ApprovalDecision], None], pending_id: str
@@ -64,28 +64,30 @@ class TrustCard:
 
             button.on_click(clicked)
             self.buttons.append(button)
-        self.status = w.HTML("<i>Waiting for your decision…</i>")
-        self.box = w.VBox(
-            [w.HTML(markdown_to_html(notice)), w.HBox(self.buttons), self.status],
-            layout=w.Layout(border_left="3px solid #f0ad4e"),
-            _dom_classes=[CARD_CLASS, f"{CARD_CLASS}-{pending_id}"],
+        self.box = card_box(
+            "✋ Trust this folder?",
+            [w.HTML(markdown_to_html(notice))],
+            self.buttons,
+            [CARD_CLASS, f"{CARD_CLASS}-{pending_id}"],
         )
 
     def finish(self, trusted: bool) -> None:
-        """Freeze the card with the answer."""
+        """Turn the card into the record of the answer: one line, no buttons."""
         self.decision = "trusted" if trusted else "not trusted"
-        for button in self.buttons:
-            button.layout.display = "none"
-        text = _TRUSTED if trusted else _NOT_NOW
-        self.status.value = markdown_to_html(f"**{text}**")
+        verdict, about = _TRUSTED if trusted else _NOT_NOW
+        decide_card(self.box, verdict, markdown_to_html(about), "allowed" if trusted else "refused")
 
     def bundle(self) -> dict[str, Any]:
         bundle = self.box._repr_mimebundle_()
         assert bundle is not None  # a Box always has a widget view
-        verdict = self.decision or "waiting"
         data: dict[str, Any] = dict(bundle)
-        data["text/plain"] = f"{self.notice}\n\nDecision: {verdict}"
-        data["text/html"] = markdown_to_html(f"{self.notice}\n\n**Decision: {verdict}**")
+        if self.decision is None:
+            data["text/plain"] = f"{self.notice}\n\nDecision: waiting"
+            data["text/html"] = markdown_to_html(f"{self.notice}\n\n**Decision: waiting**")
+        else:
+            verdict, about = _TRUSTED if self.decision == "trusted" else _NOT_NOW
+            data["text/plain"] = f"{verdict} — {about}"
+            data["text/html"] = markdown_to_html(f"**{verdict}** — {about}")
         return data
 
     def metadata(self) -> dict[str, Any]:
@@ -166,6 +168,7 @@ async def ask_trust_stdin(
         return "deny"
 
     trusted = await wait_for_answer(ask(), timeout) == "approve"
-    publisher.stream("stdout", (_TRUSTED if trusted else _NOT_NOW) + "\n")
+    verdict, about = _TRUSTED if trusted else _NOT_NOW
+    publisher.stream("stdout", f"{verdict}: {about}\n")
     publisher.flush()
     return trusted

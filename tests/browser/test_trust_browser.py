@@ -83,7 +83,7 @@ def test_trust_card_in_jupyterlab_and_a_change_after_trust(tmp_path: Path) -> No
         scripted_click_decides_nothing(page, card, home)
         card.get_by_role("button", name="Trust folder", exact=True).click()
         first.get_by_text("Arr, trusted.").wait_for(timeout=30_000)
-        assert card.get_by_text("Trusted: its settings and files apply").is_visible()
+        assert card.get_by_text("Folder trusted").is_visible()
         decided = card.get_by_role("button", name="Trust folder", exact=True)
         assert not decided.is_visible(), "a decided card has no buttons"
         assert list(records(home)) == [str(folder.resolve())]

@@ -103,7 +103,7 @@ def test_the_card_trusts_the_folder_and_the_same_turn_uses_it(
     cards = [
         d
         for d in result.final_displays().values()
-        if "Decision: trusted" in html_text(d.get("text/html", ""))
+        if "Folder trusted" in html_text(d.get("text/html", ""))
     ]
     assert cards, "the card says what was decided"
     # The MCP server of the trusted folder starts now (it is no MCP server: it only
@@ -121,7 +121,7 @@ def test_not_now_keeps_everything_off_and_percent_trust_turns_it_on(
     result = kernel.execute("hello", on_message=WidgetClicker(["Not now"]), timeout=90)
     assert "Plain." in result.markdown()
     assert INSTRUCTION not in _sent(model_server)
-    assert "Decision: not trusted" in result.text()
+    assert "Not trusted — Co goes on with your own settings" in result.text()
     again = kernel.execute("hello again", on_message=WidgetClicker(["Trust folder"]))
     assert "Trust folder" not in again.text(), "asked once per kernel"
     assert INSTRUCTION not in _sent(model_server)
@@ -164,7 +164,10 @@ def test_a_change_after_trust_while_the_kernel_runs_asks_again(
     settings.write_text(json.dumps({"mcp_servers": {"evil": swapped}}))
     model_server.extend([{"text": "Plain."}])
     result = kernel.execute("hello", on_message=WidgetClicker(["Not now"]), timeout=90)
-    text = result.text()
+    # What the card showed while it waited (decided, it keeps one line).
+    text = "".join(
+        m["content"]["data"].get("text/plain", "") for m in result.of_type("display_data")
+    )
     assert "Files changed since you trusted this folder" in text
     assert "changed .co/settings.json" in text
     assert "swapped" in text, "the card shows the new command line"
