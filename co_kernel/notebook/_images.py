@@ -108,13 +108,11 @@ def prepare_image(data: bytes, label: str) -> ModelImage | None:
     except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError):
         return None
     shrunk, kind, out = _shrink(first)
-    changes = [f"downscaled from {width}x{height} ({_kb(len(data))})"]
-    if frames > 1:
-        changes.insert(0, "first frame of an animation")
-    note = (
-        f"{', '.join(changes)} to {shrunk.width}x{shrunk.height} {kind} ({_kb(len(out))}) "
-        f"to fit the {_kb(MAX_BYTES)} image limit"
-    )
+    was = f"{width}x{height} {media_type.removeprefix('image/').upper()} ({_kb(len(data))})"
+    now = f"{shrunk.width}x{shrunk.height} {kind} ({_kb(len(out))})"
+    verb = "downscaled" if shrunk.size != (width, height) else "re-encoded"
+    first = "first frame of an animation, " if frames > 1 else ""
+    note = f"{first}{verb} from {was} to {now} to fit the {_kb(MAX_BYTES)} image limit"
     return ModelImage(out, _FORMATS[kind], shrunk.width, shrunk.height, label, note)
 
 
