@@ -60,6 +60,9 @@ class CoDeps:
     """Per-integration cached clients and credentials (never module globals)."""
     recorder: Recorder | None = None
     """The session's recording of its model exchanges (`%record`), and a replay's decisions."""
+    displays: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """What a tool call displayed (``run_python``'s figures and tables as MIME bundles), by
+    call id, until the turn draws it in the cell under the call's card."""
 
     @property
     def project(self) -> Path | None:

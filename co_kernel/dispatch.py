@@ -278,10 +278,15 @@ class CellDispatcher:
 
     async def _run_turn(self, prompt: str, request: CellRequest) -> Outcome:
         frontend = self.make_frontend(request)
-        expanded = expand_references(prompt, self.notebook.namespace)
+        # Only a prompt that may attach something asks whether the model reads images.
+        send_images = "@" in prompt and self.session.accepts_images()
+        expanded = expand_references(prompt, self.notebook.namespace, send_images=send_images)
         try:
             result = await self.session.run_prompt(
-                expanded.text, cell_id=request.cell_id, frontend=frontend
+                expanded.text,
+                cell_id=request.cell_id,
+                frontend=frontend,
+                attachments=[image.binary() for image in expanded.images],
             )
         finally:
             frontend.cleanup()

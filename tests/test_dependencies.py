@@ -32,3 +32,23 @@ def test_importing_jsonschema_builds_no_grammar() -> None:
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_pandas_and_matplotlib_are_an_extra_that_co_never_imports() -> None:
+    """`co-kernel[data]` brings them for the person's analysis; Co runs without them: no
+    module of Co imports either, at import time or when the Python tools load."""
+    config = tomllib.loads(PYPROJECT.read_text())
+    extra = " ".join(config["project"]["optional-dependencies"]["data"])
+    core = " ".join(config["project"]["dependencies"])
+    for name in ("pandas", "matplotlib"):
+        assert name in extra and name not in core
+    probe = (
+        "import sys, co_kernel.kernel, co_kernel.dispatch, co_kernel.tools.python, "
+        "co_kernel.tools.files, co_kernel.notebook; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pandas', 'matplotlib')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -218,6 +218,12 @@ class Settings(BaseSettings):
         0.5, gt=0, description="Seconds each request asking OLLAMA_HOST for a model may take"
     )
     request_timeout: float = Field(60.0, gt=0, description="Seconds to wait for a model response")
+    model_accepts_images: bool | Literal["auto"] = Field(
+        "auto",
+        description="Whether figures and images go to the model as images (else as a line "
+        'such as "PNG 640x480 figure"); auto = as pydantic-ai\'s profile of the model says '
+        "(set false for a text-only model behind `compat:` or `ollama:`)",
+    )
     replay_tokens_per_second: float | None = Field(
         None, description="Pace of a `replay:` script (None = as fast as possible)"
     )

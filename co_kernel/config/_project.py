@@ -158,7 +158,7 @@ TABLE: dict[str, ProjectRow] = {
     **_row("project", _HARMLESS, "web_fetch_max_bytes", "web_fetch_timeout"),
     **_row("project", _HARMLESS, "web_fetch_max_redirects", "web_fetch_page_chars"),
     **_row("project", _HARMLESS, "subagent_max_depth", "memory_prompt_count"),
-    **_row("project", _HARMLESS, "trace_batch_delay", "show_footer"),
+    **_row("project", _HARMLESS, "trace_batch_delay", "show_footer", "model_accepts_images"),
 }
 """Every setting -> its row (a test checks that every Settings field has one)."""
 

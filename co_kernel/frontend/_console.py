@@ -98,6 +98,9 @@ class ConsoleFrontend(BaseFrontend):
     def on_tool_result(self, result: ToolResultView) -> None:
         took = f" {result.duration:.2f}s" if result.duration is not None else ""
         self._line(f"  ⎿ {result.status}{took}")
+        for output in result.outputs:
+            # jupyter console prints a display's text (``<Figure size 640x480 ...>``).
+            self._pub.display(output["data"], output.get("metadata"))
 
     async def prompt_approval(self, request: ApprovalRequest) -> ApprovalDecision:
         self.on_text_commit()

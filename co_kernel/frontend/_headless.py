@@ -70,7 +70,13 @@ class HeadlessFrontend(BaseFrontend):
             result = self._results.pop(call_id, None)
             if result is None:
                 return
-            self._pub.display(tool_call_bundle(self._calls.pop(call_id), result))
+            self._show_result(self._calls.pop(call_id), result)
+
+    def _show_result(self, call: ToolCallView, result: ToolResultView) -> None:
+        """The card, then what the call displayed (a figure, a table) under it."""
+        self._pub.display(tool_call_bundle(call, result))
+        for output in result.outputs:
+            self._pub.display(output["data"], output.get("metadata"))
 
     async def prompt_approval(self, request: ApprovalRequest) -> ApprovalDecision:
         self.on_text_commit()
@@ -113,7 +119,7 @@ class HeadlessFrontend(BaseFrontend):
             for call_id, call in self._calls.items():
                 result = self._results.pop(call_id, None)
                 if result is not None:
-                    self._pub.display(tool_call_bundle(call, result))
+                    self._show_result(call, result)
                 else:
                     self._pub.display(tool_call_bundle(call, state="interrupted"))
             self._calls.clear()

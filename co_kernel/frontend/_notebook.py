@@ -156,6 +156,9 @@ class NotebookFrontend(BaseFrontend):
         if result.decision:
             card.call.decision = result.decision
         self._refresh(card)
+        for output in result.outputs:
+            # What the call displayed (a figure, a table), under its card, as IPython draws it.
+            self._pub.display(output["data"], output.get("metadata"), display_id=uuid.uuid4().hex)
 
     async def prompt_approval(self, request: ApprovalRequest) -> ApprovalDecision:
         call = request.call

@@ -80,6 +80,11 @@ def short_args(args: dict[str, Any] | str | None, limit: int = 60) -> str:
 def _result_text(content: Any) -> str:
     if content is None:
         return ""
+    if isinstance(content, list):
+        # A result with images beside it (run_python): the images are drawn in the cell
+        # and described in the result's text; the card shows the text.
+        data = [item for item in content if not hasattr(item, "media_type")]
+        content = data[0] if len(data) == 1 else data
     if isinstance(content, dict) and isinstance(content.get("display"), str):
         # Tools return {"display": ..., ...}: the display text is what a person reads.
         content = content["display"]

@@ -504,6 +504,7 @@ def build_local(
     name: str, settings: Settings, *, base_dir: Path, default: bool, log_dir: Path
 ) -> LocalBuild:
     """Resolve the model file and prepare (not start) its server."""
+    from pydantic_ai.profiles import ModelProfile
     from pydantic_ai.providers.openai import OpenAIProvider
 
     from ._coalesce import local_http_client
@@ -524,7 +525,12 @@ def build_local(
         base_url="http://127.0.0.1:9/v1", api_key="local", http_client=local_http_client()
     )
     runtime = LocalRuntime(spec, server, provider, default)
-    model: Model = LocalServerModel(LlamaCppChatModel(spec.label, provider=provider), runtime)
+    # llama.cpp serves images only with a vision projector (--mmproj), which Co does not start:
+    # figures go to a local model as a line of text ("PNG 640x480 figure").
+    chat = LlamaCppChatModel(
+        spec.label, provider=provider, profile=ModelProfile(supports_image_input=False)
+    )
+    model: Model = LocalServerModel(chat, runtime)
     if spec.supports_tools:
         model = TextToolCallModel(model)
     model_settings = {

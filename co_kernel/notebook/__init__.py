@@ -8,12 +8,28 @@ from __future__ import annotations
 
 from ._bridge import CellRecord, NotebookContext, PythonRun
 from ._describe import Expanded, describe_object, expand_references
+from ._images import (
+    IMAGE_TYPES,
+    MAX_BYTES,
+    ModelImage,
+    image_of_object,
+    images_of_outputs,
+    model_accepts_images,
+    prepare_image,
+)
 
 __all__ = [
+    "IMAGE_TYPES",
+    "MAX_BYTES",
     "CellRecord",
     "Expanded",
+    "ModelImage",
     "NotebookContext",
     "PythonRun",
     "describe_object",
     "expand_references",
+    "image_of_object",
+    "images_of_outputs",
+    "model_accepts_images",
+    "prepare_image",
 ]

@@ -1,4 +1,14 @@
-"""The notebook's Python side: `%%python` cells, the run_python tool, recent cells."""
+"""The notebook's Python side: `%%python` cells, the run_python tool, recent cells.
+
+What the agent's code displays (``display()``, a matplotlib figure left open, the rich
+representation of its last expression: a DataFrame's table, an image) is captured as the
+MIME bundles IPython would have sent, and drawn in the prompt's cell under the tool's card
+(``PythonRun.outputs``). They are drawn as IPython draws them, ``text/html`` included and
+not sanitised: the code ran in the person's kernel with their approval, as a `%%python`
+cell of theirs would, and code that runs on the host could publish any output itself.
+Only ``text/markdown`` is turned into sanitised HTML, as for every output of Co
+(``frontend._safe_html``), and every output passes the session's redactor.
+"""
 
 from __future__ import annotations
 
@@ -42,6 +52,9 @@ class PythonRun:
     """Exception class name."""
     evalue: str | None = None
     """Exception message."""
+    outputs: list[dict[str, Any]] = field(default_factory=list)
+    """What the agent's code displayed, in order: ``{"data": bundle, "metadata": ...,
+    "display_id": ...}``; the last expression's rich form first, marked ``"result": True``."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Anything else a caller wants to keep."""
 
@@ -77,20 +90,76 @@ def _format_error(exc: BaseException) -> str:
 
 
 async def _run(shell: Any, code: str, *, store_history: bool, silent: bool) -> Any:
-    """IPython's run_cell_async, with the transform step it wants done by the caller."""
+    """IPython's run_cell_async, with the steps it wants done by the caller: the transform
+    before, and the ``post_execute`` / ``post_run_cell`` events after (as ipykernel does).
+    matplotlib's inline backend draws the figures a cell left open on ``post_execute``."""
     exc_tuple = None
     try:
         transformed = shell.transform_cell(code)
     except Exception:
         transformed = code
         exc_tuple = sys.exc_info()
-    return await shell.run_cell_async(
-        code,
-        store_history=store_history,
-        silent=silent,
-        transformed_cell=transformed,
-        preprocessing_exc_tuple=exc_tuple,
-    )
+    result = None
+    try:
+        result = await shell.run_cell_async(
+            code,
+            store_history=store_history,
+            silent=silent,
+            transformed_cell=transformed,
+            preprocessing_exc_tuple=exc_tuple,
+        )
+    finally:
+        shell.events.trigger("post_execute")
+        if not silent:
+            shell.events.trigger("post_run_cell", result)
+    return result
+
+
+def _capturing_publisher() -> Any:
+    """An IPython display publisher that keeps what is displayed instead of sending it."""
+    from IPython.core.displaypub import DisplayPublisher
+
+    class Capture(DisplayPublisher):
+        def __init__(self) -> None:
+            super().__init__()
+            self.outputs: list[dict[str, Any]] = []
+
+        def publish(
+            self,
+            data: dict[str, Any],
+            metadata: dict[str, Any] | None = None,
+            source: Any = None,
+            *,
+            transient: dict[str, Any] | None = None,
+            update: bool = False,
+        ) -> None:
+            display_id = (transient or {}).get("display_id")
+            output = {"data": data, "metadata": metadata or {}, "display_id": display_id}
+            if update:
+                # A display update replaces what that display showed; nothing shown, nothing to do.
+                for i, shown in enumerate(self.outputs):
+                    if display_id and shown["display_id"] == display_id:
+                        self.outputs[i] = output
+                return
+            self.outputs.append(output)
+
+        def clear_output(self, wait: bool = False) -> None:
+            # No terminal escape codes into the captured stdout, as the base class would write.
+            self.outputs.clear()
+
+    return Capture()
+
+
+def _rich_bundle(shell: Any, value: Any) -> dict[str, Any] | None:
+    """The value's MIME bundle as IPython's displayhook would format it, when it has more
+    than text (a DataFrame's table, an image, a rich repr); None for plain values."""
+    try:
+        data, metadata = shell.display_formatter.format(value)
+    except Exception:
+        return None
+    if not isinstance(data, dict) or set(data) <= {"text/plain"}:
+        return None
+    return {"data": data, "metadata": metadata or {}, "display_id": None, "result": True}
 
 
 class NotebookContext:
@@ -148,13 +217,22 @@ class NotebookContext:
         tee_out, tee_err = _Tee(sys.stdout, echo=False), _Tee(sys.stderr, echo=False)
         saved = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = tee_out, tee_err
+        capture, saved_pub = _capturing_publisher(), self.shell.display_pub
+        self.shell.display_pub = capture
+        rich = None
         try:
             res = await self._execute(source, store_history=False, silent=True)
-        finally:
-            sys.stdout, sys.stderr = saved
             value = self.namespace.pop(_RESULT_NAME, None)
+            err = res.error_before_exec or res.error_in_exec
+            if err is None and has_value and value is not None:
+                rich = _rich_bundle(self.shell, value)
+        finally:
+            self.shell.display_pub = saved_pub
+            sys.stdout, sys.stderr = saved
+            self.namespace.pop(_RESULT_NAME, None)
         run = PythonRun(stdout=tee_out.buffer_text.getvalue() + tee_err.buffer_text.getvalue())
-        err = res.error_before_exec or res.error_in_exec
+        # The value's rich form first, as IPython's Out comes before what post_execute draws.
+        run.outputs = [rich, *capture.outputs] if rich else list(capture.outputs)
         if err is not None:
             run.ename, run.evalue, run.error = type(err).__name__, str(err), _format_error(err)
         elif has_value and value is not None:

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._images import ModelImage, image_of_object
+
 __all__ = ["Expanded", "describe_object", "expand_references"]
 
 _INTERPOLATE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -25,6 +27,8 @@ class Expanded:
     """Names whose description was attached."""
     interpolated: list[str] = field(default_factory=list)
     """Names replaced by their value."""
+    images: list[ModelImage] = field(default_factory=list)
+    """The images of attached figures and image objects, to send with the prompt."""
 
 
 def _truncate(text: str, cap: int) -> str:
@@ -58,12 +62,15 @@ def describe_object(value: Any, *, cap: int = 4000) -> str:
     return _truncate("\n".join(lines), cap)
 
 
-def expand_references(prompt: str, namespace: Mapping[str, Any], *, cap: int = 4000) -> Expanded:
+def expand_references(
+    prompt: str, namespace: Mapping[str, Any], *, cap: int = 4000, send_images: bool = False
+) -> Expanded:
     """Interpolate `{name}` and attach `@name` for names that exist in the namespace.
 
     Unknown names are left as written, so a literal `{` needs no escaping. Only what the
     person typed is expanded: a value brought in by `{name}` (a papermill parameter) is
-    text, and an `@other` inside it attaches nothing.
+    text, and an `@other` inside it attaches nothing. A figure or an image attached goes
+    into ``images`` when ``send_images`` (the model reads images), else it is one line.
     """
     out = Expanded(prompt)
 
@@ -82,7 +89,14 @@ def expand_references(prompt: str, namespace: Mapping[str, Any], *, cap: int = 4
     for name in dict.fromkeys(_ATTACH.findall(prompt)):
         if name in namespace:
             out.attached.append(name)
-            sections.append(f"### @{name}\n{describe_object(namespace[name], cap=cap)}")
+            section = f"### @{name}\n{describe_object(namespace[name], cap=cap)}"
+            image = image_of_object(namespace[name], f"image of @{name}")
+            if image is not None:
+                how = "attached below" if send_images else "not sent: this model reads no images"
+                section += f"\nimage: {image.describe()} ({how})"
+                if send_images:
+                    out.images.append(image)
+            sections.append(section)
     if sections:
         text += "\n\n---\nObjects attached from the notebook's Python namespace:\n\n" + "\n\n".join(
             sections

@@ -11,10 +11,11 @@ from __future__ import annotations
 import difflib
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic_ai import ApprovalRequired, ModelRetry, RunContext, Tool, ToolFailed
 from pydantic_ai.toolsets import FunctionToolset
@@ -24,7 +25,7 @@ from ..exceptions import TextFileError
 from . import ToolsetBuild
 from ._audit import record_access
 from ._paging import paginate, result
-from ._scope import Protection, Resolved, Root, Scope, guarded, read_text, walk
+from ._scope import Protection, Resolved, Root, Scope, guarded, read_bytes, read_text, walk
 from ._textfile import replace_below
 
 if TYPE_CHECKING:
@@ -33,6 +34,11 @@ if TYPE_CHECKING:
 __all__ = ["build", "edit_file", "files_scope", "grep", "list_files", "read_file", "write_file"]
 
 READ_PAGE_LINES = 500
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
+"""Files read_file reads as images."""
+IMAGE_FILE_MAX_BYTES = 50_000_000
+"""The largest image file read (then downscaled): a photo's size, well past `file_max_bytes`."""
+_T = TypeVar("_T")
 LIST_PAGE = 100
 GREP_PAGE = 50
 _DIFF_CHARS = 20_000
@@ -64,10 +70,17 @@ def _shown(found: Resolved) -> str:
 
 def _current(deps: CoDeps, scope: Scope, found: Resolved) -> str | None:
     """The file's text, None when there is no such file."""
+    max_bytes = deps.settings.file_max_bytes
+    return _opened(
+        found, lambda: read_text(scope, found.root, found.rel, max_bytes, shown=_shown(found))
+    )
+
+
+def _opened(found: Resolved, read: Callable[[], _T]) -> _T | None:
+    """What ``read`` read; None when there is no such file, a retry for a folder, a
+    refusal the model reads for a file the guard will not open."""
     try:
-        return read_text(
-            scope, found.root, found.rel, deps.settings.file_max_bytes, shown=_shown(found)
-        )
+        return read()
     except FileNotFoundError:
         return None
     except IsADirectoryError:
@@ -83,8 +96,9 @@ def _read(deps: CoDeps, scope: Scope, found: Resolved) -> str:
     return text
 
 
-def read_file(ctx: RunContext[CoDeps], path: str, page: int = 1) -> dict[str, Any]:
-    """Read a text file in the workspace (or a read root), with line numbers.
+def read_file(ctx: RunContext[CoDeps], path: str, page: int = 1) -> Any:
+    """Read a text file in the workspace (or a read root), with line numbers; a PNG, JPEG,
+    GIF or WebP image comes back as an image.
 
     Args:
         path: Path relative to the notebook's folder, or absolute inside a read root.
@@ -92,6 +106,8 @@ def read_file(ctx: RunContext[CoDeps], path: str, page: int = 1) -> dict[str, An
     """
     scope = files_scope(ctx.deps)
     found = guarded(ctx.deps, "read_file", path, scope, "read")
+    if found.path.suffix.lower() in IMAGE_SUFFIXES:
+        return _read_image(ctx, scope, found)
     lines = _read(ctx.deps, scope, found).split("\n")
     part = paginate(lines, page, READ_PAGE_LINES)
     if (end := part.past_end()) is not None:
@@ -107,6 +123,32 @@ def read_file(ctx: RunContext[CoDeps], path: str, page: int = 1) -> dict[str, An
         has_more=part.has_more,
         path=_shown(found),
     )
+
+
+def _read_image(ctx: RunContext[CoDeps], scope: Scope, found: Resolved) -> Any:
+    """An image file as the model can take it: downscaled to the image limit, sent as an
+    image, or as one line ("PNG 640x480 image file plot.png") to a model that reads none."""
+    from ..notebook import model_accepts_images, prepare_image
+
+    shown = _shown(found)
+    limit = f"images over {IMAGE_FILE_MAX_BYTES:,} bytes are not read"
+    data = _opened(
+        found,
+        lambda: read_bytes(
+            scope, found.root, found.rel, IMAGE_FILE_MAX_BYTES, shown=shown, limit=limit
+        ),
+    )
+    if data is None:
+        raise ModelRetry(f"No file '{shown}'. Use list_files to see what exists.")
+    image = prepare_image(data, f"image file {shown}")
+    if image is None:
+        raise ToolFailed(f"'{shown}' is not a PNG, JPEG, GIF or WebP image that can be read.")
+    if not model_accepts_images(ctx.model, ctx.deps.settings.model_accepts_images):
+        return {
+            "display": f"{image.describe()} (not sent: this model reads no images)",
+            "path": shown,
+        }
+    return [f"{image.describe()} (attached as an image)", image.binary()]
 
 
 def _glob_matches(pattern: str, rel: str) -> bool:

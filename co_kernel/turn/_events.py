@@ -174,6 +174,7 @@ class TurnEvents:
             # A refused call never ran: it has no duration to show.
             duration=(time.monotonic() - started) if started and status != "denied" else None,
             decision=decision,
+            outputs=self.deps.displays.pop(part.tool_call_id, []),
         )
         self.frontend.on_tool_result(view)
         self._audit(view, self.call_args.pop(part.tool_call_id, None))
@@ -198,7 +199,12 @@ class TurnEvents:
                 continue
             self.tool_started.pop(call_id, None)
             view = ToolResultView(
-                call_id, name, content, status=status, decision=self.decisions.get(call_id)
+                call_id,
+                name,
+                content,
+                status=status,
+                decision=self.decisions.get(call_id),
+                outputs=self.deps.displays.pop(call_id, []),
             )
             if call_id in self.shown_calls:
                 self.frontend.on_tool_result(view)

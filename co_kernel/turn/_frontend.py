@@ -64,6 +64,8 @@ class ToolResultView:
     """Seconds the tool ran, when known."""
     decision: str | None = None
     """How the call was allowed: auto, approved, denied, yolo, safe-prefix, ..."""
+    outputs: list[dict[str, Any]] = field(default_factory=list[dict[str, Any]])
+    """What the call displayed, drawn under its card: ``{"data": bundle, "metadata": ...}``."""
 
 
 @dataclass

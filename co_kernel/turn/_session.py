@@ -23,7 +23,7 @@ from ._session_rules import SessionRules
 from ._tokens import TokenCount, prompt_tokens
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
     from pydantic_ai import Agent
     from pydantic_ai.messages import ModelMessage
@@ -177,6 +177,17 @@ class ChatSession:
         """Build the model and agent on first use; raises ConfigError with the fix."""
         return self.model.ensure_agent()
 
+    def accepts_images(self) -> bool:
+        """Whether the session's model is sent images (setting `model_accepts_images`);
+        False while no model can be built (the turn then says why)."""
+        from ..notebook import model_accepts_images
+
+        try:
+            _agent, handle = self.ensure_agent()
+        except ConfigError:
+            return False
+        return model_accepts_images(handle.model, self.settings.model_accepts_images)
+
     # -- conversation state ------------------------------------------------
 
     def clear(self) -> str:
@@ -269,9 +280,17 @@ class ChatSession:
         await self.mcp.before_turn(lambda text: frontend.on_notice(text, "warning"))
 
     async def run_prompt(
-        self, prompt: str, *, cell_id: str | None, frontend: FrontendProtocol
+        self,
+        prompt: str,
+        *,
+        cell_id: str | None,
+        frontend: FrontendProtocol,
+        attachments: Sequence[Any] = (),
     ) -> TurnResult | None:
-        """Run one turn; re-running the last turn's cell replaces that turn."""
+        """Run one turn; re-running the last turn's cell replaces that turn.
+
+        ``attachments``: what goes with the prompt's text, such as the images of `@name`
+        figures (pydantic-ai ``BinaryContent``)."""
         refusal = _refusal(prompt, self.settings.max_prompt_chars)
         if refusal:
             frontend.on_notice(refusal, "error")
@@ -301,7 +320,7 @@ class ChatSession:
         ) as span:
             result = await run_turn(
                 agent,
-                prompt,
+                [prompt, *attachments] if attachments else prompt,
                 deps=self.deps,
                 history=self.history,
                 frontend=frontend,

@@ -28,6 +28,17 @@ def test_python_cells_share_a_namespace_with_rich_outputs(kernel):
     )
 
 
+def test_a_figure_left_open_in_a_python_cell_is_drawn(kernel):
+    """As in any IPython kernel: the inline backend draws it when the cell ends, once."""
+    drawn = kernel.execute(
+        "%%python\nimport matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nprint('plotted')"
+    )
+    assert drawn.status == "ok" and drawn.stdout == "plotted\n"
+    [figure] = drawn.of_type("display_data")
+    assert "image/png" in figure["content"]["data"]
+    assert not kernel.execute("%%python\nx = 1").of_type("display_data"), "drawn once"
+
+
 def test_python_errors_show_a_traceback_and_fail_the_cell(kernel):
     failed = kernel.execute("%%python\ndef f():\n    return 1 / 0\nf()")
     assert failed.status == "error"

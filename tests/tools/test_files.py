@@ -31,11 +31,15 @@ def test_read_file_numbers_lines_and_pages_long_files(deps, workspace):
 
 
 def test_binary_oversized_and_non_utf8_files_are_refused_clearly(make_deps, workspace):
+    (workspace / "data.bin").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(100))
+    # A PNG is read as an image (tests/tools/test_rich_outputs.py); a broken one says so.
     (workspace / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(100))
     (workspace / "big.txt").write_text("x" * 5000)
     (workspace / "latin1.txt").write_bytes("café".encode("latin-1"))
     deps = make_deps(file_max_bytes=4096)
     with pytest.raises(ToolFailed, match="binary file"):
+        files.read_file(ctx(deps), "data.bin")
+    with pytest.raises(ToolFailed, match="not a PNG, JPEG, GIF or WebP image that can be read"):
         files.read_file(ctx(deps), "image.png")
     with pytest.raises(ToolFailed, match=r"5,000 bytes.*file_max_bytes"):
         files.read_file(ctx(deps), "big.txt")
