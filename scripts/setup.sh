@@ -25,8 +25,9 @@ want="$( (cat pyproject.toml; cat co_kernel/labextension/sources.sha256 2>/dev/n
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ] || ! "$VENV/bin/python" -c 'import co_kernel' 2>/dev/null; then
     say "installing Co and its dependencies into $VENV (a minute or two the first time)"
     "$VENV/bin/python" -m pip install -q --upgrade pip
-    # The JupyterLab extension is prebuilt and committed: no Node.js build here.
-    SKIP_JUPYTER_BUILDER=1 "$VENV/bin/python" -m pip install -q -e ".[lab]"
+    # The JupyterLab extension is prebuilt and committed: no Node.js build here. The tour
+    # (notebooks/08-data-analysis.ipynb) plots with the data extra (pandas, matplotlib).
+    SKIP_JUPYTER_BUILDER=1 "$VENV/bin/python" -m pip install -q -e ".[lab,data]"
     # The tests' tools are a dependency group (PEP 735, pip 25.1 or newer), not an extra.
     "$VENV/bin/python" -m pip install -q --group test
     echo "$want" > "$stamp"
