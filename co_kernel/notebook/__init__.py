@@ -8,12 +8,22 @@ from __future__ import annotations
 
 from ._bridge import CellRecord, NotebookContext, PythonRun
 from ._describe import Expanded, describe_object, expand_references
+from ._document import NotebookCell, NotebookDocument, cell_kind, read_document, source_hash
+from ._page import NOTEBOOK_TARGET, NotebookPage, PageError
 
 __all__ = [
+    "NOTEBOOK_TARGET",
     "CellRecord",
     "Expanded",
+    "NotebookCell",
     "NotebookContext",
+    "NotebookDocument",
+    "NotebookPage",
+    "PageError",
     "PythonRun",
+    "cell_kind",
     "describe_object",
     "expand_references",
+    "read_document",
+    "source_hash",
 ]

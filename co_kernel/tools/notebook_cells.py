@@ -1,0 +1,391 @@
+"""The notebook Co lives in: read every cell, propose cell edits as reviewed diffs, run cells.
+
+`read_notebook` reads the document as the person sees it now, through the page that shows
+it (Co's JupyterLab extension, ``co_kernel.notebook.NotebookPage``), unsaved edits
+included; with no page, the saved file, labelled so. Reading runs without asking.
+
+`insert_cells`, `edit_cell`, `delete_cells`, `move_cell` and `run_cell` ask first: the
+card shows a per-cell diff, and once approved the page applies the change to the live
+document as one undoable step (Ctrl+Z in the notebook restores it). A cell the agent
+changes is named by its id and the hash of the source it read (`read_notebook` shows
+both): if the cell changed since, the call is refused and the model reads again. These
+tools are offered only while a page is connected; a headless client (nbclient,
+papermill, `jupyter console`) has no live document to edit.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, Field
+
+# Tool signatures are read at run time by pydantic-ai, so these imports are real ones.
+from pydantic_ai import ApprovalRequired, ModelRetry, RunContext, ToolFailed
+
+from ..deps import CoDeps
+from ..notebook import NotebookCell, NotebookDocument, PageError, read_document
+from . import ToolsetBuild
+from ._errors import session_redactor
+
+if TYPE_CHECKING:
+    from pydantic_ai.tools import ToolDefinition
+
+    from ..config import Settings
+    from ..notebook import NotebookPage
+
+__all__ = ["CellRef", "NewCell", "build"]
+
+_READ_CHARS = 40_000
+"""What one read returns at most; the rest is named with the range that reads it."""
+
+_DIFF_CHARS = 20_000
+
+NO_PAGE = (
+    "Editing or running cells needs the notebook open in JupyterLab or Notebook 7 with Co's "
+    "extension; this kernel is driven without one (nbclient, papermill, jupyter console), "
+    "so its cells cannot be inserted, edited, deleted, moved or run. Show the person the "
+    "code or text to add instead."
+)
+
+CellKind = Literal["markdown", "python", "prompt"]
+
+
+class NewCell(BaseModel):
+    """A cell to insert."""
+
+    kind: CellKind = Field(
+        description="markdown; python (a `%%python` cell, run in the kernel's Python); "
+        "prompt (a question to Co)"
+    )
+    source: str = Field(description="The cell's text (without `%%python` for python cells)")
+
+
+class CellRef(BaseModel):
+    """A cell as `read_notebook` showed it."""
+
+    cell_id: str = Field(description="The cell's id from read_notebook")
+    read_hash: str = Field(description="The hash read_notebook showed for the cell")
+
+
+# -- reading ------------------------------------------------------------------------
+
+
+async def read_notebook(
+    ctx: RunContext[CoDeps], start: int = 0, end: int | None = None, search: str | None = None
+) -> dict[str, Any]:
+    """Read the notebook's cells as the person sees them now (unsaved edits included):
+    index, id, kind, source, execution count, outputs summarised, tags, and the hash an
+    edit must name. `start`/`end` pick a range of indexes (end excluded); `search` keeps
+    the cells whose source or outputs contain it (case-insensitive)."""
+    doc = await _document(ctx)
+    cells = doc.cells[start:end]
+    if search:
+        needle = search.lower()
+        cells = [c for c in cells if needle in (c.source + "\n".join(c.outputs)).lower()]
+    parts = [_heading(doc, ctx)]
+    used = 0
+    shown = 0
+    for cell in cells:
+        text = _format_cell(cell)
+        if used + len(text) > _READ_CHARS and shown:
+            parts.append(
+                f"… {len(cells) - shown} more cells (from index {cell.index}): read again "
+                f"with start={cell.index}."
+            )
+            break
+        parts.append(text)
+        used += len(text)
+        shown += 1
+    if not cells:
+        parts.append("No cell matches." if search else "No cells in this range.")
+    display = session_redactor(ctx.deps).redact("\n\n".join(parts))
+    return {"display": display, "cells": len(doc.cells), "shown": shown, "live": doc.live}
+
+
+def _heading(doc: NotebookDocument, ctx: RunContext[CoDeps]) -> str:
+    name = doc.path or "this notebook"
+    if doc.live:
+        state = "the page's document now" + (", with unsaved edits" if doc.dirty else "")
+        return f"Notebook {name}: {len(doc.cells)} cells ({state})."
+    return (
+        f"Notebook {name}: {len(doc.cells)} cells (the SAVED version on disk: no page with "
+        f"Co's extension is connected, so unsaved edits are not seen). {NO_PAGE}"
+    )
+
+
+def _format_cell(cell: NotebookCell) -> str:
+    head = f"--- cell {cell.index} · {cell.kind} · id {cell.id} · hash {cell.hash}"
+    if cell.execution_count is not None:
+        head += f" · [{cell.execution_count}]"
+    if cell.tags:
+        head += f" · tags: {', '.join(cell.tags)}"
+    lines = [head, cell.source or "(empty)"]
+    lines += ["  => " + "\n     ".join(o.splitlines() or [""]) for o in cell.outputs]
+    return "\n".join(lines)
+
+
+async def _document(ctx: RunContext[CoDeps]) -> NotebookDocument:
+    notebook = ctx.deps.notebook
+    page = notebook.page if notebook is not None else None
+    try:
+        return await read_document(page, ctx.deps.notebook_path, ctx.deps.workspace)
+    except PageError as exc:
+        raise ToolFailed(str(exc)) from None
+
+
+# -- editing ------------------------------------------------------------------------
+
+
+def _page(ctx: RunContext[CoDeps]) -> NotebookPage:
+    notebook = ctx.deps.notebook
+    if notebook is None or not notebook.page.connected():
+        raise ToolFailed(NO_PAGE)
+    return notebook.page
+
+
+async def _live(ctx: RunContext[CoDeps]) -> NotebookDocument:
+    _page(ctx)
+    doc = await _document(ctx)
+    if not doc.live:  # the page went away between the check and the read
+        raise ToolFailed(NO_PAGE)
+    return doc
+
+
+def _target(doc: NotebookDocument, ref: CellRef) -> NotebookCell:
+    """The cell ``ref`` names, refused when it changed since the model read it."""
+    cell = doc.find(ref.cell_id)
+    if cell is None:
+        raise ModelRetry(
+            f"No cell with id {ref.cell_id!r} in the notebook now (it has {len(doc.cells)} "
+            "cells); call read_notebook to see them."
+        )
+    if cell.hash != ref.read_hash:
+        raise ModelRetry(
+            f"Refused: cell {ref.cell_id} (index {cell.index}) changed since you read it "
+            f"(you read hash {ref.read_hash}, it is {cell.hash} now). Call read_notebook "
+            "and propose the change against what it holds now."
+        )
+    return cell
+
+
+def _full_source(cell: NewCell) -> str:
+    if cell.kind == "python" and not cell.source.lstrip().startswith(("%%python", "%python")):
+        return f"%%python\n{cell.source}"
+    return cell.source
+
+
+def _cell_type(kind: CellKind) -> str:
+    return "markdown" if kind == "markdown" else "code"
+
+
+def _diff(before: str | None, after: str | None, before_name: str, after_name: str) -> str:
+    lines = difflib.unified_diff(
+        (before or "").splitlines(),
+        (after or "").splitlines(),
+        fromfile="/dev/null" if before is None else before_name,
+        tofile="/dev/null" if after is None else after_name,
+        lineterm="",
+    )
+    return "".join(f"{line}\n" for line in lines)
+
+
+def _label(cell: NotebookCell) -> str:
+    return f"cell {cell.index} ({cell.kind}, id {cell.id})"
+
+
+def _clip_diff(text: str) -> str:
+    if len(text) > _DIFF_CHARS:
+        return text[:_DIFF_CHARS] + f"\n… ({len(text) - _DIFF_CHARS:,} more characters of diff)"
+    return text
+
+
+async def _apply(ctx: RunContext[CoDeps], changes: list[dict[str, Any]]) -> dict[str, Any]:
+    """Send approved changes to the page; its answer, or a failure the model can read."""
+    try:
+        return await _page(ctx).request("edit", changes=changes)
+    except PageError as exc:
+        raise ToolFailed(f"The notebook was not changed: {exc}.") from None
+
+
+async def insert_cells(ctx: RunContext[CoDeps], index: int, cells: list[NewCell]) -> dict[str, Any]:
+    """Insert new cells before position `index` (the number of cells appends them).
+    Needs the person's approval; they see the new cells as a diff."""
+    doc = await _live(ctx)
+    if not cells:
+        raise ModelRetry("Give at least one cell to insert.")
+    if not 0 <= index <= len(doc.cells):
+        raise ModelRetry(f"index must be between 0 and {len(doc.cells)} (the number of cells).")
+    sources = [_full_source(c) for c in cells]
+    if not ctx.tool_call_approved:
+        detail = "".join(
+            _diff(None, s, "", f"new cell {index + i} ({c.kind})")
+            for i, (c, s) in enumerate(zip(cells, sources, strict=True))
+        )
+        raise ApprovalRequired(metadata={"detail": _clip_diff(detail)})
+    new = [
+        {"cell_type": _cell_type(c.kind), "source": s} for c, s in zip(cells, sources, strict=True)
+    ]
+    reply = await _apply(ctx, [{"op": "insert", "index": index, "cells": new}])
+    ids = [str(i) for i in reply.get("ids", [])] if isinstance(reply.get("ids"), list) else []
+    return {
+        "display": f"Inserted {len(new)} cell(s) at index {index}"
+        + (f" (ids {', '.join(ids)})" if ids else "")
+        + ". Ctrl+Z in the notebook undoes it.",
+        "ids": ids,
+    }
+
+
+async def edit_cell(
+    ctx: RunContext[CoDeps],
+    cell_id: str,
+    read_hash: str,
+    source: str,
+    kind: CellKind | None = None,
+) -> dict[str, Any]:
+    """Replace the source of one cell (and its kind, if given) with `source`. Name the cell
+    by the id and hash read_notebook showed. Needs the person's approval (they see a diff)."""
+    doc = await _live(ctx)
+    cell = _target(doc, CellRef(cell_id=cell_id, read_hash=read_hash))
+    new_kind: CellKind = kind or (cell.kind if cell.kind in ("markdown", "python") else "prompt")  # pyright: ignore[reportAssignmentType]
+    after = _full_source(NewCell(kind=new_kind, source=source)) if kind else source
+    if after == cell.source and (kind is None or _cell_type(kind) == cell.cell_type):
+        raise ModelRetry(f"Cell {cell.id} already holds exactly that text: nothing to change.")
+    if not ctx.tool_call_approved:
+        label = _label(cell)
+        detail = _diff(cell.source, after, label, label if not kind else f"{label} as {kind}")
+        raise ApprovalRequired(metadata={"detail": _clip_diff(detail)})
+    change: dict[str, Any] = {"op": "set", "id": cell.id, "expect": cell.source, "source": after}
+    if kind:
+        change["cell_type"] = _cell_type(kind)
+    await _apply(ctx, [change])
+    return {
+        "display": f"Edited cell {cell.index} (id {cell.id}). Ctrl+Z in the notebook undoes it."
+    }
+
+
+async def delete_cells(ctx: RunContext[CoDeps], cells: list[CellRef]) -> dict[str, Any]:
+    """Delete cells, each named by the id and hash read_notebook showed. Needs the
+    person's approval (they see what is removed)."""
+    doc = await _live(ctx)
+    if not cells:
+        raise ModelRetry("Name at least one cell to delete.")
+    targets = [_target(doc, ref) for ref in cells]
+    if not ctx.tool_call_approved:
+        detail = "".join(_diff(c.source, None, _label(c), "") for c in targets)
+        raise ApprovalRequired(metadata={"detail": _clip_diff(detail)})
+    await _apply(ctx, [{"op": "delete", "id": c.id, "expect": c.source} for c in targets])
+    shown = ", ".join(str(c.index) for c in targets)
+    return {"display": f"Deleted cell(s) {shown}. Ctrl+Z in the notebook undoes it."}
+
+
+async def move_cell(
+    ctx: RunContext[CoDeps], cell_id: str, read_hash: str, to_index: int
+) -> dict[str, Any]:
+    """Move one cell (named by the id and hash read_notebook showed) to position
+    `to_index`. Needs the person's approval."""
+    doc = await _live(ctx)
+    cell = _target(doc, CellRef(cell_id=cell_id, read_hash=read_hash))
+    if not 0 <= to_index < len(doc.cells):
+        raise ModelRetry(f"to_index must be between 0 and {len(doc.cells) - 1}.")
+    if not ctx.tool_call_approved:
+        first = cell.source.splitlines()[0] if cell.source else "(empty)"
+        detail = f"Move {_label(cell)} to index {to_index}.\n\n{first}"
+        raise ApprovalRequired(metadata={"detail": detail})
+    await _apply(ctx, [{"op": "move", "id": cell.id, "expect": cell.source, "to": to_index}])
+    return {"display": f"Moved cell {cell.id} from index {cell.index} to {to_index}."}
+
+
+async def run_cell(ctx: RunContext[CoDeps], cell_id: str, read_hash: str) -> dict[str, Any]:
+    """Run one `%%python` cell (named by the id and hash read_notebook showed) in the
+    kernel's namespace; its outputs appear in that cell and come back here. Needs the
+    person's approval, as run_python does."""
+    doc = await _live(ctx)
+    cell = _target(doc, CellRef(cell_id=cell_id, read_hash=read_hash))
+    if cell.kind != "python":
+        raise ModelRetry(
+            f"Cell {cell.id} is a {cell.kind} cell; only `%%python` cells can be run this way."
+        )
+    code = cell.source.lstrip().split("\n", 1)[1] if "\n" in cell.source.lstrip() else ""
+    if not ctx.tool_call_approved:
+        detail = (
+            f"Runs {_label(cell)} on the host, in this kernel's Python namespace "
+            f"(not in the sandbox).\n\n{cell.source}"
+        )
+        raise ApprovalRequired(metadata={"detail": detail})
+    notebook = ctx.deps.notebook
+    assert notebook is not None  # _live checked the page
+    run = await notebook.run_tool_code(code)
+    outputs: list[dict[str, Any]] = []
+    if run.stdout:
+        outputs.append({"output_type": "stream", "name": "stdout", "text": run.stdout})
+    if run.result is not None:
+        outputs.append(
+            {"output_type": "execute_result", "data": {"text/plain": run.result},
+             "metadata": {}, "execution_count": None}
+        )  # fmt: skip
+    if run.error:
+        outputs.append(
+            {"output_type": "error", "ename": run.ename or "Error", "evalue": run.evalue or "",
+             "traceback": run.error.splitlines()}
+        )  # fmt: skip
+    redact = session_redactor(ctx.deps).redact
+    shown = [_redacted(o, redact) for o in outputs]
+    shown_in_cell = True
+    try:
+        await _page(ctx).request(
+            "edit", changes=[{"op": "outputs", "id": cell.id, "outputs": shown}]
+        )
+    except (PageError, ToolFailed):
+        shown_in_cell = False
+    parts = [f"stdout:\n{run.stdout}"] if run.stdout else []
+    if run.result is not None:
+        parts.append(f"result: {run.result}")
+    if run.error:
+        parts.append(f"error:\n{run.error}")
+    note = "" if shown_in_cell else "\n(The page did not take the outputs into the cell.)"
+    return {
+        "display": ("\n".join(parts) or "(no output)") + note,
+        "stdout": run.stdout,
+        "result": run.result,
+        "error": run.error,
+    }
+
+
+def _redacted(output: dict[str, Any], redact: Any) -> dict[str, Any]:
+    """An output with its texts passed through the redactor, for the page."""
+    out: dict[str, Any] = {}
+    for key, value in output.items():
+        if isinstance(value, str):
+            out[key] = redact(value)
+        elif isinstance(value, list):
+            out[key] = [redact(v) if isinstance(v, str) else v for v in value]  # pyright: ignore[reportUnknownVariableType]
+        elif isinstance(value, dict):
+            out[key] = _redacted(value, redact)  # pyright: ignore[reportUnknownArgumentType]
+        else:
+            out[key] = value
+    return out
+
+
+async def _only_with_page(
+    ctx: RunContext[CoDeps], tool_def: ToolDefinition
+) -> ToolDefinition | None:
+    """Offer the editing tools only while a page shows the live notebook."""
+    notebook = ctx.deps.notebook
+    return tool_def if notebook is not None and notebook.page.connected() else None
+
+
+def build(settings: Settings) -> ToolsetBuild:
+    """The notebook toolset: reading runs without asking, editing and running ask."""
+    from pydantic_ai import FunctionToolset, Tool
+
+    editing: list[Tool[CoDeps]] = [
+        Tool(insert_cells, prepare=_only_with_page),
+        Tool(edit_cell, prepare=_only_with_page),
+        Tool(delete_cells, prepare=_only_with_page),
+        Tool(move_cell, prepare=_only_with_page),
+        Tool(run_cell, prepare=_only_with_page),
+    ]
+    toolset: FunctionToolset[CoDeps] = FunctionToolset([read_notebook, *editing])
+    approval = {"read_notebook": False} | {tool.name: True for tool in editing}
+    return ToolsetBuild("notebook", toolset, approval=approval)
