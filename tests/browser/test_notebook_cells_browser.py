@@ -1,0 +1,108 @@
+"""The agent reads and edits its notebook in JupyterLab (issue 37): real server, Chromium.
+
+The scripted model reads the notebook (it sees a cell the person typed and never saved),
+proposes an insert (the card shows the diff; Approve inserts exactly that; Z in command
+mode, JupyterLab's undo of cell actions, removes it again), proposes another that is
+denied (the document stays as it was), and proposes an edit of a cell it read in an older
+version (refused, nothing changes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .jupyterlab import co_lab, open_notebook, run_cell
+
+pytestmark = pytest.mark.browser
+
+CELLS = ".jp-Notebook .jp-Cell"
+
+
+def sources(page: Any) -> list[str]:
+    return page.evaluate(
+        "() => window.jupyterapp.shell.currentWidget.content.model.sharedModel.cells"
+        ".map(c => c.getSource())"
+    )
+
+
+def prompt_cell(page: Any, text: str) -> Any:
+    """The cell whose input is ``text`` (its outputs may quote other cells)."""
+    return page.locator(CELLS).filter(has=page.locator(".jp-InputArea", has_text=text))
+
+
+def wait_until(check: Any, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+
+
+def call(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"tool_calls": [{"name": name, "arguments": arguments}]}
+
+
+def test_read_insert_undo_deny_and_stale_in_jupyterlab(tmp_path: Path) -> None:
+    new_cell = [{"kind": "markdown", "source": "## Revenue by month"}]
+    stale = hashlib.sha256(b"an older text").hexdigest()[:8]
+    script = [
+        call("read_notebook"),
+        {"expect": {"tool_result_contains": "typed, never saved"}, "text": "I read it."},
+        call("insert_cells", index=1, cells=new_cell),
+        {"expect": {"tool_result_contains": "Inserted 1 cell(s) at index 1"}, "text": "Added."},
+        call("insert_cells", index=0, cells=new_cell),
+        {"expect": {"tool_result_contains": "denied"}, "text": "Left as it was."},
+        call("edit_cell", cell_id="cell-1", read_hash=stale, source="replaced"),
+        {"expect": {"tool_result_contains": "changed since you read it"}, "text": "Stale."},
+    ]
+    prompts = ["Read my notebook", "draft", "Add a heading", "Add another", "Fix cell 1"]
+    with co_lab(tmp_path, prompts, script) as co:
+        page = co.page
+        open_notebook(page, co.url)
+        # The person types into cell 1 and does not save.
+        page.locator(CELLS).nth(1).locator(".cm-content").click()
+        page.keyboard.press("End")
+        page.keyboard.type(" typed, never saved")
+        first = run_cell(page, 0)
+        first.get_by_text("I read it.").wait_for(timeout=60_000)
+        assert "typed, never saved" not in co.notebook.read_text()
+
+        # An insert: the card shows the diff; Approve inserts exactly that cell.
+        run_cell(page, 2)
+        third = prompt_cell(page, "Add a heading")
+        approve = third.get_by_role("button", name="Approve", exact=True)
+        approve.wait_for(timeout=60_000)
+        shown = third.inner_text()
+        assert "+++ new cell 1 (markdown)" in shown and "+## Revenue by month" in shown
+        before = sources(page)
+        approve.click()
+        third.get_by_text("Added.").wait_for(timeout=30_000)
+        after = sources(page)
+        assert after == [*before[:1], "## Revenue by month", *before[1:]]
+
+        # One undo step removes it (command mode, JupyterLab's undo of cell actions).
+        page.keyboard.press("Escape")
+        page.locator(CELLS).nth(0).locator(".jp-InputPrompt").click()
+        page.keyboard.press("z")
+        wait_until(lambda: sources(page) == before)
+
+        # Denied: the document stays as it was.
+        run_cell(page, 3)
+        fourth = prompt_cell(page, "Add another")
+        deny = fourth.get_by_role("button", name="Deny", exact=True)
+        deny.wait_for(timeout=60_000)
+        deny.click()
+        fourth.get_by_text("Left as it was.").wait_for(timeout=30_000)
+        assert sources(page) == before
+
+        # A proposal against an older version of the cell is refused: no card, no change.
+        run_cell(page, 4)
+        fifth = prompt_cell(page, "Fix cell 1")
+        fifth.get_by_text("Stale.").wait_for(timeout=60_000)
+        assert fifth.get_by_role("button", name="Approve", exact=True).count() == 0
+        # (Shift+Enter on the last cell added an empty one below it, as it always does.)
+        assert sources(page) == [*before, ""]
