@@ -1,4 +1,5 @@
-"""The agent reads and edits its notebook in JupyterLab (issue 37): real server, Chromium.
+"""The agent reads and edits its notebook in JupyterLab and Notebook 7 (issue 37): real
+server, headless Chromium.
 
 The scripted model reads the notebook (it sees a cell the person typed and never saved),
 proposes an insert (the card shows the diff; Approve inserts exactly that; Z in command
@@ -16,7 +17,14 @@ from typing import Any
 
 import pytest
 
-from .jupyterlab import co_lab, open_notebook, run_cell
+from co_kernel.testing import ScriptedModelServer
+
+from ..kernel_harness import ensure_kernelspec
+from ..lab_server import start_server
+from .jupyterlab import chromium_page, co_lab, open_notebook, run_cell, scripted_env
+from .test_notebook7 import co_notebook
+from .test_notebook7 import open_notebook as open_notebook7
+from .test_notebook7 import run_cell as run_cell7
 
 pytestmark = pytest.mark.browser
 
@@ -106,3 +114,44 @@ def test_read_insert_undo_deny_and_stale_in_jupyterlab(tmp_path: Path) -> None:
         assert fifth.get_by_role("button", name="Approve", exact=True).count() == 0
         # (Shift+Enter on the last cell added an empty one below it, as it always does.)
         assert sources(page) == [*before, ""]
+
+
+def test_read_and_approved_insert_in_notebook7(tmp_path: Path) -> None:
+    ensure_kernelspec()
+    root = tmp_path / "notebooks"
+    root.mkdir()
+    home = tmp_path / "co-home"
+    home.mkdir()
+    new_cell = [{"kind": "python", "source": "total = 1200"}]
+    script = [
+        call("read_notebook"),
+        {"expect": {"tool_result_contains": "typed in Notebook 7"}, "text": "I read it."},
+        call("insert_cells", index=2, cells=new_cell),
+        {"expect": {"tool_result_contains": "Inserted 1 cell(s) at index 2"}, "text": "Added."},
+    ]
+    with ScriptedModelServer(script) as model:
+        server = start_server(
+            root, env=scripted_env(home, model), app="notebook", base=tmp_path / "jupyter"
+        )
+        try:
+            with chromium_page() as page:
+                page.set_default_timeout(60_000)
+                name = co_notebook(root / "n7.ipynb", ["Read my notebook", "draft"])
+                open_notebook7(page, server, name)
+                page.locator(".jp-Cell .jp-InputArea-editor").nth(1).click()
+                page.keyboard.press("End")
+                page.keyboard.type(" typed in Notebook 7")
+                run_cell7(page, 0)
+                page.get_by_text("I read it.").wait_for()
+                before = sources(page)
+                page.locator(".jp-Cell .jp-InputArea-editor").nth(0).click()
+                page.keyboard.type(" and add a cell")
+                run_cell7(page, 0)
+                page.get_by_role("button", name="Approve", exact=True).click()
+                page.get_by_text("Added.").wait_for()
+                after = sources(page)
+                assert after[2] == "%%python\ntotal = 1200"
+                assert after[:2] == ["Read my notebook and add a cell", before[1]]
+        finally:
+            server.stop()
+        assert model.errors == []
