@@ -316,3 +316,14 @@ def test_neither_page_nor_file_gives_a_clear_message(start_kernel, model_server)
         "Cannot read the notebook: no page with Co's JupyterLab extension shows this notebook, and its saved file"
         in tool_result(model_server)
     )
+
+
+def test_tools_lists_reading_as_automatic_and_editing_as_asking(kernel):
+    before = kernel.execute("%tools").markdown()
+    assert "| `read_notebook` | notebook | runs without asking |" in before
+    assert "| `insert_cells` |" not in before and "`insert_cells`, `move_cell`" in before
+    LivePage(kernel, [])
+    report = kernel.execute("%tools").markdown()
+    for tool in ("insert_cells", "edit_cell", "delete_cells", "move_cell", "run_cell"):
+        assert f"| `{tool}` | notebook | asks first |" in report
+    assert "| `read_notebook` | notebook | runs without asking |" in report
