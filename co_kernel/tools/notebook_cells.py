@@ -306,7 +306,7 @@ async def run_cell(ctx: RunContext[CoDeps], cell_id: str, read_hash: str) -> dic
         raise ModelRetry(
             f"Cell {cell.id} is a {cell.kind} cell; only `%%python` cells can be run this way."
         )
-    code = cell.source.lstrip().split("\n", 1)[1] if "\n" in cell.source.lstrip() else ""
+    code = _python_code(cell.source)
     if not ctx.tool_call_approved:
         detail = (
             f"Runs {_label(cell)} on the host, in this kernel's Python namespace "
@@ -350,6 +350,14 @@ async def run_cell(ctx: RunContext[CoDeps], cell_id: str, read_hash: str) -> dic
         "result": run.result,
         "error": run.error,
     }
+
+
+def _python_code(source: str) -> str:
+    """The Python of a `%%python` cell (or a `%python` line) without the magic."""
+    first, _, rest = source.lstrip().partition("\n")
+    if first.startswith("%%python"):
+        return rest
+    return f"{first.removeprefix('%python').strip()}\n{rest}"
 
 
 def _redacted(output: dict[str, Any], redact: Any) -> dict[str, Any]:
