@@ -6,7 +6,7 @@ included; with no page, the saved file, labelled so. Reading runs without asking
 
 `insert_cells`, `edit_cell`, `delete_cells`, `move_cell` and `run_cell` ask first: the
 card shows a per-cell diff, and once approved the page applies the change to the live
-document as one undoable step (Ctrl+Z in the notebook restores it). A cell the agent
+document as one undoable step (undo in the notebook restores it). A cell the agent
 changes is named by its id and the hash of the source it read (`read_notebook` shows
 both): if the cell changed since, the call is refused and the model reads again. These
 tools are offered only while a page is connected; a headless client (nbclient,
@@ -16,6 +16,8 @@ papermill, `jupyter console`) has no live document to edit.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
@@ -200,40 +202,71 @@ def _clip_diff(text: str) -> str:
     return text
 
 
-async def _apply(ctx: RunContext[CoDeps], changes: list[dict[str, Any]]) -> dict[str, Any]:
-    """Send approved changes to the page; its answer, or a failure the model can read."""
+@dataclass
+class _Proposal:
+    """A change as the person is asked about it and as the page applies it."""
+
+    detail: str
+    """What the card shows: a diff per cell."""
+    changes: list[dict[str, Any]]
+    """What the page applies, each naming the source it expects."""
+    done: str
+    """What the model is told once it is applied."""
+
+
+_KEEP_PROPOSALS = 50
+"""Proposals remembered for their approval; a denied one is never asked for again."""
+
+UNDO = "Undo in the notebook (Z in command mode) reverts it."
+
+
+async def _propose(
+    ctx: RunContext[CoDeps], plan: Callable[[NotebookDocument], _Proposal]
+) -> tuple[_Proposal, dict[str, Any]]:
+    """Ask about the change ``plan`` makes of the live notebook; once approved, apply it.
+
+    The approved call applies what the person saw, without reading the notebook again:
+    the page refuses it if a cell it names changed meanwhile (each change carries the
+    source it expects).
+    """
+    proposals: dict[str, _Proposal] = ctx.deps.extras.setdefault("notebook_proposals", {})
+    proposal = proposals.pop(ctx.tool_call_id or "", None) if ctx.tool_call_approved else None
+    if proposal is None:
+        proposal = plan(await _live(ctx))
+        if not ctx.tool_call_approved:
+            proposals[ctx.tool_call_id or ""] = proposal
+            for stale in list(proposals)[:-_KEEP_PROPOSALS]:
+                del proposals[stale]
+            raise ApprovalRequired(metadata={"detail": _clip_diff(proposal.detail)})
     try:
-        return await _page(ctx).request("edit", changes=changes)
+        reply = await _page(ctx).request("edit", changes=proposal.changes)
     except PageError as exc:
         raise ToolFailed(f"The notebook was not changed: {exc}.") from None
+    return proposal, reply
 
 
 async def insert_cells(ctx: RunContext[CoDeps], index: int, cells: list[NewCell]) -> dict[str, Any]:
     """Insert new cells before position `index` (the number of cells appends them).
     Needs the person's approval; they see the new cells as a diff."""
-    doc = await _live(ctx)
-    if not cells:
-        raise ModelRetry("Give at least one cell to insert.")
-    if not 0 <= index <= len(doc.cells):
-        raise ModelRetry(f"index must be between 0 and {len(doc.cells)} (the number of cells).")
-    sources = [_full_source(c) for c in cells]
-    if not ctx.tool_call_approved:
+
+    def plan(doc: NotebookDocument) -> _Proposal:
+        if not cells:
+            raise ModelRetry("Give at least one cell to insert.")
+        if not 0 <= index <= len(doc.cells):
+            raise ModelRetry(f"index must be between 0 and {len(doc.cells)} (the number of cells).")
+        sources = [_full_source(c) for c in cells]
+        pairs = list(zip(cells, sources, strict=True))
         detail = "".join(
-            _diff(None, s, "", f"new cell {index + i} ({c.kind})")
-            for i, (c, s) in enumerate(zip(cells, sources, strict=True))
+            _diff(None, s, "", f"new cell {index + i} ({c.kind})") for i, (c, s) in enumerate(pairs)
         )
-        raise ApprovalRequired(metadata={"detail": _clip_diff(detail)})
-    new = [
-        {"cell_type": _cell_type(c.kind), "source": s} for c, s in zip(cells, sources, strict=True)
-    ]
-    reply = await _apply(ctx, [{"op": "insert", "index": index, "cells": new}])
+        new = [{"cell_type": _cell_type(c.kind), "source": s} for c, s in pairs]
+        done = f"Inserted {len(new)} cell(s) at index {index}"
+        return _Proposal(detail, [{"op": "insert", "index": index, "cells": new}], done)
+
+    proposal, reply = await _propose(ctx, plan)
     ids = [str(i) for i in reply.get("ids", [])] if isinstance(reply.get("ids"), list) else []
-    return {
-        "display": f"Inserted {len(new)} cell(s) at index {index}"
-        + (f" (ids {', '.join(ids)})" if ids else "")
-        + ". Ctrl+Z in the notebook undoes it.",
-        "ids": ids,
-    }
+    named = f" (ids {', '.join(ids)})" if ids else ""
+    return {"display": f"{proposal.done}{named}. {UNDO}", "ids": ids}
 
 
 async def edit_cell(
@@ -245,38 +278,43 @@ async def edit_cell(
 ) -> dict[str, Any]:
     """Replace the source of one cell (and its kind, if given) with `source`. Name the cell
     by the id and hash read_notebook showed. Needs the person's approval (they see a diff)."""
-    doc = await _live(ctx)
-    cell = _target(doc, CellRef(cell_id=cell_id, read_hash=read_hash))
-    new_kind: CellKind = kind or (cell.kind if cell.kind in ("markdown", "python") else "prompt")  # pyright: ignore[reportAssignmentType]
-    after = _full_source(NewCell(kind=new_kind, source=source)) if kind else source
-    if after == cell.source and (kind is None or _cell_type(kind) == cell.cell_type):
-        raise ModelRetry(f"Cell {cell.id} already holds exactly that text: nothing to change.")
-    if not ctx.tool_call_approved:
+
+    def plan(doc: NotebookDocument) -> _Proposal:
+        cell = _target(doc, CellRef(cell_id=cell_id, read_hash=read_hash))
+        after = _full_source(NewCell(kind=kind, source=source)) if kind else source
+        if after == cell.source and (kind is None or _cell_type(kind) == cell.cell_type):
+            raise ModelRetry(f"Cell {cell.id} already holds exactly that text: nothing to change.")
         label = _label(cell)
-        detail = _diff(cell.source, after, label, label if not kind else f"{label} as {kind}")
-        raise ApprovalRequired(metadata={"detail": _clip_diff(detail)})
-    change: dict[str, Any] = {"op": "set", "id": cell.id, "expect": cell.source, "source": after}
-    if kind:
-        change["cell_type"] = _cell_type(kind)
-    await _apply(ctx, [change])
-    return {
-        "display": f"Edited cell {cell.index} (id {cell.id}). Ctrl+Z in the notebook undoes it."
-    }
+        detail = _diff(cell.source, after, label, f"{label} as {kind}" if kind else label)
+        change: dict[str, Any] = {
+            "op": "set",
+            "id": cell.id,
+            "expect": cell.source,
+            "source": after,
+        }
+        if kind:
+            change["cell_type"] = _cell_type(kind)
+        return _Proposal(detail, [change], f"Edited cell {cell.index} (id {cell.id}).")
+
+    proposal, _ = await _propose(ctx, plan)
+    return {"display": f"{proposal.done} {UNDO}"}
 
 
 async def delete_cells(ctx: RunContext[CoDeps], cells: list[CellRef]) -> dict[str, Any]:
     """Delete cells, each named by the id and hash read_notebook showed. Needs the
     person's approval (they see what is removed)."""
-    doc = await _live(ctx)
-    if not cells:
-        raise ModelRetry("Name at least one cell to delete.")
-    targets = [_target(doc, ref) for ref in cells]
-    if not ctx.tool_call_approved:
+
+    def plan(doc: NotebookDocument) -> _Proposal:
+        if not cells:
+            raise ModelRetry("Name at least one cell to delete.")
+        targets = [_target(doc, ref) for ref in cells]
         detail = "".join(_diff(c.source, None, _label(c), "") for c in targets)
-        raise ApprovalRequired(metadata={"detail": _clip_diff(detail)})
-    await _apply(ctx, [{"op": "delete", "id": c.id, "expect": c.source} for c in targets])
-    shown = ", ".join(str(c.index) for c in targets)
-    return {"display": f"Deleted cell(s) {shown}. Ctrl+Z in the notebook undoes it."}
+        changes = [{"op": "delete", "id": c.id, "expect": c.source} for c in targets]
+        shown = ", ".join(str(c.index) for c in targets)
+        return _Proposal(detail, changes, f"Deleted cell(s) {shown}.")
+
+    proposal, _ = await _propose(ctx, plan)
+    return {"display": f"{proposal.done} {UNDO}"}
 
 
 async def move_cell(
@@ -284,16 +322,20 @@ async def move_cell(
 ) -> dict[str, Any]:
     """Move one cell (named by the id and hash read_notebook showed) to position
     `to_index`. Needs the person's approval."""
-    doc = await _live(ctx)
-    cell = _target(doc, CellRef(cell_id=cell_id, read_hash=read_hash))
-    if not 0 <= to_index < len(doc.cells):
-        raise ModelRetry(f"to_index must be between 0 and {len(doc.cells) - 1}.")
-    if not ctx.tool_call_approved:
+
+    def plan(doc: NotebookDocument) -> _Proposal:
+        cell = _target(doc, CellRef(cell_id=cell_id, read_hash=read_hash))
+        if not 0 <= to_index < len(doc.cells):
+            raise ModelRetry(f"to_index must be between 0 and {len(doc.cells) - 1}.")
         first = cell.source.splitlines()[0] if cell.source else "(empty)"
         detail = f"Move {_label(cell)} to index {to_index}.\n\n{first}"
-        raise ApprovalRequired(metadata={"detail": detail})
-    await _apply(ctx, [{"op": "move", "id": cell.id, "expect": cell.source, "to": to_index}])
-    return {"display": f"Moved cell {cell.id} from index {cell.index} to {to_index}."}
+        change = {"op": "move", "id": cell.id, "expect": cell.source, "to": to_index}
+        return _Proposal(
+            detail, [change], f"Moved cell {cell.id} from index {cell.index} to {to_index}."
+        )
+
+    proposal, _ = await _propose(ctx, plan)
+    return {"display": f"{proposal.done} {UNDO}"}
 
 
 async def run_cell(ctx: RunContext[CoDeps], cell_id: str, read_hash: str) -> dict[str, Any]:
