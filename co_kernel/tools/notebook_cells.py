@@ -85,7 +85,7 @@ async def read_notebook(
     if search:
         needle = search.lower()
         cells = [c for c in cells if needle in (c.source + "\n".join(c.outputs)).lower()]
-    parts = [_heading(doc, ctx)]
+    parts = [_heading(doc)]
     used = 0
     shown = 0
     for cell in cells:
@@ -105,7 +105,7 @@ async def read_notebook(
     return {"display": display, "cells": len(doc.cells), "shown": shown, "live": doc.live}
 
 
-def _heading(doc: NotebookDocument, ctx: RunContext[CoDeps]) -> str:
+def _heading(doc: NotebookDocument) -> str:
     name = doc.path or "this notebook"
     if doc.live:
         state = "the page's document now" + (", with unsaved edits" if doc.dirty else "")

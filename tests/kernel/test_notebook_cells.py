@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import queue
+import sqlite3
 import time
 import uuid
 from pathlib import Path
@@ -213,7 +214,7 @@ def test_a_denied_edit_leaves_the_document_unchanged(kernel, model_server):
     assert [r["op"] for r in page.requests] == ["read"]
 
 
-def test_edit_delete_and_move(kernel, model_server):
+def test_edit_delete_and_move(kernel, model_server, co_home):
     page = LivePage(kernel, [dict(c) for c in NOTEBOOK])
     p1, intro = (
         short_hash("why did revenue dip in March?"),
@@ -231,6 +232,11 @@ def test_edit_delete_and_move(kernel, model_server):
     assert [c["id"] for c in page.cells] == ["p1", "c1"]
     assert page.cells[0]["source"] == "why the dip?"
     assert "--- cell 1 (markdown, id intro)\n+++ /dev/null" in page.cards[2]["detail"]
+    # The audit log (and so the activity panel) lists each call with the cell it names.
+    with sqlite3.connect(co_home / "data" / "telemetry.db") as db:
+        rows = db.execute("SELECT tool, target, decision FROM agent_actions ORDER BY id").fetchall()
+    assert ("edit_cell", "p1", "approved") in rows and ("move_cell", "p1", "approved") in rows
+    assert ("delete_cells", None, "approved") in rows
 
 
 def test_a_stale_proposal_is_refused(kernel, model_server):
