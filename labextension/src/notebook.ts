@@ -246,7 +246,7 @@ function follow(panel: NotebookPanel): void {
     opened.onMsg = msg => {
       const reply = answer(panel, msg.content.data as JSONObject);
       if (reply && !opened.isDisposed) {
-        opened.send(reply as never);
+        opened.send(reply as Parameters<Kernel.IComm['send']>[0]);
       }
     };
     opened.onClose = () => {
