@@ -155,3 +155,24 @@ def test_read_and_approved_insert_in_notebook7(tmp_path: Path) -> None:
         finally:
             server.stop()
         assert model.errors == []
+
+
+def test_run_cell_puts_its_outputs_into_the_cell_in_jupyterlab(tmp_path: Path) -> None:
+    source = "%%python\nx = 6 * 7\nprint('x is', x)"
+    script = [
+        call(
+            "run_cell", cell_id="cell-1", read_hash=hashlib.sha256(source.encode()).hexdigest()[:8]
+        ),
+        {"expect": {"tool_result_contains": "x is 42"}, "text": "It printed 42."},
+    ]
+    with co_lab(tmp_path, ["Run the next cell", source], script) as co:
+        page = co.page
+        open_notebook(page, co.url)
+        first = run_cell(page, 0)
+        approve = first.get_by_role("button", name="Approve", exact=True)
+        approve.wait_for(timeout=60_000)
+        assert "Runs cell 1 (python, id cell-1) on the host" in first.inner_text()
+        approve.click()
+        first.get_by_text("It printed 42.").wait_for(timeout=30_000)
+        target = prompt_cell(page, "x = 6 * 7")
+        target.locator(".jp-OutputArea-output", has_text="x is 42").wait_for(timeout=10_000)
