@@ -217,7 +217,7 @@ class _Proposal:
 _KEEP_PROPOSALS = 50
 """Proposals remembered for their approval; a denied one is never asked for again."""
 
-UNDO = "Undo in the notebook (Z in command mode) reverts it."
+UNDO = "Undo in the notebook (Ctrl+Z in command mode) reverts it."
 
 
 async def _propose(

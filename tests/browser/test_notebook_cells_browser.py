@@ -2,10 +2,11 @@
 server, headless Chromium.
 
 The scripted model reads the notebook (it sees a cell the person typed and never saved),
-proposes an insert (the card shows the diff; Approve inserts exactly that; Z in command
-mode, JupyterLab's undo of cell actions, removes it again), proposes another that is
-denied (the document stays as it was), and proposes an edit of a cell it read in an older
-version (refused, nothing changes).
+proposes an insert (the card shows the diff; Approve inserts exactly that; Ctrl+Z in
+command mode removes it again), proposes another that is denied (the document stays as
+it was), and proposes an edit of a cell it read in an older version (refused, nothing
+changes). Notebook 7 reads and inserts the same way; an approved run_cell shows its
+outputs in its cell.
 """
 
 from __future__ import annotations
@@ -92,10 +93,11 @@ def test_read_insert_undo_deny_and_stale_in_jupyterlab(tmp_path: Path) -> None:
         after = sources(page)
         assert after == [*before[:1], "## Revenue by month", *before[1:]]
 
-        # One undo step removes it (command mode, JupyterLab's undo of cell actions).
+        # One undo step removes it: Ctrl+Z in command mode (Co binds it to JupyterLab's
+        # undo of cell actions, as Z is).
         page.keyboard.press("Escape")
         page.locator(CELLS).nth(0).locator(".jp-InputPrompt").click()
-        page.keyboard.press("z")
+        page.keyboard.press("Control+z")
         wait_until(lambda: sources(page) == before)
 
         # Denied: the document stays as it was.
