@@ -333,3 +333,22 @@ def test_tools_lists_reading_as_automatic_and_editing_as_asking(kernel):
     for tool in ("insert_cells", "edit_cell", "delete_cells", "move_cell", "run_cell"):
         assert f"| `{tool}` | notebook | asks first |" in report
     assert "| `read_notebook` | notebook | runs without asking |" in report
+
+
+def test_a_page_that_closes_while_asked_ends_the_read_with_its_reason(kernel, model_server):
+    page = LivePage(kernel, [dict(c) for c in NOTEBOOK])
+
+    def close(data: dict[str, Any]) -> None:
+        content = {"comm_id": page.comm_id, "data": {}}
+        kernel.kc.shell_channel.send(kernel.kc.session.msg("comm_close", content))
+
+    page._answer = close  # type: ignore[method-assign]
+    model_server.extend([call("read_notebook"), {"text": "ok"}])
+    page.serve(kernel.send("read"))
+    assert (
+        "Cannot read the notebook: the page could not be read (the page closed), and no "
+        "notebook file is known." in tool_result(model_server)
+    )
+    # Closed, the page is gone: the editing tools are no longer offered.
+    offered = {t["function"]["name"] for t in model_server.requests[-1]["tools"]}
+    assert "read_notebook" in offered and "insert_cells" not in offered
