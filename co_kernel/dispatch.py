@@ -117,6 +117,8 @@ class CellDispatcher:
             self.pending.register(kernel.comm_manager)
         self.publisher: Publisher = self.redacting
         self.notebook = NotebookContext(shell)
+        if kernel is not None:
+            self.notebook.page.register(kernel.comm_manager)
         self.approvers: dict[str, Approver] = {}
         self._warned_settings = False
         self.warmup: Any = None

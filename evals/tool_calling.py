@@ -181,6 +181,7 @@ class Runner:
         self.deps = CoDeps(
             settings=settings, session_id="eval", kernel_id="eval", workspace=workspace
         )
+        self.deps.notebook = _notebook_with_a_page()
 
     async def _run(self, prompt: str | None, **kwargs: Any) -> Any:
         from pydantic_ai.usage import UsageLimits
@@ -223,6 +224,30 @@ class Runner:
 
     def close(self) -> None:
         self.handle.close()
+
+
+class _StandInComm:
+    """A page's ``co.notebook`` comm that is never asked: every call is deferred."""
+
+    comm_id = "eval"
+
+    def on_msg(self, callback: Any) -> None: ...
+
+    def on_close(self, callback: Any) -> None: ...
+
+    def send(self, data: Any) -> None: ...
+
+
+def _notebook_with_a_page() -> Any:
+    """A notebook that a page shows, so the cell-editing tools are offered as in JupyterLab."""
+    from co_kernel.notebook import NotebookContext
+
+    notebook = NotebookContext(shell=None)
+    opened: list[Any] = []
+    manager = type("CommManager", (), {"register_target": lambda _s, _t, f: opened.append(f)})
+    notebook.page.register(manager())
+    opened[0](_StandInComm(), {})
+    return notebook
 
 
 def _recovered(case: Case, output: Any) -> bool:

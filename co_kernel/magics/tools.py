@@ -92,7 +92,7 @@ def format_tools(
     if held_back:
         parts.append(
             f"Registered but not offered right now: {', '.join(held_back)} (offered once they "
-            "can be used: a skill, a subagent exists)."
+            "can be used: a skill, a subagent exists, a page shows the notebook)."
         )
     if missing:
         parts.append("**Not registered**\n\n" + table(["integration", "why"], missing))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ._bridge import CellRecord, NotebookContext, PythonRun
 from ._describe import Expanded, describe_object, expand_references
+from ._document import NotebookCell, NotebookDocument, cell_kind, read_document, source_hash
 from ._images import (
     IMAGE_TYPES,
     MAX_BYTES,
@@ -17,19 +18,28 @@ from ._images import (
     model_accepts_images,
     prepare_image,
 )
+from ._page import NOTEBOOK_TARGET, NotebookPage, PageError
 
 __all__ = [
     "IMAGE_TYPES",
     "MAX_BYTES",
+    "NOTEBOOK_TARGET",
     "CellRecord",
     "Expanded",
     "ModelImage",
+    "NotebookCell",
     "NotebookContext",
+    "NotebookDocument",
+    "NotebookPage",
+    "PageError",
     "PythonRun",
+    "cell_kind",
     "describe_object",
     "expand_references",
     "image_of_object",
     "images_of_outputs",
     "model_accepts_images",
     "prepare_image",
+    "read_document",
+    "source_hash",
 ]

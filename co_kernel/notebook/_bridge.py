@@ -19,6 +19,8 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._page import NotebookPage
+
 __all__ = ["CellRecord", "NotebookContext", "PythonRun"]
 
 _OUTPUT_CAP = 2000
@@ -169,6 +171,8 @@ class NotebookContext:
         self.shell = shell
         self.cells: collections.deque[CellRecord] = collections.deque(maxlen=keep)
         self.last_error: PythonRun | None = None
+        self.page = NotebookPage()
+        """The pages that show the notebook (``co.notebook``); the dispatcher registers it."""
         self.executing = False
         """True while the person's or the agent's Python runs in the shell: an interrupt
         then raises KeyboardInterrupt in that code, as in a plain IPython kernel."""

@@ -173,6 +173,7 @@ _TARGET_KEYS = (
     "query",
     "name",
     "code",
+    "cell_id",
 )
 
 

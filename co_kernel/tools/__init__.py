@@ -54,7 +54,7 @@ class ToolsetBuild:
 
 # Integration modules, in the order their tools are offered to the model.
 _INTEGRATIONS: tuple[str, ...] = (
-    "shell", "python", "files", "notes", "web", "memory", "google", "slack",
+    "shell", "python", "notebook_cells", "files", "notes", "web", "memory", "google", "slack",
     "todos", "skills",
 )  # fmt: skip
 

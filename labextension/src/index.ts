@@ -29,6 +29,9 @@ import { untrustSavedMarkdown } from './legacy';
 // eslint-disable-next-line jupyter/prefer-lazy-imports
 import { CoStatusModel, CoStatusWidget } from './statusbar';
 import { PendingPanel } from './pending';
+// Needed at activation: the kernel reads its notebook from the start (issue 37).
+// eslint-disable-next-line jupyter/prefer-lazy-imports
+import { followNotebooks } from './notebook';
 
 /** The small panel over the status item with the notebook's waiting calls. */
 function showPendingPopup(
@@ -71,6 +74,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
   ) => {
     untrustSavedMarkdown(rendermime);
     const model = new CoStatusModel(tracker);
+    followNotebooks(tracker);
     const approvalCommands: Set<string> = new Set([
       CommandIDs.approve,
       CommandIDs.deny,

@@ -23,7 +23,10 @@ describe('shortcuts', () => {
     expect(keys).toEqual({
       [CommandIDs.approve]: APPROVE_KEYS,
       [CommandIDs.deny]: DENY_KEYS,
-      [CommandIDs.approveAll]: APPROVE_ALL_KEYS
+      [CommandIDs.approveAll]: APPROVE_ALL_KEYS,
+      // Ctrl+Z in command mode undoes a cell action, an approved Co edit among them.
+      'notebook:undo-cell-action': ['Accel Z'],
+      'notebook:redo-cell-action': ['Accel Shift Z']
     });
   });
 

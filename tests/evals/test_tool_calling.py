@@ -247,13 +247,21 @@ def test_the_runner_sends_a_local_model_the_kernels_request_settings(tmp_path: P
 
 
 def test_the_eval_workspace_offers_skills_and_subagents(tmp_path: Path) -> None:
-    """The golden cases for skills and delegate_task can pass: the runner's workspace has
-    a skill and a subagent, so their tools are offered and listed in the instructions."""
-    ids = {"skills-load", "skills-resource", "subagent-delegate", "todos-read"}
+    """The golden cases for skills, delegate_task and the cell-editing tools can pass: the
+    runner's workspace has a skill and a subagent, and its notebook a page, so their tools
+    are offered and listed in the instructions."""
+    ids = {"skills-load", "skills-resource", "subagent-delegate", "todos-read", "notebook-run"}
     golden = [c for c in load_cases(HERE / "tool_calling.jsonl") if c.id in ids]
-    assert len(golden) == 4
+    assert len(golden) == 5
     offered = {
-        "tools_include": ["load_skill", "read_skill_resource", "delegate_task", "read_todos"],
+        "tools_include": [
+            "load_skill",
+            "read_skill_resource",
+            "delegate_task",
+            "read_todos",
+            "insert_cells",
+            "run_cell",
+        ],
         "system_contains": "- `data-cleaning`: Clean a tabular data file",
     }
     answers = {
@@ -267,6 +275,7 @@ def test_the_eval_workspace_offers_skills_and_subagents(tmp_path: Path) -> None:
             {"description": "Find CSV files with missing values", "subagent": "researcher"},
         ),
         "todos-read": ("read_todos", {}),
+        "notebook-run": ("run_cell", {"cell_id": "c4", "read_hash": "0f1e2d3c"}),
     }
     script = [
         {

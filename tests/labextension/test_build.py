@@ -71,6 +71,8 @@ def test_build_declares_both_extensions_and_the_shortcuts() -> None:
         "co:approve": ["Alt Y"],
         "co:deny": ["Alt N"],
         "co:approve-all": ["Alt Shift Y"],
+        "notebook:undo-cell-action": ["Accel Z"],
+        "notebook:redo-cell-action": ["Accel Shift Z"],
     }
 
 

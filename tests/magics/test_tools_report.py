@@ -67,10 +67,18 @@ def test_tools_not_offered_now_are_named_apart() -> None:
 def test_a_kernel_lists_the_skill_tools_only_once_a_skill_exists(kernel, workspace) -> None:
     before = kernel.execute("%tools").markdown()
     assert "| `load_skill` |" not in before
-    assert "not offered right now: `load_skill`, `read_skill_resource`, `delegate_task`" in before
+    # No page shows the notebook here either: the cell-editing tools are held back too.
+    held = "`run_cell`, `load_skill`, `read_skill_resource`, `delegate_task`"
+    assert (
+        f"not offered right now: `delete_cells`, `edit_cell`, `insert_cells`, `move_cell`, {held}"
+        in before
+    )
     skill = workspace / ".co" / "skills" / "greet"
     skill.mkdir(parents=True)
     (skill / "SKILL.md").write_text("---\nname: greet\ndescription: Say hello.\n---\nHello.\n")
     after = kernel.execute("%tools").markdown()
     assert "| `load_skill` | skills | runs without asking |" in after
-    assert "not offered right now: `delegate_task` (" in after  # no subagent yet
+    assert (
+        "not offered right now: `delete_cells`, `edit_cell`, `insert_cells`, `move_cell`, `run_cell`, `delegate_task` ("
+        in after
+    )  # no subagent, no page yet
