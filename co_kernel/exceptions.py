@@ -20,6 +20,7 @@
     └── RunError                     Co could not finish what was asked; the message says why
         ├── SandboxUnavailable           the sandbox cannot run commands
         ├── SessionConflict              another kernel saved the session meanwhile
+        ├── PageError                    the notebook's page did not answer (none, closed, refused)
         ├── CompactError                 compaction failed; the history is unchanged
         ├── DatabaseTooNew               a database file written by a newer Co
         ├── UnfinishedResponse *         the model's answer has no finish reason (ModelAPIError)
@@ -49,6 +50,7 @@ __all__ = [
     "FetchRefused",
     "GoogleAuthUnavailable",
     "MagicError",
+    "PageError",
     "PathChanged",
     "ProviderNotConfigured",
     "RunError",
@@ -194,6 +196,10 @@ class SessionConflict(RunError):
         """The session both kernels continued."""
         self.kernel_id = kernel_id
         """The kernel that wrote it since."""
+
+
+class PageError(RunError):
+    """The notebook's page could not answer: none connected, it closed, timed out or refused."""
 
 
 class CompactError(RunError):

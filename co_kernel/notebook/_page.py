@@ -30,13 +30,11 @@ import threading
 import uuid
 from typing import Any
 
+from ..exceptions import PageError
+
 __all__ = ["NOTEBOOK_TARGET", "NotebookPage", "PageError"]
 
 NOTEBOOK_TARGET = "co.notebook"
-
-
-class PageError(Exception):
-    """The page could not answer: none connected, it closed, timed out or refused."""
 
 
 class NotebookPage:
