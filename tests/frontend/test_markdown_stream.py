@@ -241,8 +241,9 @@ def test_a_split_falls_only_where_two_outputs_look_like_one() -> None:
     # Between paragraphs and tables, and before code: the same gap in one output or two.
     text = "Intro.\n\n| a |\n|---|\n| 1 |\n\n```\ncode\n```\n\nAfter"
     assert find_split(text) == text.index("```")
-    # Never next to a list: one that starts an output sits lower than in one output.
-    assert find_split("Intro.\n\n- a\n- b\n\nAfter") == -1
+    # A list may end an output, never start one: it would sit lower than in one output.
+    assert find_split("Intro.\n\n- a\n- b\n\nAfter") == len("Intro.\n\n- a\n- b\n\n")
+    assert find_split("Intro.\n\n- a\n- b\n") == -1
     # Never next to a heading (its margins differ as an output's first or last child).
     assert find_split("Intro.\n\n## Title\n\nMore") == -1
     # Never after code: JupyterLab gives it no bottom margin, an output's last child gets one.
