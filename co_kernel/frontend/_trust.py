@@ -27,7 +27,7 @@ from ._pending import PendingApprovals
 from ._publisher import OUTPUT_TAG, Publisher
 from ._safe_html import markdown_to_html
 from ._stdin import KernelStdin
-from ._widgets import CARD_CLASS, card_box, decide_card
+from ._widgets import CARD_CLASS, card_box, choice_buttons, decide_card
 
 __all__ = ["TRUST_BUTTONS", "TRUST_TOOL", "TrustCard", "ask_trust_stdin", "ask_trust_widget"]
 
@@ -55,15 +55,7 @@ class TrustCard:
 
         self.notice = notice
         self.decision: str | None = None
-        self.buttons: list[Any] = []
-        for label, choice, style, tooltip in TRUST_BUTTONS:
-            button = w.Button(description=label, button_style=style, tooltip=tooltip)
-
-            def clicked(_button: Any, chosen: ApprovalDecision = choice) -> None:
-                on_choice(chosen)
-
-            button.on_click(clicked)
-            self.buttons.append(button)
+        self.buttons: list[Any] = choice_buttons(TRUST_BUTTONS, on_choice)
         self.box = card_box(
             "✋ Trust this folder?",
             [w.HTML(markdown_to_html(notice))],

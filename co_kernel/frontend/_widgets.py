@@ -30,6 +30,7 @@ __all__ = [
     "ApprovalCard",
     "WidgetApprover",
     "card_box",
+    "choice_buttons",
     "decide_card",
 ]
 
@@ -70,6 +71,25 @@ def card_box(title: str, body: list[Any], buttons: list[Any], classes: list[str]
     parts: list[Any] = [w.HTML(f"<b>{title}</b>"), *body]
     parts += [w.HBox(buttons), w.HTML("<i>Waiting for your decision…</i>")]
     return w.VBox(parts, layout=w.Layout(border_left=_ACCENT["waiting"]), _dom_classes=classes)
+
+
+def choice_buttons(
+    specs: tuple[tuple[str, ApprovalDecision, str, str], ...],
+    on_choice: Callable[[ApprovalDecision], None],
+) -> list[Any]:
+    """One button per (label, decision, style, tooltip), each calling ``on_choice``."""
+    import ipywidgets as w
+
+    buttons: list[Any] = []
+    for label, choice, style, tooltip in specs:
+        button = w.Button(description=label, button_style=style, tooltip=tooltip)
+
+        def clicked(_button: Any, chosen: ApprovalDecision = choice) -> None:
+            on_choice(chosen)
+
+        button.on_click(clicked)
+        buttons.append(button)
+    return buttons
 
 
 def decide_card(box: Any, verdict: str, about: str, accent: str) -> None:
@@ -119,15 +139,7 @@ class ApprovalCard:
             body.append(
                 w.HTML(f"<details open><summary>Change</summary>{diff_html(call.detail)}</details>")
             )
-        self.buttons: list[Any] = []
-        for label, choice, style, tooltip in BUTTONS:
-            button = w.Button(description=label, button_style=style, tooltip=tooltip)
-
-            def clicked(_button: Any, chosen: ApprovalDecision = choice) -> None:
-                on_choice(chosen)
-
-            button.on_click(clicked)
-            self.buttons.append(button)
+        self.buttons: list[Any] = choice_buttons(BUTTONS, on_choice)
         if rule:
             shown = rule if len(rule) <= _RULE_SHOWN else rule[: _RULE_SHOWN - 1] + "…"
             button = w.Button(
