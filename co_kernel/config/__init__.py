@@ -61,7 +61,7 @@ from ._trust import (
     trust_folder,
     trust_notice,
     trust_record_path,
-    trusted_folders,
+    trust_records,
 )
 
 if TYPE_CHECKING:
@@ -113,7 +113,7 @@ __all__ = [
     "trust_folder",
     "trust_notice",
     "trust_record_path",
-    "trusted_folders",
+    "trust_records",
 ]
 
 APP_NAME = "co"

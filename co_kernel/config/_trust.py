@@ -42,7 +42,7 @@ __all__ = [
     "trust_folder",
     "trust_notice",
     "trust_record_path",
-    "trusted_folders",
+    "trust_records",
 ]
 
 TrustStatus = Literal["trusted", "untrusted", "changed", "nothing", "refused"]
@@ -269,7 +269,7 @@ def forget_folder(folder: Path) -> bool:
     return found
 
 
-def trusted_folders() -> dict[str, str]:
+def trust_records() -> dict[str, str]:
     """Every folder the person trusted -> when."""
     return {
         name: str(rec.get("trusted_at", ""))

@@ -20,7 +20,7 @@ _WORDS = ("show", "revoke")
 
 
 def _show(ctx: MagicContext) -> str:
-    from ..config import folder_trust, trust_record_path, trusted_folders
+    from ..config import folder_trust, trust_record_path, trust_records
 
     session = ctx.session
     settings = session.settings
@@ -46,7 +46,7 @@ def _show(ctx: MagicContext) -> str:
     held = session.loaded.held
     if held and not trust.trusted:
         lines += ["", "Once trusted it would bring:", *(f"- {line}" for line in held)]
-    others = sorted(trusted_folders())
+    others = sorted(trust_records())
     if others:
         lines += ["", f"Folders you trust ({trust_record_path()}):"]
         lines += [f"- `{name}`" for name in others]
