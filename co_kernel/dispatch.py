@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -45,6 +46,9 @@ if TYPE_CHECKING:
 __all__ = ["CellDispatcher", "CellRequest", "Outcome", "frontend_kind"]
 
 log = logging.getLogger(__name__)
+
+_BUILD_WAIT = 5.0
+"""Seconds a shutdown waits for the warm-up thread to finish building the session."""
 
 
 FrontendKind = Literal["notebook", "console", "headless"]
@@ -122,12 +126,16 @@ class CellDispatcher:
         self.approvers: dict[str, Approver] = {}
         self._warned_settings = False
         self.warmup: Any = None
-        self._console_width: int | None = None
-        self.trust = TrustGate(self.publisher, self.pending, kernel, self._rebuild_session)
-        """Keeps the session in step with the folder's trust; asks about it once."""
-        """The terminal's columns while a `jupyter console` cell runs in one; else None."""
         """Future of the background import of the model stack; cells wait for it so two
         threads never import the same modules at once."""
+        self._building = threading.Lock()
+        """Held while the warm-up thread builds the session, so a shutdown never closes
+        half a session, nor leaves one built after it."""
+        self._closed = False
+        self._console_width: int | None = None
+        """The terminal's columns while a `jupyter console` cell runs in one; else None."""
+        self.trust = TrustGate(self.publisher, self.pending, kernel, self._rebuild_session)
+        """Keeps the session in step with the folder's trust; asks about it once."""
 
     def prebuild(self) -> None:
         """Build the session, its agent and audit log before the first cell (the warm-up
@@ -135,12 +143,15 @@ class CellDispatcher:
 
         A failure is left for the first turn, which builds again and shows the fix.
         """
-        try:
-            session = self.session
-            session.ensure_agent()
-            session.open_audit_log()
-        except Exception:
-            log.debug("building the session ahead of the first cell failed", exc_info=True)
+        with self._building:
+            if self._closed:  # the kernel is shutting down: nothing to build for
+                return
+            try:
+                session = self.session
+                session.ensure_agent()
+                session.open_audit_log()
+            except Exception:
+                log.debug("building the session ahead of the first cell failed", exc_info=True)
 
     @property
     def session(self) -> ChatSession:
@@ -358,7 +369,17 @@ class CellDispatcher:
         return Path(os.getcwd())
 
     async def close(self) -> None:
-        """Release what the session started (replay server, sandbox container)."""
+        """Release what the session started (replay server, sandbox container).
+
+        Waits (a few seconds at most) for the warm-up thread to finish building the
+        session, which it then closes; the thread builds nothing afterwards.
+        """
+        self._closed = True
+        if await asyncio.to_thread(self._building.acquire, True, _BUILD_WAIT):
+            self._building.release()
+        else:
+            log.warning("the session was still being built at shutdown; not closing it")
+            return
         if self._session is None:
             return
         session, self._session = self._session, None

@@ -49,6 +49,9 @@ _CELL_END_TIMEOUT = 3.0
 """Seconds a shutdown waits for the interrupted cell's reply (jupyter_client waits 5 s for
 the whole shutdown before it kills the kernel)."""
 
+_CLOSE_TIMEOUT = 10.0
+"""Seconds a shutdown gives the session to stop its MCP servers, sandbox and stores."""
+
 
 def _kernel_id(connection_file: str | None) -> str:
     match = re.search(r"kernel-([\w-]+)\.json$", connection_file or "")
@@ -147,7 +150,11 @@ class CoKernel(IPythonKernel):
 
     async def do_shutdown(self, restart: bool) -> dict[str, Any]:  # type: ignore[override]
         await self._end_running_cell()
-        await self._dispatcher.close()
+        try:
+            # Bounded: a stuck MCP server or engine must not keep the kernel from exiting.
+            await asyncio.wait_for(self._dispatcher.close(), _CLOSE_TIMEOUT)
+        except TimeoutError:
+            log.warning("closing the session took over %.0f s; exiting anyway", _CLOSE_TIMEOUT)
         self._history.close()
         return super().do_shutdown(restart)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -29,10 +30,14 @@ def test_a_shutdown_during_the_warm_up_exits_cleanly(tmp_path: Path, co_home: Pa
         try:
             kc.wait_for_ready(timeout=120)  # kernel_info: the warm-up starts now
             process = km.provisioner.process
+            kc.shutdown()  # as `jupyter console` asks, on the control channel
+            reply = kc.control_channel.get_msg(timeout=60)
+            assert reply["msg_type"] == "shutdown_reply", reply
+            try:
+                code = process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                code = None  # answered, then did not exit
             kc.stop_channels()
-            km.request_shutdown()
-            km.finish_shutdown(waittime=30)
-            code = process.wait(timeout=30)
         finally:
             if km.is_alive():
                 km.shutdown_kernel(now=True)
