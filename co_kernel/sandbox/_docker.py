@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import logging
 import os
@@ -45,6 +46,7 @@ import tarfile
 import threading
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -80,6 +82,10 @@ WORKDIR = "/workspace"
 # reap MARKER PGID: kill every process of the group or carrying CO_EXEC=MARKER in its
 # environment, this shell excepted, until a pass finds none. Builtins only (dash reads
 # environ with its NULs dropped), so it works when the pids limit leaves nothing to fork.
+LAUNCH_WAIT = 3.0
+"""Seconds to wait for a command's wrapper to show its output is connected (`_WRAPPER`)."""
+LAUNCH_ATTEMPTS = 3
+
 _REAP = """
 reap() {
   m=$1; g=$2; i=0; n=1
@@ -99,10 +105,33 @@ reap() {
 """
 # $1 is the command; $CO_EXEC names the pid file so the killer can find the group. When
 # the command ends, whatever it left running (background jobs, nohup, setsid) goes too.
+#
+#
+# Now and then the engine connects an exec's output to nothing (moby/moby#27289,
+# docker/docker-py#2042; about 1 run in 300 on a busy machine: `echo up` came back empty).
+# So the wrapper writes the mark (`_mark`) on stdout and on stderr and waits for a line on its
+# stdin before it runs the command: the reader sends that line once both marks arrived, and a
+# run whose marks never come is abandoned before its command ran, and started again
+# (`DockerSandbox._launch`). After the command the wrapper writes both marks again and waits
+# for the reader's second line (or the connection closing): everything the command wrote
+# came before them. The command itself reads /dev/null as before, never those lines.
+_MARKS = "printf '\\036%s\\036\\n' \"$CO_EXEC\"; printf '\\036%s\\036\\n' \"$CO_EXEC\" >&2; "
 _WRAPPER = (
-    _REAP + 'echo $$ >"/tmp/.co-exec-$CO_EXEC" 2>/dev/null; /bin/sh -c "$1"; rc=$?; '
-    'reap "$CO_EXEC" $$; rm -f "/tmp/.co-exec-$CO_EXEC"; exit $rc'
+    _REAP
+    + 'echo $$ >"/tmp/.co-exec-$CO_EXEC" 2>/dev/null; '
+    + _MARKS
+    + 'read -r _ || exit 125; /bin/sh -c "$1" </dev/null; rc=$?; '
+    + 'reap "$CO_EXEC" $$; rm -f "/tmp/.co-exec-$CO_EXEC"; '
+    + _MARKS
+    + "read -r _; exit $rc"
 )
+
+
+def _mark(marker: str) -> bytes:
+    """What the wrapper writes on stdout and on stderr before and after the command."""
+    return b"\x1e" + marker.encode() + b"\x1e\n"
+
+
 # $1 is the marker. Group kill first: it is atomic and needs no fork, which
 # matters when the pids limit is exhausted. Then the wrapper and anything that left
 # the group (setsid, daemons) but still carries the marker in its environment.
@@ -339,12 +368,16 @@ def _close_stream(stream: Any) -> None:
         stream._response.close()
 
 
+def _socket_of(stream: Any) -> socket.socket:
+    """The connection under docker-py's exec stream (its stdin once hijacked)."""
+    raw = stream._response.raw._fp.fp.raw
+    return getattr(raw, "_sock", None) or raw.sock
+
+
 def _wake(stream: Any) -> None:
     """Unblock a reader thread stuck on `stream` without closing the fd under it."""
     try:
-        raw = stream._response.raw._fp.fp.raw
-        sock = getattr(raw, "_sock", None) or raw.sock
-        sock.shutdown(socket.SHUT_RDWR)
+        _socket_of(stream).shutdown(socket.SHUT_RDWR)
     except Exception:
         _close_stream(stream)
 
@@ -367,6 +400,14 @@ def _docker_client(**kwargs: Any) -> Any:
     raise failure
 
 
+def _mark_prefix(data: bytes, mark: bytes) -> bytes:
+    """The longest end of `data` that begins `mark` (held back until the next chunk)."""
+    for start in range(max(0, len(data) - len(mark) + 1), len(data)):
+        if data[start] == mark[0] and mark.startswith(data[start:]):
+            return data[start:]
+    return b""
+
+
 class _Reader(threading.Thread):
     """Reads one exec's demultiplexed output and hands it to the event loop."""
 
@@ -376,27 +417,88 @@ class _Reader(threading.Thread):
         buffer: OutputBuffer,
         loop: asyncio.AbstractEventLoop,
         queue: asyncio.Queue[object],
+        marker: str,
     ) -> None:
         super().__init__(name="co-sandbox-output", daemon=True)
         self.stream = stream
         self._buffer = buffer
         self._loop = loop
         self._queue = queue
+        self._mark = _mark(marker)
+        self._held = {"stdout": b"", "stderr": b""}
+        """Per stream: the bytes not yet forwarded, which may be the start of a mark."""
+        self._marks = {"stdout": 0, "stderr": 0}
+        self._lock = threading.Lock()
+        self._state = "waiting"  # -> "running" (the command may run) or "abandoned"
+        self.settled = asyncio.Event()
+        """Set (on the loop) once the command may run, or the stream ended before that."""
 
     def run(self) -> None:
         try:
             for out, err in self.stream:
                 if out:
-                    self._push(self._buffer.feed("stdout", out))
+                    self._take("stdout", out)
                 if err:
-                    self._push(self._buffer.feed("stderr", err))
+                    self._take("stderr", err)
         except Exception:
             log.debug("sandbox output stream ended with an error", exc_info=True)
         finally:
+            for name, rest in self._held.items():  # killed before its mark: forward it all
+                if rest:
+                    self._push(self._buffer.feed(name, rest))
             self._push(self._buffer.feed("stdout", b"", final=True))
             self._push(self._buffer.feed("stderr", b"", final=True))
             _close_stream(self.stream)
             self._push([EOF])
+            self._settle()
+
+    def abandon(self) -> bool:
+        """Give up on this run if its command has not been let run; False if it has."""
+        with self._lock:
+            if self._state == "running":
+                return False
+            self._state = "abandoned"
+            return True
+
+    def _settle(self) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits any more
+            self._loop.call_soon_threadsafe(self.settled.set)
+
+    def _release(self) -> None:
+        """Write the line the wrapper waits for (before and after the command)."""
+        try:
+            _socket_of(self.stream).sendall(b"\n")
+        except OSError:
+            log.debug("releasing the sandbox command's wrapper failed", exc_info=True)
+
+    def _take(self, name: str, data: bytes) -> None:
+        """Forward what the command wrote (between the marks); release the wrapper when
+        both streams brought a mark."""
+        if self._marks[name] == 2:
+            return  # nothing the command wrote can follow its last mark
+        data = self._held[name] + data
+        while self._marks[name] < 2 and (at := data.find(self._mark)) >= 0:
+            if at and self._marks[name] == 1:
+                self._push(self._buffer.feed(name, data[:at]))
+            data = data[at + len(self._mark) :]
+            self._marks[name] += 1
+        if self._marks[name] == 2:
+            data = b""
+        keep = _mark_prefix(data, self._mark)
+        data = data[: len(data) - len(keep)]
+        self._held[name] = keep
+        if data and self._marks[name] == 1:
+            self._push(self._buffer.feed(name, data))
+        seen = min(self._marks.values())
+        if seen == 1 and self._state == "waiting":
+            with self._lock:
+                if self._state == "abandoned":
+                    return
+                self._state = "running"
+            self._release()
+            self._settle()
+        elif seen == 2:
+            self._release()
 
     def _push(self, items: list[Any]) -> None:
         for item in items:
@@ -404,6 +506,28 @@ class _Reader(threading.Thread):
                 self._loop.call_soon_threadsafe(self._queue.put_nowait, item)
             except RuntimeError:  # the loop is closed: nobody is listening any more
                 return
+
+
+class _Launch:
+    """One command's exec as it is being started: its future, reader, output and queue."""
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        start_exec: Callable[[], tuple[Any, str, Any]],
+        max_output: int,
+    ) -> None:
+        self.loop = loop
+        self._start_exec = start_exec
+        self._max_output = max_output
+        self.reader: _Reader | None = None
+        self.again()
+
+    def again(self) -> None:
+        """A new exec, with fresh output: what an abandoned one's reader still sends is dropped."""
+        self.buffer = OutputBuffer(self._max_output)
+        self.queue: asyncio.Queue[object] = asyncio.Queue()
+        self.start = self.loop.run_in_executor(None, self._start_exec)
 
 
 class DockerSandbox:
@@ -485,35 +609,34 @@ class DockerSandbox:
             # Creation may pull an image: cancelling it only stops the wait.
             await asyncio.to_thread(self._ensure_container, status)
         generation = self._generation
-        buffer = OutputBuffer(max_output)
-        queue: asyncio.Queue[object] = asyncio.Queue()
         marker = secrets.token_hex(8)
         started = loop.time()
-        start = loop.run_in_executor(None, self._start_exec, command, marker, status)
-        reader: _Reader | None = None
+        launch = _Launch(
+            loop, functools.partial(self._start_exec, command, marker, status), max_output
+        )
         exit_code: int | None = None
         timed_out = restarted = False
         try:
-            api, exec_id, stream = await asyncio.shield(start)
-            reader = _Reader(stream, buffer, loop, queue)
-            reader.start()
+            api, exec_id = await self._launch(launch, marker)
             try:
                 async with asyncio.timeout(limit):
-                    await pump(queue, on_output)
-                    reader = None  # its stream has ended
+                    await pump(launch.queue, on_output)
+                    launch.reader = None  # its stream has ended
                     if generation == self._generation:
                         exit_code = await asyncio.to_thread(self._exit_code, api, exec_id)
             except TimeoutError:
                 timed_out = True
                 restarted = await self._kill(marker)
-                if reader is not None:
-                    await self._finish(reader, queue, on_output)
+                if launch.reader is not None:
+                    await self._finish(launch.reader, launch.queue, on_output)
         except BaseException:
             # Cancelled (an interrupt) or on_output raised: kill the tree, then propagate.
-            await asyncio.shield(self._abort(start, reader, marker, queue))
+            start = launch.start
+            await asyncio.shield(self._abort(start, launch.reader, marker, launch.queue))
             if start.done() and not start.cancelled() and start.exception() is None:
                 await asyncio.shield(self._copy_back(generation))  # what it did before
             raise
+        buffer = launch.buffer
         duration = loop.time() - started
         copy_note = await self._copy_back(generation)
 
@@ -551,6 +674,29 @@ class DockerSandbox:
             truncated=buffer.truncated,
             interrupted=interrupted,
             duration=duration,
+        )
+
+    async def _launch(self, run: _Launch, marker: str) -> tuple[Any, str]:
+        """Start the command's exec and its reader; again while the engine connects no output
+        (`_WRAPPER`): such a run is abandoned before its command ran."""
+        for attempt in range(1, LAUNCH_ATTEMPTS + 1):
+            api, exec_id, stream = await asyncio.shield(run.start)
+            reader = run.reader = _Reader(stream, run.buffer, run.loop, run.queue, marker)
+            reader.start()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(LAUNCH_WAIT):
+                    await reader.settled.wait()
+            if reader.settled.is_set() or not reader.abandon():
+                return api, exec_id
+            log.warning("the sandbox's command output was not connected; starting it again")
+            run.reader = None
+            await self._kill(marker)
+            await asyncio.to_thread(_close_stream, stream)
+            if attempt < LAUNCH_ATTEMPTS:
+                run.again()
+        raise SandboxUnavailable(
+            f"The Docker engine did not connect the command's output ({LAUNCH_ATTEMPTS} tries); "
+            "the command did not run."
         )
 
     def describe(self) -> dict[str, object]:
@@ -902,6 +1048,7 @@ class DockerSandbox:
                     ["/bin/sh", "-c", _WRAPPER, "sh", command],
                     environment={"CO_EXEC": marker},
                     workdir=WORKDIR,
+                    stdin=True,  # only for the reader's "all arrived" (see _WRAPPER)
                 )["Id"]
                 return api, exec_id, api.exec_start(exec_id, stream=True, demux=True)
             except docker.errors.APIError as e:

@@ -68,6 +68,26 @@ def test_workspace_is_mounted_and_commands_run_as_non_root(
 
 
 @docker_test
+def test_every_run_brings_its_whole_output_and_reads_no_input(make_sandbox: MakeSandbox) -> None:
+    """The wrapper's handshake (a mark on each stream, a line on its stdin) stays invisible:
+    bytes like the mark's pass through, output without a final newline arrives, the command
+    reads an empty stdin; and quick commands, whose output the engine used to drop now and
+    then, each bring theirs."""
+    sandbox = make_sandbox()
+
+    result = run(
+        sandbox,
+        "printf 'a\\036b'; printf 'err\\036\\n' >&2; cat; read -r x || printf ' no-input'",
+    )
+
+    assert result.exit_code == 0
+    assert "err\x1e\n" in result.output  # stderr, interleaved anywhere
+    assert result.output.replace("err\x1e\n", "", 1) == "a\x1eb no-input"
+    outputs = [run(sandbox, f"echo {i}").output for i in range(40)]
+    assert outputs == [f"{i}\n" for i in range(40)]
+
+
+@docker_test
 def test_a_workspace_the_sandbox_user_cannot_write_is_explained(
     make_sandbox: MakeSandbox, workspace: Path
 ) -> None:
