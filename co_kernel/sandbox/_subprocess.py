@@ -115,6 +115,9 @@ class SubprocessSandbox:
         pgid = transport.get_pid()
         self._groups[pgid] = (process_start(pgid), marker)
         self._running += 1
+        if generation != self._generation:
+            # close() ran while the process started, before its group was known to it.
+            self._kill_tree(pgid)
         forward = asyncio.create_task(pump(queue, on_output, readers=2))
         timed_out = False
         try:
