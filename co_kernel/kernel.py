@@ -212,6 +212,8 @@ class CoKernel(IPythonKernel):
         if not silent and shell.execution_count == count:
             # %%python cells advance the counter through IPython itself; the rest here.
             shell.execution_count += 1
+        # Past the counts the cells the agent ran meanwhile show (run_cell).
+        shell.execution_count = max(shell.execution_count, self._dispatcher.notebook.next_count)
         reply: dict[str, Any] = {"status": outcome.status, "execution_count": count}
         if outcome.status == "ok":
             reply.update(payload=[], user_expressions={})

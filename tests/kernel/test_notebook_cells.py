@@ -120,6 +120,7 @@ class LivePage(Page):
                 cells.insert(change["to"], cells.pop(at))
             elif change["op"] == "outputs":
                 cells[at]["outputs"] = change["outputs"]
+                cells[at]["execution_count"] = change.get("execution_count")
         self.cells[:] = cells
         return ids
 
@@ -290,6 +291,31 @@ def test_run_cell_shows_outputs_in_the_cell_and_returns_them(kernel, model_serve
     outputs = page.cells[0]["outputs"]
     assert outputs[0] == {"output_type": "stream", "name": "stdout", "text": "x is 42\n"}
     assert outputs[1]["data"] == {"text/plain": "42"}
+
+
+def test_a_cell_the_agent_ran_shows_the_kernel_s_next_count(kernel, model_server):
+    assert kernel.execute("%%python\nx = 6").reply["content"]["execution_count"] == 1
+    page = LivePage(kernel, [code("%%python\nx * 7", "calc")])
+    run = call("run_cell", cell_id="calc", read_hash=short_hash("%%python\nx * 7"))
+    model_server.extend([run, run, {"text": "42, twice."}])
+    msg_id = kernel.send("run it twice")
+    page.serve(msg_id)
+    [started] = [
+        m
+        for m in page.messages
+        if m["msg_type"] == "execute_input" and m["parent_header"]["msg_id"] == msg_id
+    ]
+    assert started["content"]["execution_count"] == 2
+    # Each run shows the next count, as if the person had run the cell after the prompt.
+    sent = [r["changes"][0] for r in page.requests if r["op"] == "edit"]
+    assert [c["execution_count"] for c in sent] == [3, 4]
+    assert page.cells[0]["execution_count"] == 4
+    assert page.cells[0]["outputs"] == [
+        {"output_type": "execute_result", "data": {"text/plain": "42"}, "metadata": {},
+         "execution_count": 4}
+    ]  # fmt: skip
+    # The person's next cell comes after them.
+    assert kernel.execute("%%python\nx").reply["content"]["execution_count"] == 5
 
 
 def test_secrets_in_cells_are_redacted(start_kernel, model_server):
