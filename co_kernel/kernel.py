@@ -91,7 +91,12 @@ class CoKernel(IPythonKernel):
         super().__init__(**kwargs)
         shell = self.shell
         assert shell is not None  # IPythonKernel.__init__ made it
-        self._dispatcher = CellDispatcher(shell, self._new_session, kernel=self)
+        self._dispatcher = CellDispatcher(
+            shell,
+            self._new_session,
+            kernel=self,
+            notebook_path=os.environ.get("JPY_SESSION_NAME"),
+        )
         self._dispatcher.pending.status = self._status_for_page
         self._warmed = False
         self._busy_lock = threading.Lock()

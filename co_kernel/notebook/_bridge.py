@@ -167,12 +167,13 @@ def _rich_bundle(shell: Any, value: Any) -> dict[str, Any] | None:
 class NotebookContext:
     """The kernel's IPython shell and a log of recent cells, shared by dispatch and tools."""
 
-    def __init__(self, shell: Any, keep: int = 20) -> None:
+    def __init__(self, shell: Any, keep: int = 20, notebook_path: str | None = None) -> None:
         self.shell = shell
         self.cells: collections.deque[CellRecord] = collections.deque(maxlen=keep)
         self.last_error: PythonRun | None = None
-        self.page = NotebookPage()
-        """The pages that show the notebook (``co.notebook``); the dispatcher registers it."""
+        self.page = NotebookPage(notebook_path)
+        """The pages that show the notebook (``co.notebook``); the dispatcher registers it.
+        ``notebook_path``: the kernel's own notebook, as the server named it."""
         self.executing = False
         """True while the person's or the agent's Python runs in the shell: an interrupt
         then raises KeyboardInterrupt in that code, as in a plain IPython kernel."""
