@@ -108,6 +108,7 @@ class CellDispatcher:
         session_factory: Callable[[], ChatSession],
         *,
         kernel: JupyterKernel | None = None,
+        notebook_path: str | None = None,
     ) -> None:
         self._shell = shell
         self._session_factory = session_factory
@@ -120,7 +121,8 @@ class CellDispatcher:
         if kernel is not None:
             self.pending.register(kernel.comm_manager)
         self.publisher: Publisher = self.redacting
-        self.notebook = NotebookContext(shell)
+        # Only the page of the notebook the server started the kernel for answers for it.
+        self.notebook = NotebookContext(shell, notebook_path=notebook_path)
         if kernel is not None:
             self.notebook.page.register(kernel.comm_manager)
         self.approvers: dict[str, Approver] = {}

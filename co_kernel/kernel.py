@@ -91,7 +91,12 @@ class CoKernel(IPythonKernel):
         super().__init__(**kwargs)
         shell = self.shell
         assert shell is not None  # IPythonKernel.__init__ made it
-        self._dispatcher = CellDispatcher(shell, self._new_session, kernel=self)
+        self._dispatcher = CellDispatcher(
+            shell,
+            self._new_session,
+            kernel=self,
+            notebook_path=os.environ.get("JPY_SESSION_NAME"),
+        )
         self._dispatcher.pending.status = self._status_for_page
         self._warmed = False
         self._busy_lock = threading.Lock()
@@ -212,6 +217,8 @@ class CoKernel(IPythonKernel):
         if not silent and shell.execution_count == count:
             # %%python cells advance the counter through IPython itself; the rest here.
             shell.execution_count += 1
+        # Past the counts the cells the agent ran meanwhile show (run_cell).
+        shell.execution_count = max(shell.execution_count, self._dispatcher.notebook.next_count)
         reply: dict[str, Any] = {"status": outcome.status, "execution_count": count}
         if outcome.status == "ok":
             reply.update(payload=[], user_expressions={})

@@ -167,15 +167,31 @@ def _rich_bundle(shell: Any, value: Any) -> dict[str, Any] | None:
 class NotebookContext:
     """The kernel's IPython shell and a log of recent cells, shared by dispatch and tools."""
 
-    def __init__(self, shell: Any, keep: int = 20) -> None:
+    def __init__(self, shell: Any, keep: int = 20, notebook_path: str | None = None) -> None:
         self.shell = shell
         self.cells: collections.deque[CellRecord] = collections.deque(maxlen=keep)
         self.last_error: PythonRun | None = None
-        self.page = NotebookPage()
-        """The pages that show the notebook (``co.notebook``); the dispatcher registers it."""
+        self.page = NotebookPage(notebook_path)
+        """The pages that show the notebook (``co.notebook``); the dispatcher registers it.
+        ``notebook_path``: the kernel's own notebook, as the server named it."""
         self.executing = False
         """True while the person's or the agent's Python runs in the shell: an interrupt
         then raises KeyboardInterrupt in that code, as in a plain IPython kernel."""
+        self.next_count = 0
+        """The count after the last one given to a cell the agent ran (``take_count``);
+        the kernel moves its counter past it when the running cell ends."""
+
+    def take_count(self) -> int:
+        """The execution count a cell the agent runs (``run_cell``) shows: the next after
+        the running cell's and those given before, as if the person had run it next.
+
+        The kernel's counter itself moves only when the running cell ends (its outputs
+        keep its own count meanwhile), then past every count given here, so the person's
+        next cell shows a later one.
+        """
+        count = max(self.next_count, self.shell.execution_count + 1)
+        self.next_count = count + 1
+        return count
 
     async def _execute(self, code: str, *, store_history: bool, silent: bool) -> Any:
         self.executing = True

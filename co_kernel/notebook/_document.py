@@ -106,7 +106,9 @@ async def read_document(
     Raises PageError when neither can be read, with both reasons.
     """
     why = "no page with Co's JupyterLab extension shows this notebook"
-    if page is not None and page.connected():
+    if page is not None:
+        why = page.absent()  # None: a page of the kernel's own notebook answers
+    if page is not None and why is None:
         try:
             reply = await page.request("read")
         except PageError as exc:

@@ -17,10 +17,24 @@ requests from the panel's notebook model:
   output value clipped by the page), ``{"reply": id, "ok": true, "ids": [...]}`` for an
   applied edit (the ids of inserted cells), ``{"reply": id, "error": message}`` otherwise.
 
+The page opens the comm with ``{"path": ...}``: the notebook it shows, relative to the
+server's root. Which page answers: one kernel can serve several notebooks (JupyterLab lets
+a second notebook use the kernel of another; a console on it opens no comm), and only the
+kernel's own notebook may be read and edited as "this notebook". The server names
+that notebook when it starts the kernel (``JPY_SESSION_NAME``: its absolute path, or the
+session's path), and a page answers only if its path is that notebook's, matched from the
+file name up (the page knows the path below the root, the kernel the full one); of several,
+the one matching more of the path, then the one that connected last (two tabs of one
+notebook hold the same document after a save or with collaboration). So a notebook in the
+root with the same file name as the kernel's (in a folder) is taken for it only while the
+kernel's own is not open: the kernel is not told the server's root. A kernel that was not
+told its notebook (started outside a Jupyter server) uses the page that connected last,
+unless pages of different notebooks are connected: then none, as it cannot tell which is
+its own.
+
 Comm messages are dispatched while a cell runs (ipykernel handles ``comm_msg`` beside
 the running cell), possibly on another thread, so a reply reaches the waiting tool
-through ``call_soon_threadsafe``. Requests go to the page that connected last; when two
-tabs show the notebook they hold the same document after a save or with collaboration.
+through ``call_soon_threadsafe``.
 """
 
 from __future__ import annotations
@@ -28,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import uuid
+from pathlib import PurePosixPath
 from typing import Any
 
 from ..exceptions import PageError
@@ -37,12 +52,20 @@ __all__ = ["NOTEBOOK_TARGET", "NotebookPage", "PageError"]
 NOTEBOOK_TARGET = "co.notebook"
 
 
+def _parts(path: str) -> tuple[str, ...]:
+    """A path's names, whatever its separators, without the root or ``.``."""
+    return tuple(p for p in PurePosixPath(path.replace("\\", "/")).parts if p not in ("/", "."))
+
+
 class NotebookPage:
     """The pages (comms) that show this kernel's notebook, and requests to them."""
 
-    def __init__(self) -> None:
+    def __init__(self, notebook_path: str | None = None) -> None:
+        self._own = _parts(notebook_path) if notebook_path else None
+        """The kernel's own notebook, as the server named it; None when it was not told."""
         self._lock = threading.Lock()
-        self._comms: dict[str, Any] = {}
+        self._comms: dict[str, tuple[Any, str | None]] = {}
+        """Each open comm and the path of the notebook its page shows (None: not said)."""
         self._waiting: dict[str, tuple[str, asyncio.AbstractEventLoop, asyncio.Future[Any]]] = {}
 
     def register(self, comm_manager: Any) -> None:
@@ -50,16 +73,42 @@ class NotebookPage:
         comm_manager.register_target(NOTEBOOK_TARGET, self._open)
 
     def connected(self) -> bool:
-        """Whether a page with Co's extension shows the notebook now."""
+        """Whether a page with Co's extension shows the kernel's own notebook now."""
+        return self._chosen()[0] is not None
+
+    def absent(self) -> str | None:
+        """Why no page answers for the kernel's notebook now; None when one does."""
+        comm, why = self._chosen()
+        return None if comm is not None else why
+
+    def _chosen(self) -> tuple[Any | None, str]:
+        """The comm of the page that answers (see the module's docstring), or None and why."""
         with self._lock:
-            return bool(self._comms)
+            comms = list(self._comms.values())
+        if not comms:
+            return None, "no page with Co's JupyterLab extension shows this notebook"
+        own = self._own
+        if own is None:
+            if len({path for _, path in comms if path is not None}) > 1:
+                return None, (
+                    "pages of several notebooks use this kernel, and the kernel was not told "
+                    "which notebook is its own"
+                )
+            return comms[-1][0], ""
+        best, score = None, 0
+        for comm, path in comms:
+            parts = _parts(path) if path else ()
+            if parts and own[-len(parts) :] == parts and len(parts) >= score:
+                best, score = comm, len(parts)
+        if best is None:
+            return None, f"no page with Co's JupyterLab extension shows {own[-1]}, its notebook"
+        return best, ""
 
     async def request(self, op: str, timeout: float = 15, **args: Any) -> dict[str, Any]:
-        """Ask the latest page; its reply, or PageError with a readable reason."""
-        with self._lock:
-            comm = next(reversed(self._comms.values()), None)
+        """Ask the page of the kernel's notebook; its reply, or PageError with a reason."""
+        comm, why = self._chosen()
         if comm is None:
-            raise PageError("no page with Co's JupyterLab extension shows this notebook")
+            raise PageError(why)
         request_id = uuid.uuid4().hex
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
@@ -80,10 +129,12 @@ class NotebookPage:
         return reply
 
     def _open(self, comm: Any, msg: Any) -> None:
+        data = msg.get("content", {}).get("data") if isinstance(msg, dict) else None
+        path = data.get("path") if isinstance(data, dict) else None
         comm.on_msg(self._message)
         comm.on_close(lambda _m: self._forget(comm.comm_id))
         with self._lock:
-            self._comms[comm.comm_id] = comm
+            self._comms[comm.comm_id] = (comm, path if isinstance(path, str) and path else None)
 
     def _forget(self, comm_id: str) -> None:
         with self._lock:

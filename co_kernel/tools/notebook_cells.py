@@ -358,13 +358,15 @@ async def run_cell(ctx: RunContext[CoDeps], cell_id: str, read_hash: str) -> dic
     notebook = ctx.deps.notebook
     assert notebook is not None  # _live checked the page
     run = await notebook.run_tool_code(code)
+    # The cell shows `[n]:` from the kernel's counter, as when the person runs it.
+    count = notebook.take_count()
     outputs: list[dict[str, Any]] = []
     if run.stdout:
         outputs.append({"output_type": "stream", "name": "stdout", "text": run.stdout})
     if run.result is not None:
         outputs.append(
             {"output_type": "execute_result", "data": {"text/plain": run.result},
-             "metadata": {}, "execution_count": None}
+             "metadata": {}, "execution_count": count}
         )  # fmt: skip
     if run.error:
         outputs.append(
@@ -375,9 +377,8 @@ async def run_cell(ctx: RunContext[CoDeps], cell_id: str, read_hash: str) -> dic
     shown = [_redacted(o, redact) for o in outputs]
     shown_in_cell = True
     try:
-        await _page(ctx).request(
-            "edit", changes=[{"op": "outputs", "id": cell.id, "outputs": shown}]
-        )
+        change = {"op": "outputs", "id": cell.id, "outputs": shown, "execution_count": count}
+        await _page(ctx).request("edit", changes=[change])
     except (PageError, ToolFailed):
         shown_in_cell = False
     parts = [f"stdout:\n{run.stdout}"] if run.stdout else []

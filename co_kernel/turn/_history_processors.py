@@ -4,7 +4,8 @@ The processors are pure functions from a valid history to a valid history: every
 call keeps its answer, and the order of what is kept never changes. ``govern_history``
 applies them in the order that keeps each one cheap on a long session: the window first
 (it reads backwards only as far as it keeps), then the trimming of old tool outputs and
-runaway answers on what is left. ``GovernHistory`` (in ``_govern.py``) runs them before
+runaway answers on what is left, and last the images of older turns, which are sent as
+their one-line description instead of again as images. ``GovernHistory`` (in ``_govern.py``) runs them before
 every model request.
 
 They move in steps, so that consecutive requests share their whole earlier prefix and a
@@ -33,12 +34,16 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONTEXT_PREFIX",
+    "IMAGE_BYTES",
+    "IMAGE_TURNS",
+    "OLD_IMAGE",
     "RUNAWAY_MARKER",
     "SUMMARY_PREFIX",
     "TRIM_MARKER",
     "WINDOW_MARKER",
     "GovernedViews",
     "cut_runaway_answers",
+    "describe_old_images",
     "estimate_tokens",
     "govern_history",
     "is_summary",
@@ -422,6 +427,116 @@ def cut_runaway_answers(
     return out
 
 
+IMAGE_TURNS = 2
+"""Turns whose images are sent with every request: the current one and the one before."""
+
+IMAGE_BYTES = 600_000
+"""The most image bytes sent in one request, newest first: four images at the largest
+size one may have (``co_kernel.notebook.MAX_BYTES``)."""
+
+OLD_IMAGE = "[Co: {description}, shown earlier; not sent again]"
+"""What an image is sent as once it is no longer sent as an image."""
+
+
+def _images(msg: Any) -> list[tuple[int, int, Any]]:
+    """(part, item, image) of every image a request carries as bytes: in a tool's output
+    (run_python's figures, read_file of a PNG) or with a prompt (``@fig``)."""
+    from pydantic_ai.messages import BinaryContent, ToolReturnPart, UserPromptPart
+
+    found: list[tuple[int, int, Any]] = []
+    for j, part in enumerate(msg.parts):
+        if isinstance(part, ToolReturnPart):
+            items: Any = part.content if isinstance(part.content, list) else [part.content]
+        elif isinstance(part, UserPromptPart) and not isinstance(part.content, str):
+            items = part.content
+        else:
+            continue
+        for k, item in enumerate(items):
+            if isinstance(item, BinaryContent) and item.is_image:
+                found.append((j, k, item))
+    return found
+
+
+def _image_line(image: Any) -> str:
+    """One line for an image: "PNG image 640x480, 45 KB" (its size when it can be read)."""
+    kind = str(image.media_type).removeprefix("image/").upper()
+    size = f"{len(image.data) / 1000:.0f} KB"
+    try:
+        import io
+
+        from PIL import Image
+
+        with Image.open(io.BytesIO(image.data)) as img:
+            return f"{kind} image {img.width}x{img.height}, {size}"
+    except Exception:  # not readable: its type and size still say what it was
+        return f"{kind} image, {size}"
+
+
+def _described(msg: Any, drop: frozenset[tuple[int, int]]) -> Any:
+    """``msg`` with the images at ``drop`` (part, item) replaced by their line."""
+    from pydantic_ai.messages import ToolReturnPart
+
+    parts = list(msg.parts)
+    for j in sorted({j for j, _ in drop}):
+        part = parts[j]
+        single = not isinstance(part.content, list | tuple)
+        items: list[Any] = [part.content] if single else list(part.content)
+        for k in [k for jj, k in drop if jj == j]:
+            items[k] = OLD_IMAGE.format(description=_image_line(items[k]))
+        content: Any = items[0] if single else items
+        if isinstance(part, ToolReturnPart) and all(isinstance(i, str) for i in items):
+            # A tool's text and its images' lines as one text: a list of texts would be
+            # sent as a JSON array.
+            content = "\n".join(items)
+        parts[j] = dataclasses.replace(part, content=content)
+    return dataclasses.replace(msg, parts=parts)
+
+
+def describe_old_images(
+    messages: Sequence[ModelMessage],
+    views: GovernedViews | None = None,
+    turns: int = IMAGE_TURNS,
+    budget: int = IMAGE_BYTES,
+) -> list[ModelMessage]:
+    """Images sent again only while recent: the rest as one line each.
+
+    An image stays in the conversation, and pydantic-ai would send it again with every
+    later request, each time at its full cost. The rule: the images of the last ``turns``
+    turns are sent as images, newest first, while together they stay within ``budget``
+    bytes (the newest one always); every other image is sent as ``OLD_IMAGE`` with its
+    type, pixels and size.
+    The model read each image when it was new; it can look again (read_file, run_python,
+    ``@name``) when it needs to. The session keeps the images (new messages are built).
+    """
+    from pydantic_ai.messages import ModelRequest
+
+    boundary = 0
+    for n, start in enumerate(_turn_starts_back(messages, 0), 1):
+        if n == turns:
+            boundary = start
+            break
+    out = list(messages)
+    used = 0
+    for i in range(len(out) - 1, -1, -1):
+        msg = out[i]
+        if not isinstance(msg, ModelRequest):
+            continue
+        drop: set[tuple[int, int]] = set()
+        for j, k, image in reversed(_images(msg)):
+            if i >= boundary and (not used or used + len(image.data) <= budget):
+                used += len(image.data)
+            else:
+                drop.add((j, k))
+        if not drop:
+            continue
+        key = frozenset(drop)
+        if views is None:
+            out[i] = _described(msg, key)
+        else:
+            out[i] = views.view(msg, "images", key, lambda m=msg, d=key: _described(m, d))
+    return out
+
+
 CONTEXT_PREFIX = "[Co: context for this message]\n"
 """Starts the part that carries a prompt's per-turn context (the memories relevant to it)."""
 
@@ -462,7 +577,8 @@ def govern_history(
     views: GovernedViews | None = None,
     context: Callable[[str], str] | None = None,
 ) -> list[ModelMessage]:
-    """What the model is sent: the window, then old tool outputs and runaway answers cut.
+    """What the model is sent: the window, then old tool outputs and runaway answers cut,
+    and the images of older turns described.
 
     With ``context`` (a prompt's per-turn context, such as the memories relevant to it),
     each prompt is preceded by its context: with ``views``, as it was when first sent.
@@ -482,7 +598,7 @@ def _govern(
     windowed = _windowed(messages, head, cut, views)
     before = recent - cut + head if cut > head else recent
     trimmed = truncate_tool_returns(windowed, settings.tool_output_trim_chars, views, before)
-    return cut_runaway_answers(trimmed, views)
+    return describe_old_images(cut_runaway_answers(trimmed, views), views)
 
 
 def _part_chars(part: Any) -> int:

@@ -255,7 +255,8 @@ function follow(panel: NotebookPanel): void {
       }
     };
     comm = opened;
-    opened.open();
+    // The kernel answers only for the notebook it was started for (`_page.py`).
+    opened.open({ path: panel.context.localPath });
   };
   const onStatus = (connection: Kernel.IKernelConnection): void => {
     if (GONE.has(connection.status)) {

@@ -6,7 +6,7 @@ proposes an insert (the card shows the diff; Approve inserts exactly that; Ctrl+
 command mode removes it again), proposes another that is denied (the document stays as
 it was), and proposes an edit of a cell it read in an older version (refused, nothing
 changes). Notebook 7 reads and inserts the same way; an approved run_cell shows its
-outputs in its cell.
+outputs and the kernel's next execution count in its cell.
 """
 
 from __future__ import annotations
@@ -178,3 +178,7 @@ def test_run_cell_puts_its_outputs_into_the_cell_in_jupyterlab(tmp_path: Path) -
         first.get_by_text("It printed 42.").wait_for(timeout=30_000)
         target = prompt_cell(page, "x = 6 * 7")
         target.locator(".jp-OutputArea-output", has_text="x is 42").wait_for(timeout=10_000)
+        # Its prompt shows the kernel's next count, as when the person runs it: [1] is the
+        # prompt cell's.
+        assert first.locator(".jp-InputPrompt").inner_text().strip() == "[1]:"
+        target.locator(".jp-InputPrompt", has_text="[2]:").wait_for(timeout=10_000)

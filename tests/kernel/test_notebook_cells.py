@@ -48,18 +48,31 @@ PNG_HEAD = "iVBORw0KGgoAAAANSUhEUgAAAAIAAAADCAYAAAC56t6BAAAA"
 class LivePage(Page):
     """A page with Co's extension: it holds the notebook and answers ``co.notebook``."""
 
-    def __init__(self, kernel: CoKernel, cells: list[dict[str, Any]]) -> None:
+    def __init__(
+        self, kernel: CoKernel, cells: list[dict[str, Any]], path: str | None = None
+    ) -> None:
         super().__init__(kernel)
         self.cells = cells
+        self.path = path
         self.requests: list[dict[str, Any]] = []
         self.comm_id = uuid.uuid4().hex
-        content = {"comm_id": self.comm_id, "target_name": "co.notebook", "data": {}}
+        # The extension names the notebook it shows (its path below the server's root).
+        data = {"path": path} if path else {}
+        content = {"comm_id": self.comm_id, "target_name": "co.notebook", "data": data}
         kernel.kc.shell_channel.send(kernel.kc.session.msg("comm_open", content))
         self.approvals = self.open_approvals()
         self.cards: list[dict[str, Any]] = []
 
-    def serve(self, msg_id: str, choice: str = "approve", timeout: float = 90) -> None:
-        """Answer the kernel until the cell ``msg_id`` is idle; decide every call with ``choice``."""
+    def serve(
+        self,
+        msg_id: str,
+        choice: str = "approve",
+        timeout: float = 90,
+        others: tuple[LivePage, ...] = (),
+    ) -> None:
+        """Answer the kernel until the cell ``msg_id`` is idle; decide every call with
+        ``choice``. ``others``: more pages on the same kernel, which answer what they are asked."""
+        pages = {page.comm_id: page for page in (self, *others)}
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
@@ -68,8 +81,8 @@ class LivePage(Page):
                 continue
             self.messages.append(m)
             content = m["content"]
-            if m["msg_type"] == "comm_msg" and content["comm_id"] == self.comm_id:
-                self._answer(content["data"])
+            if m["msg_type"] == "comm_msg" and content["comm_id"] in pages:
+                pages[content["comm_id"]]._answer(content["data"])
             elif m["msg_type"] == "comm_msg" and content["comm_id"] == self.approvals:
                 for call in content["data"].get("pending", []):
                     if call["id"] not in [c["id"] for c in self.cards]:
@@ -89,7 +102,7 @@ class LivePage(Page):
         self.requests.append(data)
         reply: dict[str, Any] = {"reply": data["request"]}
         if data["op"] == "read":
-            reply |= {"cells": self.cells, "path": "analysis.ipynb", "dirty": True}
+            reply |= {"cells": self.cells, "path": self.path or "analysis.ipynb", "dirty": True}
         else:
             try:
                 reply |= {"ok": True, "ids": self._edit(data["changes"])}
@@ -120,6 +133,7 @@ class LivePage(Page):
                 cells.insert(change["to"], cells.pop(at))
             elif change["op"] == "outputs":
                 cells[at]["outputs"] = change["outputs"]
+                cells[at]["execution_count"] = change.get("execution_count")
         self.cells[:] = cells
         return ids
 
@@ -290,6 +304,75 @@ def test_run_cell_shows_outputs_in_the_cell_and_returns_them(kernel, model_serve
     outputs = page.cells[0]["outputs"]
     assert outputs[0] == {"output_type": "stream", "name": "stdout", "text": "x is 42\n"}
     assert outputs[1]["data"] == {"text/plain": "42"}
+
+
+def test_a_cell_the_agent_ran_shows_the_kernel_s_next_count(kernel, model_server):
+    assert kernel.execute("%%python\nx = 6").reply["content"]["execution_count"] == 1
+    page = LivePage(kernel, [code("%%python\nx * 7", "calc")])
+    run = call("run_cell", cell_id="calc", read_hash=short_hash("%%python\nx * 7"))
+    model_server.extend([run, run, {"text": "42, twice."}])
+    msg_id = kernel.send("run it twice")
+    page.serve(msg_id)
+    [started] = [
+        m
+        for m in page.messages
+        if m["msg_type"] == "execute_input" and m["parent_header"]["msg_id"] == msg_id
+    ]
+    assert started["content"]["execution_count"] == 2
+    # Each run shows the next count, as if the person had run the cell after the prompt.
+    sent = [r["changes"][0] for r in page.requests if r["op"] == "edit"]
+    assert [c["execution_count"] for c in sent] == [3, 4]
+    assert page.cells[0]["execution_count"] == 4
+    assert page.cells[0]["outputs"] == [
+        {"output_type": "execute_result", "data": {"text/plain": "42"}, "metadata": {},
+         "execution_count": 4}
+    ]  # fmt: skip
+    # The person's next cell comes after them.
+    assert kernel.execute("%%python\nx").reply["content"]["execution_count"] == 5
+
+
+def test_only_the_page_of_the_kernel_s_own_notebook_answers(start_kernel, model_server, workspace):
+    # The server started the kernel for sales/analysis.ipynb (JPY_SESSION_NAME is its
+    # absolute path); other notebooks use the same kernel.
+    (workspace / "sales").mkdir()
+    own_file = workspace / "sales" / "analysis.ipynb"
+    own_file.write_text(json.dumps({"cells": [markdown("# Saved", "saved")], "nbformat": 4}))
+    kernel = start_kernel({"JPY_SESSION_NAME": str(own_file)})
+    other = LivePage(kernel, [markdown("# Other", "other")], path="sales/scratch.ipynb")
+    # Only the other notebook is open: the kernel reads its own saved file, offers no
+    # editing, and never asks the other page.
+    model_server.extend([call("read_notebook"), {"text": "ok"}])
+    other.serve(kernel.send("read my notebook"))
+    result = tool_result(model_server)
+    assert "the SAVED version on disk" in result and "id saved" in result
+    offered = {t["function"]["name"] for t in model_server.requests[-1]["tools"]}
+    assert "read_notebook" in offered and "insert_cells" not in offered
+    assert other.requests == []
+
+    # Its own page opens, then one of a notebook with the same file name in the root.
+    own = LivePage(kernel, [markdown("# Own", "own")], path="sales/analysis.ipynb")
+    latest = LivePage(kernel, [markdown("# Latest", "latest")], path="analysis.ipynb")
+    new = [{"kind": "markdown", "source": "## Added"}]
+    model_server.extend(
+        [call("read_notebook"), call("insert_cells", index=1, cells=new), {"text": "ok"}]
+    )
+    own.serve(kernel.send("read and add"), others=(other, latest))
+    assert "id own" in model_server.requests[-2]["messages"][-1]["content"]
+    assert [r["op"] for r in own.requests] == ["read", "read", "edit"]
+    assert [c["source"] for c in own.cells] == ["# Own", "## Added"]
+    assert other.requests == latest.requests == []
+
+
+def test_pages_of_two_notebooks_on_a_kernel_not_told_its_own_are_not_used(kernel, model_server):
+    first = LivePage(kernel, [markdown("# One", "one")], path="one.ipynb")
+    second = LivePage(kernel, [markdown("# Two", "two")], path="two.ipynb")
+    model_server.extend([call("read_notebook"), {"text": "ok"}])
+    first.serve(kernel.send("read my notebook"), others=(second,))
+    assert (
+        "Cannot read the notebook: pages of several notebooks use this kernel, and the kernel "
+        "was not told which notebook is its own" in tool_result(model_server)
+    )
+    assert first.requests == second.requests == []
 
 
 def test_secrets_in_cells_are_redacted(start_kernel, model_server):

@@ -211,3 +211,25 @@ def test_secrets_in_what_python_shows_are_redacted(start_kernel, model_server, m
     outputs = json.dumps([m["content"] for m in turn.messages])
     assert SECRET not in outputs
     assert any("[REDACTED]" in str(d["data"].get("text/html", "")) for d in _displays(turn))
+
+
+def test_only_the_images_of_the_last_two_turns_are_sent_again(
+    start_kernel, model_server, workspace
+):
+    sizes = {"one.png": (320, 200), "two.png": (300, 100), "three.png": (200, 150)}
+    for name, size in sizes.items():
+        Image.new("RGB", size, "orange").save(workspace / name)
+    kernel = start_kernel()
+    for name in sizes:
+        model_server.extend([call("read_file", path=name), {"text": f"Read {name}."}])
+        turn = kernel.execute(f"Look at {name}", mode="headless")
+        assert turn.status == "ok" and model_server.errors == []
+    body = model_server.requests[-1]
+    # The newest request carries the images of this turn and the one before; the first
+    # image travels as its one line, and the model's own text about it is still there.
+    assert [_decoded(url).size for url in _image_urls(body)] == [(300, 100), (200, 150)]
+    sent = json.dumps(body["messages"])
+    assert "[Co: PNG image 320x200, 1 KB, shown earlier; not sent again]" in sent
+    assert "Read one.png." in sent
+    # When it was new, the first image was sent as an image.
+    assert [_decoded(url).size for url in _image_urls(model_server.requests[1])] == [(320, 200)]

@@ -8,7 +8,9 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from PIL import Image
 from pydantic_ai.messages import (
+    BinaryContent,
     ModelMessage,
     ModelMessagesTypeAdapter,
     ModelRequest,
@@ -22,8 +24,10 @@ from pydantic_ai.messages import (
 from co_kernel.config import Settings
 from co_kernel.turn._compact import compacted_history, split_for_compaction
 from co_kernel.turn._history_processors import (
+    IMAGE_BYTES,
     SUMMARY_PREFIX,
     GovernedViews,
+    describe_old_images,
     estimate_tokens,
     govern_history,
     is_summary,
@@ -365,6 +369,96 @@ def test_views_of_messages_no_longer_governed_are_let_go() -> None:
     again = govern_history(history, config, views)
     assert govern_history(history, config, views) == again
     assert all(a is b for a, b in zip(govern_history(history, config, views), again, strict=True))
+
+
+def _png(width: int, height: int, noise: bool = False) -> BinaryContent:
+    import io
+    import os
+
+    img = (
+        Image.frombytes("RGB", (width, height), os.urandom(width * height * 3))
+        if noise
+        else Image.new("RGB", (width, height), "orange")
+    )
+    buffer = io.BytesIO()
+    img.save(buffer, "PNG")
+    return BinaryContent(buffer.getvalue(), media_type="image/png")
+
+
+def _image_turn(n: int, images: list[BinaryContent]) -> list[ModelMessage]:
+    """A turn whose one tool call returns its text and ``images``, as run_python does."""
+    call = ToolCallPart("run_python", {"code": f"plot {n}"}, tool_call_id=f"p{n}")
+    result = ToolReturnPart("run_python", [f"images of {n}", *images], tool_call_id=f"p{n}")
+    return [
+        ModelRequest(parts=[UserPromptPart(f"plot {n}")]),
+        ModelResponse(parts=[call]),
+        ModelRequest(parts=[result]),
+        ModelResponse(parts=[TextPart(f"drew {n}")]),
+    ]
+
+
+def _sent_images(messages: Sequence[ModelMessage]) -> list[BinaryContent]:
+    return [
+        item
+        for msg in messages
+        if isinstance(msg, ModelRequest)
+        for part in msg.parts
+        if isinstance(part, ToolReturnPart | UserPromptPart) and isinstance(part.content, list)
+        for item in part.content
+        if isinstance(item, BinaryContent)
+    ]
+
+
+def test_images_of_older_turns_are_sent_as_one_line_and_kept_in_the_history() -> None:
+    first, second, third = _png(320, 200), _png(300, 100), _png(200, 150)
+    prompt = ModelRequest(parts=[UserPromptPart(["what does @fig show?", _png(64, 48)])])
+    history = [
+        prompt,
+        ModelResponse(parts=[TextPart("a box")]),
+        *_image_turn(1, [first]),
+        *_image_turn(2, [second]),
+        *_image_turn(3, [third]),
+    ]
+    saved = list(history)
+    out = describe_old_images(history)
+    assert_valid(out)
+    assert _sent_images(out) == [second, third], "the images of the last two turns"
+    old = out[4].parts[0]
+    assert isinstance(old, ToolReturnPart)
+    assert (
+        old.content == "images of 1\n[Co: PNG image 320x200, 1 KB, shown earlier; not sent again]"
+    )
+    assert out[0].parts[0].content == [  # type: ignore[union-attr]
+        "what does @fig show?",
+        "[Co: PNG image 64x48, 0 KB, shown earlier; not sent again]",
+    ]
+    # The conversation the session keeps is untouched: every image is still there.
+    assert history == saved and len(_sent_images(history)) == 4
+    assert _sent_images([prompt]) != []
+
+
+def test_images_are_sent_within_a_byte_budget_newest_first() -> None:
+    big = [_png(220, 220, noise=True) for _ in range(6)]
+    size = len(big[0].data)
+    assert 100_000 < size < 150_000
+    out = describe_old_images(_image_turn(1, big))
+    kept = _sent_images(out)
+    assert kept == big[-(IMAGE_BYTES // size) :], "the newest, as many as fit"
+    assert sum(len(i.data) for i in kept) <= IMAGE_BYTES
+    text = out[2].parts[0].content  # type: ignore[union-attr]
+    assert isinstance(text, list) and text[0] == "images of 1"
+    assert text[1].startswith("[Co: PNG image 220x220,")
+    # One image larger than the budget is still sent when it is the newest.
+    assert _sent_images(describe_old_images(_image_turn(1, big), budget=10)) == [big[-1]]
+
+
+def test_described_images_are_the_same_messages_on_every_request() -> None:
+    config = Settings()
+    views = GovernedViews()
+    history = [*_image_turn(1, [_png(40, 30)]), *_image_turn(2, []), *_image_turn(3, [])]
+    first = govern_history(history, config, views)
+    assert _sent_images(first) == []
+    assert all(a is b for a, b in zip(first, govern_history(history, config, views), strict=True))
 
 
 def test_estimate_is_about_four_characters_a_token() -> None:
