@@ -19,8 +19,14 @@ requests from the panel's notebook model:
 
 Comm messages are dispatched while a cell runs (ipykernel handles ``comm_msg`` beside
 the running cell), possibly on another thread, so a reply reaches the waiting tool
-through ``call_soon_threadsafe``. Requests go to the page that connected last; when two
-tabs show the notebook they hold the same document after a save or with collaboration.
+through ``call_soon_threadsafe``.
+
+Requests go to one page: the one where the person last decided an approval (``prefer``),
+else the one that connected last. When two tabs show the notebook they hold the same
+document after a save or with real-time collaboration (``jupyter-collaboration``), where
+every page's model is the shared document: an edit one page applies, every page shows.
+Each page undoes only its own changes (the shared model's undo manager tracks its own
+origin), so an approved edit goes to the page that approved it: there Ctrl+Z reverts it.
 """
 
 from __future__ import annotations
@@ -43,6 +49,9 @@ class NotebookPage:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._comms: dict[str, Any] = {}
+        """comm id -> comm, the page to ask last."""
+        self._clients: dict[str, str] = {}
+        """comm id -> the client session (one page's kernel connection) that opened it."""
         self._waiting: dict[str, tuple[str, asyncio.AbstractEventLoop, asyncio.Future[Any]]] = {}
 
     def register(self, comm_manager: Any) -> None:
@@ -54,8 +63,14 @@ class NotebookPage:
         with self._lock:
             return bool(self._comms)
 
+    def prefer(self, client: str) -> None:
+        """Ask the page of client session ``client`` from now on (it is the person's)."""
+        with self._lock:
+            for comm_id in [c for c, who in self._clients.items() if who == client]:
+                self._comms[comm_id] = self._comms.pop(comm_id)
+
     async def request(self, op: str, timeout: float = 15, **args: Any) -> dict[str, Any]:
-        """Ask the latest page; its reply, or PageError with a readable reason."""
+        """Ask the page (see the module's docstring); its reply, or PageError with a reason."""
         with self._lock:
             comm = next(reversed(self._comms.values()), None)
         if comm is None:
@@ -82,12 +97,16 @@ class NotebookPage:
     def _open(self, comm: Any, msg: Any) -> None:
         comm.on_msg(self._message)
         comm.on_close(lambda _m: self._forget(comm.comm_id))
+        client = msg.get("header", {}).get("session")
         with self._lock:
             self._comms[comm.comm_id] = comm
+            if isinstance(client, str) and client:
+                self._clients[comm.comm_id] = client
 
     def _forget(self, comm_id: str) -> None:
         with self._lock:
             self._comms.pop(comm_id, None)
+            self._clients.pop(comm_id, None)
             lost = [w for w in self._waiting.values() if w[0] == comm_id]
         for _, loop, future in lost:
             loop.call_soon_threadsafe(_settle, future, {"error": "the page closed"})
