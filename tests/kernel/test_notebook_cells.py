@@ -58,8 +58,17 @@ class LivePage(Page):
         self.approvals = self.open_approvals()
         self.cards: list[dict[str, Any]] = []
 
-    def serve(self, msg_id: str, choice: str = "approve", timeout: float = 90) -> None:
-        """Answer the kernel until the cell ``msg_id`` is idle; decide every call with ``choice``."""
+    def serve(
+        self,
+        msg_id: str,
+        choice: str = "approve",
+        timeout: float = 90,
+        others: tuple[LivePage, ...] = (),
+    ) -> None:
+        """Answer the kernel until the cell ``msg_id`` is idle; decide every call with ``choice``.
+
+        ``others``: more pages on the same kernel client, answering their own ``co.notebook``.
+        """
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
@@ -68,8 +77,9 @@ class LivePage(Page):
                 continue
             self.messages.append(m)
             content = m["content"]
-            if m["msg_type"] == "comm_msg" and content["comm_id"] == self.comm_id:
-                self._answer(content["data"])
+            answering = [p for p in (self, *others) if content.get("comm_id") == p.comm_id]
+            if m["msg_type"] == "comm_msg" and answering:
+                answering[0]._answer(content["data"])
             elif m["msg_type"] == "comm_msg" and content["comm_id"] == self.approvals:
                 for call in content["data"].get("pending", []):
                     if call["id"] not in [c["id"] for c in self.cards]:
