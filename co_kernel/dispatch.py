@@ -125,6 +125,8 @@ class CellDispatcher:
         self.notebook = NotebookContext(shell, notebook_path=notebook_path)
         if kernel is not None:
             self.notebook.page.register(kernel.comm_manager)
+        # An approved edit goes to the page where the person approved it: its undo reverts it.
+        self.pending.decided_from = self.notebook.page.prefer
         self.approvers: dict[str, Approver] = {}
         self._warned_settings = False
         self.warmup: Any = None

@@ -17,6 +17,8 @@ as_root() {
 }
 
 scripts/setup.sh
+# JupyterLab with real-time collaboration, in .venv-rtc: for its one test, apart from .venv.
+scripts/setup-rtc.sh
 
 missing=()
 [ -x /usr/bin/chromium ] || missing+=(chromium)

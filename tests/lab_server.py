@@ -31,8 +31,13 @@ LABEXTENSION = REPO / "co_kernel" / "labextension"
 EXTENSION_NAME = "co-kernel-lab"
 
 
-def jupyter_environment(base: Path, env: dict[str, str] | None = None) -> dict[str, str]:
-    """Environment variables for a server whose Jupyter paths all live under ``base``."""
+def jupyter_environment(
+    base: Path, env: dict[str, str] | None = None, *, person: bool = False
+) -> dict[str, str]:
+    """Environment variables for a server whose Jupyter paths all live under ``base``.
+
+    ``person``: nothing of the test runner either (no ``PYTEST_*``), as in a person's shell.
+    """
     data = base / "prefix" / "share" / "jupyter"
     fork = forking()  # the server's Co kernels come from the test process's fork server
     write_co_kernelspec(data, fork=fork)
@@ -48,7 +53,8 @@ def jupyter_environment(base: Path, env: dict[str, str] | None = None) -> dict[s
     (notification / "notification.jupyterlab-settings").write_text(
         json.dumps({"fetchNews": "false", "checkForUpdates": False})
     )
-    full = {k: v for k, v in os.environ.items() if not k.startswith(("CO_", "JUPYTER"))}
+    dropped = ("CO_", "JUPYTER", "PYTEST_") if person else ("CO_", "JUPYTER")
+    full = {k: v for k, v in os.environ.items() if not k.startswith(dropped)}
     full.update(
         {
             "JUPYTER_PATH": str(data),
@@ -130,19 +136,22 @@ def start_server(
     base: Path | None = None,
     timeout: float = 90,
     expose_app: bool = True,
+    python: Path | None = None,
 ) -> JupyterServer:
     """Start JupyterLab (or Notebook 7, or jupyter_server) on 127.0.0.1 and wait until it answers.
 
     ``expose_app=False`` serves the page as a person's server does, without
     ``window.jupyterapp`` (the security tests: a script in the page has no app to drive).
+    ``python``: the server runs in that environment's Python (its kernels are still this
+    checkout's), with a person's environment variables; by default this process's Python.
     """
     base = base or Path(tempfile.mkdtemp(prefix="co-jupyter-"))
-    full_env = jupyter_environment(base, env)
+    full_env = jupyter_environment(base, env, person=python is not None)
     port = free_port()
     token = secrets.token_hex(16)
     module = {"lab": "jupyterlab", "notebook": "notebook", "server": "jupyter_server"}[app]
     argv = [
-        sys.executable,
+        str(python or sys.executable),
         "-m",
         module,
         "--no-browser",

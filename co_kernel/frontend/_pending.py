@@ -77,6 +77,10 @@ class PendingApprovals:
         """When a page last opened the comm or said it is open; None: never."""
         self._missed: list[dict[str, Any]] = []
         """Outcomes of calls decided while no page watched, for the next page."""
+        self.decided_from: Callable[[str], None] | None = None
+        """Called with the client session (``header.session``: one page's kernel connection)
+        of each decision a page sends, before the call goes on; the kernel sends the
+        notebook edits that follow to that page (``NotebookPage.prefer``)."""
         self.status: Callable[[], dict[str, Any]] | None = None
         """Called as a page opens the comm; returns the kernel's status for Co's status item
         (``labstatus``). The kernel sets it: a page that connects while a cell runs gets no
@@ -203,6 +207,9 @@ class PendingApprovals:
         if choice == "always_allow" and not waiting.call["rule"]:
             comm.send({"error": "This call has no rule to always allow."})
             return
+        client = msg.get("header", {}).get("session")
+        if self.decided_from is not None and isinstance(client, str) and client:
+            self.decided_from(client)
         waiting.decide(cast(ApprovalDecision, choice))  # checked against _CHOICES above
 
     def _broadcast(self, decided: list[dict[str, Any]]) -> None:

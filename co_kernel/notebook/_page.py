@@ -35,6 +35,14 @@ its own.
 Comm messages are dispatched while a cell runs (ipykernel handles ``comm_msg`` beside
 the running cell), possibly on another thread, so a reply reaches the waiting tool
 through ``call_soon_threadsafe``.
+
+Among the pages of the kernel's own notebook, requests go to the one where the person last
+decided an approval (``prefer``), else the one that connected last. Two tabs of one notebook
+hold the same document after a save or with real-time collaboration
+(``jupyter-collaboration``), where every page's model is the shared document: an edit one
+page applies, every page shows.
+Each page undoes only its own changes (the shared model's undo manager tracks its own
+origin), so an approved edit goes to the page that approved it: there Ctrl+Z reverts it.
 """
 
 from __future__ import annotations
@@ -66,6 +74,8 @@ class NotebookPage:
         self._lock = threading.Lock()
         self._comms: dict[str, tuple[Any, str | None]] = {}
         """Each open comm and the path of the notebook its page shows (None: not said)."""
+        self._clients: dict[str, str] = {}
+        """comm id -> the client session (one page's kernel connection) that opened it."""
         self._waiting: dict[str, tuple[str, asyncio.AbstractEventLoop, asyncio.Future[Any]]] = {}
 
     def register(self, comm_manager: Any) -> None:
@@ -104,6 +114,12 @@ class NotebookPage:
             return None, f"no page with Co's JupyterLab extension shows {own[-1]}, its notebook"
         return best, ""
 
+    def prefer(self, client: str) -> None:
+        """Ask the page of client session ``client`` from now on (it is the person's)."""
+        with self._lock:
+            for comm_id in [c for c, who in self._clients.items() if who == client]:
+                self._comms[comm_id] = self._comms.pop(comm_id)
+
     async def request(self, op: str, timeout: float = 15, **args: Any) -> dict[str, Any]:
         """Ask the page of the kernel's notebook; its reply, or PageError with a reason."""
         comm, why = self._chosen()
@@ -133,12 +149,16 @@ class NotebookPage:
         path = data.get("path") if isinstance(data, dict) else None
         comm.on_msg(self._message)
         comm.on_close(lambda _m: self._forget(comm.comm_id))
+        client = msg.get("header", {}).get("session")
         with self._lock:
             self._comms[comm.comm_id] = (comm, path if isinstance(path, str) and path else None)
+            if isinstance(client, str) and client:
+                self._clients[comm.comm_id] = client
 
     def _forget(self, comm_id: str) -> None:
         with self._lock:
             self._comms.pop(comm_id, None)
+            self._clients.pop(comm_id, None)
             lost = [w for w in self._waiting.values() if w[0] == comm_id]
         for _, loop, future in lost:
             loop.call_soon_threadsafe(_settle, future, {"error": "the page closed"})

@@ -252,7 +252,9 @@ export class CoStatusModel {
   /**
    * Output of a turn another page (or this page before a reload) started: the
    * page drops it, so put it into the cell it belongs to. Once per notebook
-   * model, however many views of it are open.
+   * model, however many views of it are open. Not in a shared document (real-
+   * time collaboration): the page that ran the cell writes its outputs there,
+   * and every page shows them already.
    */
   private _placeForeign(
     panel: NotebookPanel,
@@ -263,6 +265,7 @@ export class CoStatusModel {
     const parent = msg.parent_header as Partial<KernelMessage.IHeader>;
     if (
       !model ||
+      model.collaborative ||
       msg.channel !== 'iopub' ||
       !parent.session ||
       parent.session === kernel.clientId ||

@@ -192,9 +192,17 @@ class CoLab:
 
 @contextmanager
 def co_lab(
-    tmp_path: Path, cells: list[str], script: list[dict[str, Any]], **env: str
+    tmp_path: Path,
+    cells: list[str],
+    script: list[dict[str, Any]],
+    *,
+    python: Path | None = None,
+    **env: str,
 ) -> Iterator[CoLab]:
-    """Serve a notebook of ``cells`` with Co answering from ``script``; the model saw no error."""
+    """Serve a notebook of ``cells`` with Co answering from ``script``; the model saw no error.
+
+    ``python``: run JupyterLab in that environment's Python (``start_server``).
+    """
     ensure_kernelspec()
     notebooks = tmp_path / "notebooks"
     notebooks.mkdir()
@@ -204,7 +212,7 @@ def co_lab(
     write_notebook(notebook, cells)
     with ScriptedModelServer(script) as server:
         env = {**scripted_env(home, server), **env}
-        lab = start_server(notebooks, env=env, base=tmp_path / "jupyter")
+        lab = start_server(notebooks, env=env, base=tmp_path / "jupyter", python=python)
         try:
             with chromium_page() as page:
                 yield CoLab(lab, notebook, page, server)
