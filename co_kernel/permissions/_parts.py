@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["ALL_PARTS_REJECTED", "accepted_parts", "partial_label"]
+__all__ = ["ALL_PARTS_REJECTED", "accepted_parts", "partial_label", "split_partial"]
 
 ALL_PARTS_REJECTED = (
     "The user rejected every cell of this proposal, so nothing changed. Do not retry it as "
@@ -36,3 +36,14 @@ def accepted_parts(label: str) -> list[int] | None:
     if found is None:
         return None
     return [int(n) - 1 for n in found.group(3).split(",") if n.strip()]
+
+
+def split_partial(label: str) -> tuple[str, list[bool] | None]:
+    """A decision label without its cells, and which cells it accepted (None: all), as a
+    recording keeps them."""
+    found = _PARTIAL.search(label)
+    if found is None:
+        return label, None
+    accepted = set(accepted_parts(label) or [])
+    cells = [i in accepted for i in range(int(found.group(2)))]
+    return (label[: found.start()] + label[found.end() :]).strip(), cells

@@ -7,6 +7,7 @@ cell, and the cells the person rejected travel with the Approve decision over th
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from typing import Any
@@ -151,3 +152,21 @@ def test_yolo_takes_the_whole_call(kernel, model_server):
     page.serve(kernel.send("add three cells"), reject=[1])
     assert page.cards == [] and len(page.cells) == 4
     assert "Inserted 3 cell(s) at index 1" in tool_result(model_server)
+
+
+def test_a_recorded_partial_approval_replays_the_same_cells(start_kernel, model_server, workspace):
+    recording = start_kernel({"CO_RECORD_PATH": "rec.jsonl"})
+    page = LivePage(recording, [dict(c) for c in NOTEBOOK])
+    model_server.extend([call("insert_cells", index=1, cells=THREE), {"text": "Inserted two."}])
+    page.serve(recording.send("add three cells"), reject=[1])
+    steps = [json.loads(line) for line in (workspace / "rec.jsonl").read_text().splitlines()]
+    [decided] = [c for s in steps for c in s.get("tool_calls", [])]
+    assert (decided["decision"], decided["cells"]) == ("approved", [True, False, True])
+
+    # Run All of the recorded notebook, with recorded approvals on: nobody is asked, and
+    # the same two cells go in.
+    replaying = start_kernel({"CO_MODEL": "replay:rec.jsonl", "CO_REPLAY_APPROVALS": "true"})
+    again = LivePage(replaying, [dict(c) for c in NOTEBOOK])
+    again.serve(replaying.send("add three cells"))
+    assert again.cards == []
+    assert [c["source"] for c in again.cells] == [c["source"] for c in page.cells]
