@@ -15,7 +15,8 @@ answers with the calls waiting now and sends the list again after every change:
   "always_allow", "reject"?: [part, ...]}``. It settles the same future as the card's
   buttons, so a call is decided once however many tabs (and the card) answer. ``reject``
   names the cells (from 0) the person rejected on a card that offers a choice per cell
-  (``ToolCallView.parts``); an approval without it takes every cell. ``{"seen": true}``: the page
+  (``ToolCallView.parts``), with ``approve`` only; an approval without it takes every
+  cell, as "Approve all" and "Always allow" always do. ``{"seen": true}``: the page
   is still open (the extension says so every few seconds while something waits).
 
 Nothing waits forever unseen: once a page with the extension has connected, a call that
@@ -217,7 +218,7 @@ class PendingApprovals:
             comm.send({"error": "This call has no rule to always allow."})
             return
         decision = cast(ApprovalDecision, choice)  # checked against _CHOICES above
-        if "reject" in data and choice != "deny":
+        if "reject" in data and choice == "approve":  # Approve all takes the whole call
             accepted = _accepted(data["reject"], waiting.parts)
             if accepted is None or waiting.choose is None:
                 comm.send({"error": "reject names no cell of this call's card."})

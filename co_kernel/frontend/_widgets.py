@@ -339,6 +339,7 @@ def _part_html(index: int, total: int, diff: str) -> str:
     return (
         f'<div class="co-part co-part-{index}" style="margin:4px 0">'
         f'<button type="button" class="{PART_TOGGLE_CLASS}" data-part="{index}" '
-        f'data-parts="{total}" title="Click to reject or accept this cell">'
+        f'data-parts="{total}" title="Click to reject or accept this cell: Approve applies '
+        f'the cells accepted, Approve all every cell">'
         f"✓ Apply cell {index + 1} of {total}</button>{diff_html(diff)}</div>"
     )

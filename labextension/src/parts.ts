@@ -7,8 +7,10 @@
  * control is plain HTML, not a widget: it sends the kernel nothing. This module
  * keeps its own record of the cells the person rejected, changed only by a
  * real click (`event.isTrusted`), and the decision sent for a real Approve
- * click or key press carries that record (`decisionMessage`) in the same
- * `co.approvals` message. The kernel takes a choice of cells from nowhere else.
+ * click or key press (on the card, or in the status item's panel) carries that
+ * record (`decisionMessage`) in the same `co.approvals` message. The kernel
+ * takes a choice of cells from nowhere else. "Approve all" and "Always allow"
+ * take the whole call.
  *
  * So a script in the page that clicks a control (`click()`, a synthetic
  * event), toggles a widget or sends widget messages changes nothing that is
@@ -122,7 +124,8 @@ export function decisionMessage(
   choice: CardChoice,
   choices: PartChoices = partChoices
 ): { decide: string; choice: CardChoice; reject?: number[] } {
-  const reject = choice === 'deny' ? [] : choices.rejectedOf(id);
+  // "Approve all" and "Always allow" take the whole call, as yolo and rules do.
+  const reject = choice === 'approve' ? choices.rejectedOf(id) : [];
   return reject.length
     ? { decide: id, choice, reject }
     : { decide: id, choice };

@@ -78,7 +78,7 @@ describe('choosing cells', () => {
 });
 
 describe('the decision message', () => {
-  it('names the rejected cells with an approval only', () => {
+  it('names the rejected cells with Approve only', () => {
     const choices = new PartChoices();
     choices.toggle('q4', 2);
     choices.toggle('q4', 0);
@@ -91,9 +91,13 @@ describe('the decision message', () => {
       decide: 'q4',
       choice: 'deny'
     });
-    expect(decisionMessage('other', 'approve_all', choices)).toEqual({
-      decide: 'other',
+    expect(decisionMessage('q4', 'approve_all', choices)).toEqual({
+      decide: 'q4',
       choice: 'approve_all'
+    });
+    expect(decisionMessage('other', 'approve', choices)).toEqual({
+      decide: 'other',
+      choice: 'approve'
     });
   });
 

@@ -8,6 +8,7 @@ cell, and the cells the person rejected travel with the Approve decision over th
 from __future__ import annotations
 
 import json
+import queue
 import sqlite3
 import time
 from typing import Any
@@ -170,3 +171,46 @@ def test_a_recorded_partial_approval_replays_the_same_cells(start_kernel, model_
     again.serve(replaying.send("add three cells"))
     assert again.cards == []
     assert [c["source"] for c in again.cells] == [c["source"] for c in page.cells]
+
+
+def test_without_the_extensions_approvals_comm_the_call_is_all_or_nothing(kernel, model_server):
+    """A client that answers with the widget card only (no ``co.approvals`` comm) gets no
+    per-cell controls: the card says the cells go in together, and Approve takes them all."""
+    page = LivePage(kernel, [dict(c) for c in NOTEBOOK])
+    closed = {"comm_id": page.approvals, "data": {}}
+    kernel.kc.shell_channel.send(kernel.kc.session.msg("comm_close", closed))
+    model_server.extend([call("insert_cells", index=0, cells=THREE), {"text": "ok"}])
+    msg_id = kernel.send("add three cells")
+    deadline = time.monotonic() + 90
+    clicked = False
+    while not page.cells[0]["source"].startswith("%%python\ndf = load()"):
+        assert time.monotonic() < deadline, "the insert never came"
+        try:
+            m = kernel.kc.get_iopub_msg(timeout=0.05)
+        except queue.Empty:
+            continue
+        page.messages.append(m)
+        content = m["content"]
+        if m["msg_type"] == "comm_msg" and content["comm_id"] == page.comm_id:
+            page._answer(content["data"])
+        buttons = {s["description"]: c for c, s in widget_states(page, "ButtonModel").items()}
+        if "Approve" in buttons and not clicked:
+            html = " ".join(s["value"] for s in widget_states(page, "HTMLModel").values())
+            assert "co-part-toggle" not in html
+            assert "All 3 cells are applied together" in html
+            kernel.click(buttons["Approve"])
+            clicked = True
+    page.serve(msg_id)
+    assert [c["source"] for c in page.cells[:3]] == [
+        "%%python\ndf = load()",
+        "## Not this one",
+        "%%python\ndf.plot()",
+    ]
+
+
+def test_approve_all_takes_the_whole_call(kernel, model_server):
+    page = LivePage(kernel, [code("x", "only")])
+    model_server.extend([call("insert_cells", index=1, cells=THREE), {"text": "ok"}])
+    page.serve(kernel.send("add three cells"), choice="approve_all", reject=[1])
+    assert len(page.cells) == 4
+    assert "Inserted 3 cell(s) at index 1" in tool_result(model_server)
