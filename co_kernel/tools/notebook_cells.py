@@ -276,6 +276,8 @@ async def _propose(
                 del proposals[stale]
             raise ApprovalRequired(metadata=proposal.metadata())
     accepted = _accepted(ctx.tool_call_metadata, len(proposal.parts))
+    if accepted == []:  # the approval batch makes this a denial; never an empty edit
+        raise ToolFailed("The person rejected every cell of this proposal; nothing changed.")
     changes = proposal.changes
     if accepted is not None and proposal.pick is not None:
         changes = proposal.pick(accepted)
