@@ -129,6 +129,7 @@ class Recorder:
         self._offsets: list[int] = []
         """Where each step's line starts in the file."""
         self._replayed: dict[str, tuple[str, str, str]] = {}
+        self._replayed_cells: dict[str, list[bool]] = {}
         """Call id -> (tool name, arguments as JSON, decision) from a replayed script."""
         self.replaying: Any = None
         """The model of the session's replay, while it replays: it answers every model
@@ -173,8 +174,9 @@ class Recorder:
                 file.write(_line(step))
                 file.flush()
 
-    def record_decision(self, call_id: str, decision: str) -> None:
-        """Add the person's decision to the recorded call it answers."""
+    def record_decision(self, call_id: str, decision: str, cells: list[bool] | None = None) -> None:
+        """Add the person's decision to the recorded call it answers (``cells``: which of
+        its cells they accepted, when they rejected some)."""
         if self._path is None or decision not in RECORDABLE_DECISIONS:
             return
         with self._lock:
@@ -183,6 +185,8 @@ class Recorder:
                 call = next((c for c in calls if c.get("id") == call_id), None)
                 if call is not None:
                     call["decision"] = decision
+                    if cells is not None:
+                        call["cells"] = cells
                     self._rewrite_from(index)
                     return
 
@@ -205,6 +209,8 @@ class Recorder:
             for call in (call for step in steps for call in step.tool_calls):
                 if call.id and call.decision:
                     self._replayed[call.id] = (call.name, _canonical(call.arguments), call.decision)
+                    if call.cells is not None:
+                        self._replayed_cells[call.id] = call.cells
 
     def replayed_decision(self, call_id: str, tool_name: str, args: Any) -> str | None:
         """The recorded decision for this very call (same id, tool and arguments), or None."""
@@ -213,6 +219,11 @@ class Recorder:
         if found is None or found[0] != tool_name or found[1] != _canonical(args):
             return None
         return found[2]
+
+    def replayed_cells(self, call_id: str) -> list[bool] | None:
+        """Which cells the recorded approval of this call accepted, when it took some only."""
+        with self._lock:
+            return self._replayed_cells.get(call_id)
 
 
 def _canonical(args: Any) -> str:
