@@ -182,7 +182,9 @@ def _first_difference(was: Any, now: Any, path: list[str]) -> tuple[str, Any, An
         return None
     if was == now:
         return None
-    return ", ".join(path) or "the edit", was, now
+    # A list's items name themselves ("new cell 2"): its key would only repeat it.
+    named = [part for i, part in enumerate(path) if part not in _LISTS or i == len(path) - 1]
+    return ", ".join(named) or "the edit", was, now
 
 
 def _item(path: list[str], index: int, value: Any) -> str:
@@ -190,7 +192,11 @@ def _item(path: list[str], index: int, value: Any) -> str:
     if not path:
         op = value.get("op") if isinstance(value, dict) else None
         return f"change {index + 1}" + (f" ({op})" if op else "")
-    return {"cells": "new cell", "outputs": "output"}.get(path[-1], "item") + f" {index + 1}"
+    return _LISTS.get(path[-1], "item") + f" {index + 1}"
+
+
+_LISTS = {"cells": "new cell", "outputs": "output"}
+"""The lists of a change, and what one of their items is called."""
 
 
 def _short(value: Any, limit: int = 300) -> str:
