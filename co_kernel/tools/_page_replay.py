@@ -115,7 +115,8 @@ class CallPage:
 
     def _record(self, op: str, shown: dict[str, Any], reply: dict[str, Any]) -> None:
         if self._recorder is not None and self._recorder.path is not None and self._call:
-            self._recorder.record_page(self._call, {"op": op, **shown, "reply": reply})
+            answer = {k: v for k, v in reply.items() if k != "reply"}  # the request's id
+            self._recorder.record_page(self._call, {"op": op, **shown, "reply": answer})
 
     def _compare(self, recorded: dict[str, Any] | None, proposed: list[dict[str, Any]]) -> None:
         """Raise PageReplayMismatch naming the first difference from the recorded edit."""
