@@ -183,9 +183,23 @@ def _first_difference(was: Any, now: Any, path: list[str]) -> tuple[str, Any, An
         return None
     if was == now:
         return None
+    if isinstance(was, str) and isinstance(now, str) and "\n" in was + now:
+        # A cell's source: the first line that differs says more than two clipped texts.
+        before, after = was.split("\n"), now.split("\n")
+        line = next(
+            (i for i, pair in enumerate(zip(before, after, strict=False)) if pair[0] != pair[1]),
+            min(len(before), len(after)),
+        )
+        at = before[line] if line < len(before) else None
+        to = after[line] if line < len(after) else None
+        return _where([*path, f"line {line + 1}"]), at, to
+    return _where(path), was, now
+
+
+def _where(path: list[str]) -> str:
     # A list's items name themselves ("new cell 2"): its key would only repeat it.
     named = [part for i, part in enumerate(path) if part not in _LISTS or i == len(path) - 1]
-    return ", ".join(named) or "the edit", was, now
+    return ", ".join(named) or "the edit"
 
 
 def _item(path: list[str], index: int, value: Any) -> str:
