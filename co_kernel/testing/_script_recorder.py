@@ -242,6 +242,11 @@ class Recorder:
         """Whether the script being replayed was recorded with a notebook page."""
         return self.replaying is not None and bool(self._pages)
 
+    def page_recorded(self, call_id: str) -> bool:
+        """Whether the replayed script recorded page exchanges with this call."""
+        with self._lock:
+            return self.replaying is not None and bool(self._pages.get(call_id))
+
     def replayed_page(self, call_id: str, op: str) -> dict[str, Any] | None:
         """The recorded exchange answering this call's next ``op`` request, or None.
 

@@ -77,7 +77,9 @@ class CallPage:
         """The page's answer (or the recorded one), after comparing an edit with the
         recorded edit; recorded when the session records."""
         recorder = self._recorder
-        replaying = recorder is not None and recorder.replays_page
+        # A call the script does not hold (one a record-missing replay's fallback model
+        # made) has nothing to compare with.
+        replaying = recorder is not None and recorder.page_recorded(self._call)
         recorded = recorder.replayed_page(self._call, op) if recorder and replaying else None
         shown = args
         if op == "edit":
@@ -103,7 +105,8 @@ class CallPage:
         else:
             why = (self._live.absent() if self._live is not None else None) or _NO_PAGE
             raise PageError(
-                why + (", and the replay script recorded no page answer here" if replaying else "")
+                why
+                + (", and the replay script recorded no page answer here" if self._offered else "")
             )
         if op == "read":
             cells = reply.get("cells")

@@ -164,3 +164,16 @@ def test_a_live_replay_without_recorded_pages_offers_no_editing(start_kernel, wo
     )
     result = _replayer(start_kernel, script).execute("hello", mode="headless", timeout=60)
     assert result.status == "ok" and "No page here." in result.text()
+
+
+def test_a_replay_with_a_page_connected_applies_the_compared_edits(recording: Path, start_kernel):
+    """In JupyterLab a replay edits the page's document: the recorded edit is compared
+    (by position, as the page's ids are its own), then the page applies it."""
+    kernel = _replayer(start_kernel, recording)
+    page = NumberingPage(kernel, [dict(c) for c in NOTEBOOK])
+    page.serve(kernel.send(PROMPT))
+    assert [c["id"] for c in page.cells] == ["intro", "c1", "p1", "new-1"]
+    assert page.cells[3]["source"] == NEW_SOURCE
+    assert page.cells[3]["outputs"][0]["text"] == "x is 42\n"
+    shown = json.dumps([m["content"] for m in page.messages])
+    assert "Inserted and ran it" in shown and "replayed page" not in shown
