@@ -247,8 +247,9 @@ class Recorder:
         with self._lock:
             return self.replaying is not None and bool(self._pages.get(call_id))
 
-    def replayed_page(self, call_id: str, op: str) -> dict[str, Any] | None:
-        """The recorded exchange answering this call's next ``op`` request, or None.
+    def replayed_page(self, call_id: str, op: str, *, peek: bool = False) -> dict[str, Any] | None:
+        """The recorded exchange answering this call's next ``op`` request, or None;
+        ``peek`` leaves it to answer that request.
 
         Reads change nothing, so a replay may make one more or one fewer than the recording
         (a call approved in one step there, in two here): a read takes the next recorded
@@ -259,7 +260,8 @@ class Recorder:
             start = self._page_next.get(call_id, 0)
             for position in range(start, len(exchanges)):
                 if exchanges[position].get("op") == op:
-                    self._page_next[call_id] = position + 1
+                    if not peek:
+                        self._page_next[call_id] = position + 1
                     return exchanges[position]
                 if op == "read":
                     break

@@ -83,12 +83,7 @@ class CallPage:
         recorded = recorder.replayed_page(self._call, op) if recorder and replaying else None
         shown = args
         if op == "edit":
-            shown = {
-                "proposed": [
-                    _what_matters(c, self._reads.get(self._call, []))
-                    for c in args.get("changes", [])
-                ]
-            }
+            shown = {"proposed": self._proposed(args.get("changes", []))}
             if replaying:
                 self._compare(recorded, shown["proposed"])
         if self._live is not None and self._live.connected():
@@ -115,6 +110,16 @@ class CallPage:
                 del self._reads[stale]
         self._record(op, shown, reply)
         return reply
+
+    def check_edit(self, changes: list[dict[str, Any]]) -> None:
+        """Before the person is asked: refuse, in a replay, an edit that is not the recorded one."""
+        recorder = self._recorder
+        if recorder is not None and recorder.page_recorded(self._call):
+            recorded = recorder.replayed_page(self._call, "edit", peek=True)
+            self._compare(recorded, self._proposed(changes))
+
+    def _proposed(self, changes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [_what_matters(c, self._reads.get(self._call, [])) for c in changes]
 
     def _record(self, op: str, shown: dict[str, Any], reply: dict[str, Any]) -> None:
         if self._recorder is not None and self._recorder.path is not None and self._call:

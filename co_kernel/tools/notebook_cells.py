@@ -242,6 +242,7 @@ async def _propose(
     if proposal is None:
         proposal = plan(await _live(ctx, page))
         if not ctx.tool_call_approved:
+            page.check_edit(proposal.changes)
             proposals[ctx.tool_call_id or ""] = proposal
             for stale in list(proposals)[:-_KEEP_PROPOSALS]:
                 del proposals[stale]

@@ -155,7 +155,9 @@ def test_a_replay_inserting_elsewhere_fails_naming_the_position(recording: Path,
     assert "change 1 (insert), index: recorded 0, now 3" in result.text()
 
 
-def test_a_live_replay_without_recorded_pages_offers_no_editing(start_kernel, workspace: Path):
+def test_a_replay_of_a_script_recorded_without_a_page_offers_no_editing(
+    start_kernel, workspace: Path
+):
     """A script recorded headless (no page answers) replays as before: no editing tools."""
     script = workspace / "plain.jsonl"
     _write(
@@ -177,3 +179,15 @@ def test_a_replay_with_a_page_connected_applies_the_compared_edits(recording: Pa
     assert page.cells[3]["outputs"][0]["text"] == "x is 42\n"
     shown = json.dumps([m["content"] for m in page.messages])
     assert "Inserted and ran it" in shown and "replayed page" not in shown
+
+
+def test_a_differing_edit_is_refused_before_the_person_is_asked(recording: Path, start_kernel):
+    steps = _steps(recording)
+    _call(steps, "c_insert")["page"][-1]["proposed"][0]["index"] = 1
+    _write(recording, steps)
+    kernel = start_kernel({"CO_MODEL": f"replay:{recording.name}"}, model=False)
+    page = NumberingPage(kernel, [dict(c) for c in NOTEBOOK])
+    page.serve(kernel.send(PROMPT))
+    assert page.cards == [] and [c["id"] for c in page.cells] == ["intro", "c1", "p1"]
+    shown = json.dumps([m["content"] for m in page.messages])
+    assert "change 1 (insert), index: recorded 1, now 3" in shown
