@@ -12,8 +12,11 @@ answers with the calls waiting now and sends the list again after every change:
   with the decision label and how the card words it. ``{"error": message}`` answers a
   message the kernel cannot read.
 - page -> kernel: ``{"decide": id, "choice": "approve" | "deny" | "approve_all" |
-  "always_allow"}``. It settles the same future as the card's buttons, so a call is
-  decided once however many tabs (and the card) answer. ``{"seen": true}``: the page
+  "always_allow", "reject"?: [part, ...]}``. It settles the same future as the card's
+  buttons, so a call is decided once however many tabs (and the card) answer. ``reject``
+  names the cells (from 0) the person rejected on a card that offers a choice per cell
+  (``ToolCallView.parts``), with ``approve`` only; an approval without it takes every
+  cell, as "Approve all" and "Always allow" always do. ``{"seen": true}``: the page
   is still open (the extension says so every few seconds while something waits).
 
 Nothing waits forever unseen: once a page with the extension has connected, a call that
@@ -61,6 +64,10 @@ class _Waiting:
     """Why the kernel decided it itself, when it did."""
     watchdog: asyncio.Task[None] | None = None
     """Denies it once no page has watched for ``unseen_timeout``."""
+    choose: Callable[[ApprovalDecision, list[int]], None] | None = None
+    """Hands an approval with the parts accepted, for a card that offers a choice per cell."""
+    parts: int = 0
+    """How many cells the card offers to choose from."""
 
 
 class PendingApprovals:
@@ -93,9 +100,14 @@ class PendingApprovals:
     # -- the approver's side ------------------------------------------------------
 
     def add(
-        self, pending_id: str, request: ApprovalRequest, decide: Callable[[ApprovalDecision], None]
+        self,
+        pending_id: str,
+        request: ApprovalRequest,
+        decide: Callable[[ApprovalDecision], None],
+        choose: Callable[[ApprovalDecision, list[int]], None] | None = None,
     ) -> None:
-        """A call starts waiting; ``decide`` is how a page's answer reaches it."""
+        """A call starts waiting; ``decide`` is how a page's answer reaches it, ``choose``
+        how an approval of some of its cells does (a card with a choice per cell)."""
         call = request.call
         view = {
             "id": pending_id,
@@ -107,6 +119,8 @@ class PendingApprovals:
             "rule": self._redact(request.rule) if request.rule else None,
         }
         waiting = _Waiting(view, decide, time.monotonic())
+        if choose is not None and call.parts:
+            waiting.choose, waiting.parts = choose, len(call.parts)
         if self.unseen_timeout is not None:
             waiting.watchdog = asyncio.get_running_loop().create_task(
                 self._deny_unseen(pending_id, self.unseen_timeout)
@@ -207,10 +221,20 @@ class PendingApprovals:
         if choice == "always_allow" and not waiting.call["rule"]:
             comm.send({"error": "This call has no rule to always allow."})
             return
+        decision = cast(ApprovalDecision, choice)  # checked against _CHOICES above
+        accepted = None
+        if "reject" in data and choice == "approve":  # Approve all takes the whole call
+            accepted = _accepted(data["reject"], waiting.parts)
+            if accepted is None or waiting.choose is None:
+                comm.send({"error": "reject names no cell of this call's card."})
+                return
         client = msg.get("header", {}).get("session")
         if self.decided_from is not None and isinstance(client, str) and client:
             self.decided_from(client)
-        waiting.decide(cast(ApprovalDecision, choice))  # checked against _CHOICES above
+        if accepted is not None and waiting.choose is not None:
+            waiting.choose(decision, accepted)
+        else:
+            waiting.decide(decision)
 
     def _broadcast(self, decided: list[dict[str, Any]]) -> None:
         with self._lock:
@@ -218,3 +242,16 @@ class PendingApprovals:
         message = {"pending": self.waiting(), "decided": decided}
         for comm in comms:
             comm.send(message)
+
+
+def _accepted(reject: Any, parts: int) -> list[int] | None:
+    """The parts left accepted once ``reject`` (a page's list of parts) is taken out; None
+    when it names anything but parts of the card."""
+    if not isinstance(reject, list):
+        return None
+    rejected: set[int] = set()
+    for part in cast(list[Any], reject):
+        if not isinstance(part, int) or isinstance(part, bool) or not 0 <= part < parts:
+            return None
+        rejected.add(part)
+    return [i for i in range(parts) if i not in rejected]

@@ -270,8 +270,10 @@ class SubagentFrontend(BaseFrontend):
         call = request.call
         self.log.tool(call, "waiting")
         self._changed()
+        forwarded = replace(request, call=self._forward(call))
         try:
-            choice = await self.parent.prompt_approval(replace(request, call=self._forward(call)))
+            choice = await self.parent.prompt_approval(forwarded)
+            request.accepted = forwarded.accepted  # the cells chosen on the parent's card
         except asyncio.CancelledError:
             call.decision = INTERRUPTED
             self.log.tool(call, "interrupted")

@@ -27,6 +27,7 @@ from ._toolcard import diff_html, format_args
 __all__ = [
     "BUTTONS",
     "CARD_CLASS",
+    "PART_TOGGLE_CLASS",
     "ApprovalCard",
     "WidgetApprover",
     "card_box",
@@ -49,6 +50,10 @@ CARD_CLASS = "co-approval-card"
 """Class of the card's box; with ``-<pending id>`` it names the question (labextension)."""
 
 _CARD_CSS = "padding: 2px 8px; margin: 4px 0"
+
+PART_TOGGLE_CLASS = "co-part-toggle"
+"""Class of a cell's accept/reject control on a card that offers a choice per cell
+(``labextension/src/parts.ts`` reads a real click on it, nothing else does)."""
 
 
 def _who(call: ToolCallView) -> str:
@@ -122,11 +127,17 @@ class ApprovalCard:
         on_choice: Callable[[ApprovalDecision], None],
         rule: str | None = None,
         pending_id: str | None = None,
+        choose_parts: bool = False,
     ) -> None:
         """``rule``: the session rule "Always allow" adds; without it, no such button.
 
         ``pending_id``: the question's id on the ``co.approvals`` comm, put in the card's
         classes so the extension answers a click on it through the comm.
+
+        ``choose_parts``: a call with several cells (``call.parts``) shows each cell's diff
+        with an accept/reject control. Only Co's extension reads those controls (a real
+        click, sent with the Approve click over the comm), so without it the card shows the
+        whole change and says it is applied all or nothing.
         """
         import ipywidgets as w
 
@@ -135,9 +146,20 @@ class ApprovalCard:
         body: list[Any] = [
             w.HTML(f"<pre style='margin:2px 0'>{html.escape(format_args(call.args))}</pre>")
         ]
-        if call.detail:
+        if call.parts and choose_parts:
+            body += [w.HTML(_part_html(i, len(call.parts), p)) for i, p in enumerate(call.parts)]
+        elif call.detail:
+            together = (
+                f"<i>All {len(call.parts)} cells are applied together (choosing cells one by "
+                "one needs Co's JupyterLab extension).</i>"
+                if call.parts
+                else ""
+            )
             body.append(
-                w.HTML(f"<details open><summary>Change</summary>{diff_html(call.detail)}</details>")
+                w.HTML(
+                    f"<details open><summary>Change</summary>{diff_html(call.detail)}"
+                    f"{together}</details>"
+                )
             )
         self.buttons: list[Any] = choice_buttons(BUTTONS, on_choice)
         if rule:
@@ -159,12 +181,15 @@ class ApprovalCard:
             classes,
         )
 
-    def finish(self, decision: str) -> None:
-        """Make the card the record of ``decision``: what was decided, no buttons."""
+    def finish(self, decision: str, chosen: str = "") -> None:
+        """Make the card the record of ``decision``: what was decided, no buttons.
+
+        ``chosen``: which cells were applied, when the person took some of them.
+        """
         self.decision = decision
         for button in self.buttons:
             button.disabled = True  # a click racing the update decides nothing
-        verdict = html.escape(DECISION_TEXT.get(decision, decision))
+        verdict = html.escape(DECISION_TEXT.get(decision, decision) + chosen)
         accent = "refused" if is_refusal(decision) else "allowed"
         decide_card(
             self.box,
@@ -230,6 +255,17 @@ class WidgetApprover:
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(_settle, answer, choice)
 
+        def on_parts(choice: ApprovalDecision, accepted: list[int]) -> None:
+            # Only from the ``co.approvals`` comm, i.e. the extension's record of the
+            # person's real clicks on the cells' controls, sent with a real Approve click
+            # (``labextension/src/parts.ts``). The controls are plain HTML: no widget
+            # message carries a choice, so a script toggling them or sending widget
+            # messages changes nothing that is applied. What it cannot stop: a script
+            # that rewrites the card's text before the person clicks (it can rewrite any
+            # of the page), or one that opens its own kernel connection (see on_button).
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(_settle_parts, answer, request, choice, accepted)
+
         def on_button(choice: ApprovalDecision) -> None:
             # A decision needs a person (issue 39). Any script in the page can send this
             # widget message (``button.click()``); Co's extension instead answers a click
@@ -246,21 +282,64 @@ class WidgetApprover:
             on_choice(choice)
 
         display_id = uuid.uuid4().hex
-        card = ApprovalCard(request.call, on_button, request.rule, pending_id=display_id)
+        # Cells are chosen one by one only where the extension carries the choice.
+        choose = self._pending is not None and self._pending.extension_connected()
+        card = ApprovalCard(
+            request.call, on_button, request.rule, pending_id=display_id, choose_parts=choose
+        )
         self.cards.append(card)
         self._pub.display(card.bundle(), card.metadata(), display_id=display_id)
         if self._pending is not None:
-            self._pending.add(display_id, request, on_choice)
+            self._pending.add(display_id, request, on_choice, on_parts if choose else None)
         try:
             choice = await wait_for_answer(answer, request.timeout)
         except asyncio.CancelledError:
             self._finish(card, INTERRUPTED, display_id)
             raise
-        self._finish(card, decision_label(choice), display_id)
+        self._finish(card, decision_label(choice), display_id, _chosen(request))
         return choice
 
-    def _finish(self, card: ApprovalCard, decision: str, display_id: str) -> None:
-        card.finish(decision)
+    def _finish(self, card: ApprovalCard, decision: str, display_id: str, chosen: str = "") -> None:
+        card.finish(decision, chosen)
         self._pub.display(card.bundle(), card.metadata(), display_id=display_id, update=True)
         if self._pending is not None:
             self._pending.settle(display_id, decision)
+
+
+def _settle_parts(
+    future: asyncio.Future[ApprovalDecision],
+    request: ApprovalRequest,
+    choice: ApprovalDecision,
+    accepted: list[int],
+) -> None:
+    """An approval of some cells; every cell rejected is a denial."""
+    if future.done():
+        return
+    request.accepted = accepted
+    future.set_result(choice if accepted else "deny")
+
+
+def _chosen(request: ApprovalRequest) -> str:
+    """What the decided card adds about the cells, when the person chose some."""
+    accepted, parts = request.accepted, request.call.parts or []
+    if accepted is None or len(accepted) == len(parts):
+        return ""
+    if not accepted:
+        return f": every cell rejected ({len(parts)})"
+    shown = ", ".join(str(i + 1) for i in accepted)
+    return f": {len(accepted)} of {len(parts)} cells applied ({shown})"
+
+
+def _part_html(index: int, total: int, diff: str) -> str:
+    """One cell of a multi-cell proposal: its accept/reject control and its diff.
+
+    The control is a plain button, not a widget: it sends nothing to the kernel. Co's
+    extension turns a real click on it into a rejection it sends with the Approve click.
+    """
+    return (
+        f'<div class="co-part co-part-{index}" style="margin:4px 0">'
+        f'<button type="button" class="{PART_TOGGLE_CLASS}" data-part="{index}" '
+        f'data-parts="{total}" title="Click to reject or accept this cell: Approve applies '
+        f'the cells accepted, Approve all every cell">'
+        f"✓ Apply cell {index + 1} of {total}</button>{diff_html(diff)}</div>"
+    )

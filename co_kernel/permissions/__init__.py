@@ -32,6 +32,7 @@ from ._approval import (
     record_decision,
     replayed_decision,
 )
+from ._parts import ALL_PARTS_REJECTED, accepted_parts, partial_label
 
 if TYPE_CHECKING:
     from ._rules import (
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "ALL_PARTS_REJECTED",
     "ALWAYS_ALLOWED",
     "APPROVED",
     "APPROVED_ALL",
@@ -56,6 +58,7 @@ __all__ = [
     "ApprovalDecision",
     "PermissionGate",
     "accept_project_rules",
+    "accepted_parts",
     "active_rules",
     "auto_decision",
     "decision_label",
@@ -64,6 +67,7 @@ __all__ = [
     "is_safe_command",
     "narrowest_rule",
     "normalise_args",
+    "partial_label",
     "pending_project_rules",
     "project_rules_notice",
     "record_decision",

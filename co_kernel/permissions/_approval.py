@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from ._parts import partial_label, split_partial
 from ._shell_options import COMMANDS, Parsed, parse_arguments, parse_find
 from ._shell_parse import parse_line
 
@@ -287,10 +288,13 @@ def replayed_decision(call_id: str, tool_name: str, args: Any, deps: CoDeps) -> 
     """
     recorder = deps.recorder
     found = recorder.replayed_decision(call_id, tool_name, args) if recorder else None
-    if found is None:
+    if recorder is None or found is None:
         return None
     if found == APPROVED_ALL and deps.settings.allow_yolo:
         deps.auto_confirm = True
+    cells = recorder.replayed_cells(call_id)
+    if cells is not None:
+        found = partial_label(found, [i for i, ok in enumerate(cells) if ok], len(cells))
     return found + RECORDED
 
 
@@ -301,7 +305,7 @@ def record_decision(call_id: str, label: str, deps: CoDeps, *, by_policy: bool =
     again, and the model reads the policy's message, as it did when recorded.
     """
     if deps.recorder is not None and not (by_policy and is_refusal(label)):
-        deps.recorder.record_decision(call_id, label)
+        deps.recorder.record_decision(call_id, *split_partial(label))
 
 
 def denial_message(label: str, timeout: float | None = None, *, policy: str | None = None) -> str:

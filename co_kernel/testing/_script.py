@@ -106,6 +106,9 @@ class ToolCall(_Strict):
     """Defaults to `call_<request>_<index>`, unique within a server's lifetime."""
     decision: Literal["approved", "denied", "approved all"] | None = None
     """The person's answer when the call was recorded; a replay applies it to the same call."""
+    cells: list[bool] | None = None
+    """Of a call touching several cells approved in part: which cells the person accepted,
+    in order; a replay applies the same ones."""
     page: list[dict[str, Any]] = Field(default_factory=list[dict[str, Any]])
     """What the call asked the notebook's page and what it answered, when recorded."""
 

@@ -133,6 +133,8 @@ class Recorder:
         """Where each step's line starts in the file."""
         self._replayed: dict[str, tuple[str, str, str]] = {}
         """Call id -> (tool name, arguments as JSON, decision) from a replayed script."""
+        self._replayed_cells: dict[str, list[bool]] = {}
+        """Call id -> which of its cells the person accepted, from a replayed script."""
         self._pages: dict[str, list[dict[str, Any]]] = {}
         """Call id -> what the call asked the page and what it answered, from a replayed script."""
         self._page_next: dict[str, int] = {}
@@ -180,10 +182,17 @@ class Recorder:
                 file.write(_line(step))
                 file.flush()
 
-    def record_decision(self, call_id: str, decision: str) -> None:
-        """Add the person's decision to the recorded call it answers."""
+    def record_decision(self, call_id: str, decision: str, cells: list[bool] | None = None) -> None:
+        """Add the person's decision to the recorded call it answers (``cells``: which of
+        its cells they accepted, when they rejected some)."""
         if decision in RECORDABLE_DECISIONS:
-            self._add_to_call(call_id, lambda call: call.__setitem__("decision", decision))
+
+            def decide(call: dict[str, Any]) -> None:
+                call["decision"] = decision
+                if cells is not None:
+                    call["cells"] = cells
+
+            self._add_to_call(call_id, decide)
 
     def record_page(self, call_id: str, exchange: dict[str, Any]) -> None:
         """Add what a notebook tool asked the page, with its answer, to the recorded call."""
@@ -225,6 +234,8 @@ class Recorder:
             for call in (call for step in steps for call in step.tool_calls):
                 if call.id and call.decision:
                     self._replayed[call.id] = (call.name, _canonical(call.arguments), call.decision)
+                    if call.cells is not None:
+                        self._replayed_cells[call.id] = call.cells
 
     def replay_pages(self, steps: Sequence[Step]) -> None:
         """Keep the page answers recorded with the calls of a script a replay serves."""
@@ -277,6 +288,11 @@ class Recorder:
         if found is None or found[0] != tool_name or found[1] != _canonical(args):
             return None
         return found[2]
+
+    def replayed_cells(self, call_id: str) -> list[bool] | None:
+        """Which cells the recorded approval of this call accepted, when it took some only."""
+        with self._lock:
+            return self._replayed_cells.get(call_id)
 
 
 def _canonical(args: Any) -> str:

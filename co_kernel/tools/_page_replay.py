@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 from ..exceptions import PageError, PageReplayMismatch
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pydantic_ai import RunContext
 
     from ..deps import CoDeps
@@ -111,10 +113,21 @@ class CallPage:
         self._record(op, shown, reply)
         return reply
 
-    def check_edit(self, changes: list[dict[str, Any]]) -> None:
-        """Before the person is asked: refuse, in a replay, an edit that is not the recorded one."""
+    def check_edit(
+        self,
+        changes: list[dict[str, Any]],
+        pick: Callable[[list[int]], list[dict[str, Any]]] | None = None,
+    ) -> None:
+        """Before the person is asked: refuse, in a replay, an edit that is not the recorded one.
+
+        A call recorded approved in part recorded the cells it applied: ``pick`` makes the
+        same part of this proposal (the replay applies the same cells).
+        """
         recorder = self._recorder
         if recorder is not None and recorder.page_recorded(self._call):
+            cells = recorder.replayed_cells(self._call)
+            if cells is not None and pick is not None and not all(cells):
+                changes = pick([i for i, accepted in enumerate(cells) if accepted])
             recorded = recorder.replayed_page(self._call, "edit", peek=True)
             self._compare(recorded, self._proposed(changes))
 

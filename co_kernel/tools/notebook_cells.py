@@ -6,7 +6,9 @@ included; with no page, the saved file, labelled so. Reading runs without asking
 
 `insert_cells`, `edit_cell`, `delete_cells`, `move_cell` and `run_cell` ask first: the
 card shows a per-cell diff, and once approved the page applies the change to the live
-document as one undoable step (undo in the notebook restores it). A cell the agent
+document as one undoable step (undo in the notebook restores it). When one call inserts
+or deletes several cells, the person may reject some of them on the card: the approved
+call applies the others, still as one step, and its result names both. A cell the agent
 changes is named by its id and the hash of the source it read (`read_notebook` shows
 both): if the cell changed since, the call is refused and the model reads again. These
 tools are offered only while a page is connected; a headless client (nbclient,
@@ -18,8 +20,8 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import BaseModel, Field
 
@@ -219,6 +221,40 @@ class _Proposal:
     """What the page applies, each naming the source it expects."""
     done: str
     """What the model is told once it is applied."""
+    parts: list[str] = field(default_factory=list[str])
+    """Each cell's diff when the call touches several cells: the person may take some."""
+    names: list[str] = field(default_factory=list[str])
+    """How the model's result names each part."""
+    pick: Callable[[list[int]], list[dict[str, Any]]] | None = None
+    """The changes that apply only the parts accepted (indexes into ``parts``)."""
+
+    def metadata(self) -> dict[str, Any]:
+        """What the approval card gets: the diff, and each cell's diff when there are several."""
+        meta: dict[str, Any] = {"detail": _clip_diff(self.detail)}
+        if len(self.parts) > 1:
+            meta["parts"] = [_clip_diff(p) for p in self.parts]
+        return meta
+
+
+@dataclass
+class _Applied:
+    """What the page applied of a proposal."""
+
+    proposal: _Proposal
+    reply: dict[str, Any]
+    """The page's answer (the ids of inserted cells)."""
+    accepted: list[int] | None = None
+    """The parts the person accepted, when they rejected some; None: all of them."""
+
+    def rejected_note(self) -> str:
+        """What the model is told about the parts the person rejected, if any."""
+        if self.accepted is None:
+            return ""
+        names = [n for i, n in enumerate(self.proposal.names) if i not in self.accepted]
+        return (
+            f" The person rejected {', '.join(names)}: not applied. Do not propose "
+            f"{'it' if len(names) == 1 else 'them'} again unless they ask."
+        )
 
 
 _KEEP_PROPOSALS = 50
@@ -229,12 +265,13 @@ UNDO = "Undo in the notebook (Ctrl+Z in command mode) reverts it."
 
 async def _propose(
     ctx: RunContext[CoDeps], plan: Callable[[NotebookDocument], _Proposal]
-) -> tuple[_Proposal, dict[str, Any]]:
+) -> _Applied:
     """Ask about the change ``plan`` makes of the live notebook; once approved, apply it.
 
     The approved call applies what the person saw, without reading the notebook again:
     the page refuses it if a cell it names changed meanwhile (each change carries the
-    source it expects).
+    source it expects). Of a proposal with several parts it applies the ones the person
+    accepted (the approval's metadata, ``turn/_approval_batch.py``), in one edit.
     """
     proposals: dict[str, _Proposal] = ctx.deps.extras.setdefault("notebook_proposals", {})
     proposal = proposals.pop(ctx.tool_call_id or "", None) if ctx.tool_call_approved else None
@@ -242,18 +279,33 @@ async def _propose(
     if proposal is None:
         proposal = plan(await _live(ctx, page))
         if not ctx.tool_call_approved:
-            page.check_edit(proposal.changes)
+            page.check_edit(proposal.changes, proposal.pick)
             proposals[ctx.tool_call_id or ""] = proposal
             for stale in list(proposals)[:-_KEEP_PROPOSALS]:
                 del proposals[stale]
-            raise ApprovalRequired(metadata={"detail": _clip_diff(proposal.detail)})
+            raise ApprovalRequired(metadata=proposal.metadata())
+    accepted = _accepted(ctx.tool_call_metadata, len(proposal.parts))
+    if accepted == []:  # the approval batch makes this a denial; never an empty edit
+        raise ToolFailed("The person rejected every cell of this proposal; nothing changed.")
+    changes = proposal.changes
+    if accepted is not None and proposal.pick is not None:
+        changes = proposal.pick(accepted)
     try:
-        reply = await page.request("edit", changes=proposal.changes)
+        reply = await page.request("edit", changes=changes)
     except PageError as exc:
         raise ToolFailed(f"The notebook was not changed: {exc}.") from None
     finally:
         _note_replayed(ctx, page)
-    return proposal, reply
+    return _Applied(proposal, reply, accepted)
+
+
+def _accepted(metadata: Any, parts: int) -> list[int] | None:
+    """The parts the approval accepted when it left some out; None: the whole proposal."""
+    value = cast(dict[str, Any], metadata).get("accepted") if isinstance(metadata, dict) else None
+    if not isinstance(value, list):
+        return None
+    accepted = sorted({i for i in cast(list[Any], value) if isinstance(i, int) and 0 <= i < parts})
+    return accepted if len(accepted) < parts else None
 
 
 async def insert_cells(ctx: RunContext[CoDeps], index: int, cells: list[NewCell]) -> dict[str, Any]:
@@ -267,17 +319,40 @@ async def insert_cells(ctx: RunContext[CoDeps], index: int, cells: list[NewCell]
             raise ModelRetry(f"index must be between 0 and {len(doc.cells)} (the number of cells).")
         sources = [_full_source(c) for c in cells]
         pairs = list(zip(cells, sources, strict=True))
-        detail = "".join(
+        parts = [
             _diff(None, s, "", f"new cell {index + i} ({c.kind})") for i, (c, s) in enumerate(pairs)
-        )
+        ]
         new = [{"cell_type": _cell_type(c.kind), "source": s} for c, s in pairs]
         done = f"Inserted {len(new)} cell(s) at index {index}"
-        return _Proposal(detail, [{"op": "insert", "index": index, "cells": new}], done)
 
-    proposal, reply = await _propose(ctx, plan)
+        def pick(accepted: list[int]) -> list[dict[str, Any]]:
+            return [{"op": "insert", "index": index, "cells": [new[i] for i in accepted]}]
+
+        names = [f"cells[{i}] ({c.kind}: {_first_line(c.source)})" for i, c in enumerate(cells)]
+        changes = [{"op": "insert", "index": index, "cells": new}]
+        return _Proposal("".join(parts), changes, done, parts, names, pick)
+
+    applied = await _propose(ctx, plan)
+    reply = applied.reply
     ids = [str(i) for i in reply.get("ids", [])] if isinstance(reply.get("ids"), list) else []
     named = f" (ids {', '.join(ids)})" if ids else ""
-    return {"display": f"{proposal.done}{named}. {UNDO}", "ids": ids}
+    done = applied.proposal.done
+    if applied.accepted is not None:
+        taken = ", ".join(f"cells[{i}]" for i in applied.accepted)
+        done = (
+            f"Inserted {len(applied.accepted)} of the {len(cells)} proposed cells at index "
+            f"{index}: {taken} of your call"
+        )
+    return {
+        "display": f"{done}{named}.{applied.rejected_note()} {UNDO}",
+        "ids": ids,
+        "inserted": list(range(len(cells))) if applied.accepted is None else applied.accepted,
+    }
+
+
+def _first_line(source: str) -> str:
+    first = source.strip().split("\n", 1)[0] if source.strip() else "(empty)"
+    return repr(first if len(first) <= 40 else first[:39] + "…")
 
 
 async def edit_cell(
@@ -307,8 +382,8 @@ async def edit_cell(
             change["cell_type"] = _cell_type(kind)
         return _Proposal(detail, [change], f"Edited cell {cell.index} (id {cell.id}).")
 
-    proposal, _ = await _propose(ctx, plan)
-    return {"display": f"{proposal.done} {UNDO}"}
+    applied = await _propose(ctx, plan)
+    return {"display": f"{applied.proposal.done} {UNDO}"}
 
 
 async def delete_cells(ctx: RunContext[CoDeps], cells: list[CellRef]) -> dict[str, Any]:
@@ -319,13 +394,22 @@ async def delete_cells(ctx: RunContext[CoDeps], cells: list[CellRef]) -> dict[st
         if not cells:
             raise ModelRetry("Name at least one cell to delete.")
         targets = [_target(doc, ref) for ref in cells]
-        detail = "".join(_diff(c.source, None, _label(c), "") for c in targets)
+        parts = [_diff(c.source, None, _label(c), "") for c in targets]
         changes = [{"op": "delete", "id": c.id, "expect": c.source} for c in targets]
         shown = ", ".join(str(c.index) for c in targets)
-        return _Proposal(detail, changes, f"Deleted cell(s) {shown}.")
+        names = [f"cell {c.index} (id {c.id})" for c in targets]
 
-    proposal, _ = await _propose(ctx, plan)
-    return {"display": f"{proposal.done} {UNDO}"}
+        def pick(accepted: list[int]) -> list[dict[str, Any]]:
+            return [changes[i] for i in accepted]
+
+        return _Proposal("".join(parts), changes, f"Deleted cell(s) {shown}.", parts, names, pick)
+
+    applied = await _propose(ctx, plan)
+    done = applied.proposal.done
+    if applied.accepted is not None:
+        taken = ", ".join(applied.proposal.names[i] for i in applied.accepted)
+        done = f"Deleted {len(applied.accepted)} of the {len(cells)} proposed cells: {taken}."
+    return {"display": f"{done}{applied.rejected_note()} {UNDO}"}
 
 
 async def move_cell(
@@ -345,8 +429,8 @@ async def move_cell(
             detail, [change], f"Moved cell {cell.id} from index {cell.index} to {to_index}."
         )
 
-    proposal, _ = await _propose(ctx, plan)
-    return {"display": f"{proposal.done} {UNDO}"}
+    applied = await _propose(ctx, plan)
+    return {"display": f"{applied.proposal.done} {UNDO}"}
 
 
 async def run_cell(ctx: RunContext[CoDeps], cell_id: str, read_hash: str) -> Any:

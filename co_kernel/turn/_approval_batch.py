@@ -3,20 +3,28 @@
 Calls are decided in order, so "Approve all" on one call also covers the rest of the
 batch (``auto_decision`` sees ``deps.auto_confirm``); each decision is written on the
 call's card and kept for its result and audit row.
+
+A call that touches several cells (``ToolCallView.parts``) may be approved in part: the
+cells the person accepted reach the tool as the call's metadata (``{"accepted": [...]}``,
+``RunContext.tool_call_metadata``) and its label names them (``partial_label``), which is
+also how a replay applies the same cells. Yolo, rules and "Approve all" take whole calls.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from ..permissions import (
+    ALL_PARTS_REJECTED,
     INTERRUPTED,
+    accepted_parts,
     auto_decision,
     decision_label,
     denial_message,
     is_refusal,
     normalise_args,
+    partial_label,
     record_decision,
     replayed_decision,
 )
@@ -43,15 +51,18 @@ async def decide_batch(requests: DeferredToolRequests, events: TurnEvents) -> De
         meta = requests.metadata.get(call_id, {})
         view = ToolCallView(call_id, call.tool_name, call.args, needs_approval=True)
         view.detail = meta.get("detail") if isinstance(meta, dict) else None
+        view.parts = _parts(meta)
         events.shown_calls.add(call_id)
-        label = auto_decision(call.tool_name, normalise_args(call.args), deps) or replayed_decision(
-            call_id, call.tool_name, call.args, deps
-        )
+        accepted: list[int] | None = None
+        label = auto_decision(call.tool_name, normalise_args(call.args), deps)
+        if label is None:
+            label = replayed_decision(call_id, call.tool_name, call.args, deps)
+            accepted = accepted_parts(label) if label is not None else None
         if label is not None:
             view.decision = label
             frontend.on_tool_call(view)
         else:
-            label = await _ask(view, timeout, events)
+            label, accepted = await _ask(view, timeout, events)
             headless = getattr(frontend, "kind", "") == "headless"
             record_decision(call_id, label, deps, by_policy=headless)
         events.decisions[call_id] = label
@@ -59,23 +70,40 @@ async def decide_batch(requests: DeferredToolRequests, events: TurnEvents) -> De
             # A headless run's policy answered: the model must not think the user did.
             headless = getattr(frontend, "kind", "") == "headless"
             policy = deps.settings.approval_mode if headless else None
-            results.approvals[call_id] = ToolDenied(denial_message(label, timeout, policy=policy))
+            message = denial_message(label, timeout, policy=policy)
+            results.approvals[call_id] = ToolDenied(
+                ALL_PARTS_REJECTED if accepted == [] else message
+            )
         else:
             results.approvals[call_id] = True
+            if accepted is not None:
+                results.metadata[call_id] = {"accepted": accepted}
     for call in requests.calls:
         # External calls are not used by Co's tools; never leave them dangling.
         results.calls[call.tool_call_id] = "This tool cannot run here."
     return results
 
 
-async def _ask(view: ToolCallView, timeout: float | None, events: TurnEvents) -> str:
+def _parts(meta: object) -> list[str] | None:
+    """The per-cell diffs a tool put in its approval metadata, when there are several."""
+    parts = cast(dict[str, Any], meta).get("parts") if isinstance(meta, dict) else None
+    if not isinstance(parts, list) or len(cast(list[Any], parts)) < 2:
+        return None
+    return [str(p) for p in cast(list[Any], parts)]
+
+
+async def _ask(
+    view: ToolCallView, timeout: float | None, events: TurnEvents
+) -> tuple[str, list[int] | None]:
+    """The person's decision as its label, and the parts they accepted (None: all)."""
     from ..config import PermissionRule
     from ..permissions import narrowest_rule
 
     deps, frontend = events.deps, events.frontend
     rule = narrowest_rule(view.name, normalise_args(view.args), deps.workspace)
+    request = ApprovalRequest(view, timeout=timeout, rule=rule)
     try:
-        choice = await frontend.prompt_approval(ApprovalRequest(view, timeout=timeout, rule=rule))
+        choice = await frontend.prompt_approval(request)
     except asyncio.CancelledError:
         events.decisions[view.call_id] = INTERRUPTED
         raise
@@ -94,4 +122,7 @@ async def _ask(view: ToolCallView, timeout: float | None, events: TurnEvents) ->
         deps.auto_confirm = True
     elif choice == "always_allow":
         deps.session_rules.append(PermissionRule(kind="allow", rule=rule, source="session"))
-    return decision_label(choice)
+    accepted = request.accepted if view.parts else None
+    if accepted is not None and choice != "deny":
+        return partial_label(decision_label(choice), accepted, len(view.parts or [])), accepted
+    return decision_label(choice), accepted

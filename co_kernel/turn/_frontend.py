@@ -42,6 +42,9 @@ class ToolCallView:
     """Whether the call waits for a decision before it runs."""
     detail: str | None = None
     """Extra text for the approval card, e.g. a unified diff of a file edit."""
+    parts: list[str] | None = None
+    """One diff per cell when the call touches several cells: where the page can take the
+    choice, the person accepts or rejects each (``ApprovalRequest.accepted``)."""
     decision: str | None = None
     """How an approval call was decided before it runs: approved, yolo, safe-prefix, ..."""
     agent: str | None = None
@@ -78,6 +81,10 @@ class ApprovalRequest:
     """Seconds after which the request counts as denied; None waits."""
     rule: str | None = None
     """The narrowest permission rule covering the call, which "Always allow" adds."""
+    accepted: list[int] | None = None
+    """The parts of ``call.parts`` (from 0) the person accepted with an approval, set by the
+    approver when they chose; None: the whole call. All rejected comes back as ``deny``
+    with ``accepted == []``."""
 
 
 @dataclass

@@ -25,6 +25,7 @@ import { addCommands } from './commands';
 import { installApprovalGuard } from './guard';
 import { CommandIDs } from './keys';
 import { untrustSavedMarkdown } from './legacy';
+import { installPartChoice } from './parts';
 // Needed at activation: the status bar item follows notebooks from the start.
 // eslint-disable-next-line jupyter/prefer-lazy-imports
 import { CoStatusModel, CoStatusWidget } from './statusbar';
@@ -80,6 +81,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       CommandIDs.deny,
       CommandIDs.approveAll
     ]);
+    installPartChoice(window);
     installApprovalGuard(window, {
       decide: (card, id, choice) => {
         const panel = tracker.find(p => p.node.contains(card));

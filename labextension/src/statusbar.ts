@@ -17,6 +17,7 @@ import type { IApprovalsMessage, IPendingCall } from './pending';
 import { APPROVALS_TARGET, parseApprovals, SEEN_INTERVAL_MS } from './pending';
 import type { IOutputList } from './outputs';
 import { cancelCards, outputOf, outputTag, placeOutput } from './outputs';
+import { decisionMessage } from './parts';
 import {
   approvalFromMessage,
   parseCoStatus,
@@ -103,7 +104,8 @@ export class CoStatusModel {
     if (!comm || comm.isDisposed) {
       return false;
     }
-    comm.send({ decide: id, choice });
+    // An approval carries the cells rejected on its card (parts.ts).
+    comm.send(decisionMessage(id, choice));
     return true;
   }
 

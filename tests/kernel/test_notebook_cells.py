@@ -69,9 +69,13 @@ class LivePage(Page):
         choice: str = "approve",
         timeout: float = 90,
         others: tuple[LivePage, ...] = (),
+        reject: list[int] | None = None,
+        on_card: Any = None,
     ) -> None:
-        """Answer the kernel until the cell ``msg_id`` is idle; decide every call with
-        ``choice``. ``others``: more pages on the same kernel, which answer what they are asked."""
+        """Answer the kernel until the cell ``msg_id`` is idle; decide every call with ``choice``
+        (with ``reject``: the cells the person rejected on the card). ``on_card(call)`` runs
+        before each decision. ``others``: more pages on the same kernel, which answer what
+        they are asked."""
         pages = {page.comm_id: page for page in (self, *others)}
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -87,9 +91,12 @@ class LivePage(Page):
                 for call in content["data"].get("pending", []):
                     if call["id"] not in [c["id"] for c in self.cards]:
                         self.cards.append(call)
-                        self.kernel.send_comm_msg(
-                            self.approvals, {"decide": call["id"], "choice": choice}
-                        )
+                        if on_card is not None:
+                            on_card(call)
+                        decision = {"decide": call["id"], "choice": choice}
+                        if reject is not None:
+                            decision["reject"] = reject
+                        self.kernel.send_comm_msg(self.approvals, decision)
             elif (
                 m["parent_header"].get("msg_id") == msg_id
                 and m["msg_type"] == "status"

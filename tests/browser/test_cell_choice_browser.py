@@ -1,0 +1,111 @@
+"""One proposal of several cells, approved in part, in JupyterLab and Notebook 7 (issue 37):
+real server, headless Chromium.
+
+The scripted model proposes three cells in one call. A script's click on a cell's control
+changes nothing; the person rejects the middle one with a real click and approves: exactly
+cells 1 and 3 appear, and one Ctrl+Z (command mode) removes both.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from co_kernel.testing import ScriptedModelServer
+
+from ..kernel_harness import ensure_kernelspec
+from ..lab_server import start_server
+from .jupyterlab import chromium_page, co_lab, open_notebook, run_cell, scripted_env
+from .test_notebook7 import co_notebook
+from .test_notebook7 import open_notebook as open_notebook7
+from .test_notebook7 import run_cell as run_cell7
+from .test_notebook_cells_browser import CELLS, call, sources, wait_until
+
+pytestmark = pytest.mark.browser
+
+THREE = [
+    {"kind": "markdown", "source": "## First"},
+    {"kind": "markdown", "source": "## Middle, rejected"},
+    {"kind": "markdown", "source": "## Third"},
+]
+
+SCRIPT = [
+    call("insert_cells", index=1, cells=THREE),
+    {
+        "expect": {"tool_result_contains": "Inserted 2 of the 3 proposed cells at index 1"},
+        "text": "Added two.",
+    },
+]
+
+TOGGLE = ".co-part-toggle[data-part='{}']"
+
+
+def choose_and_approve(page: Any, scope: Any) -> list[str]:
+    """On the waiting card: a scripted click on cell 1's control (nothing happens), a real
+    click rejecting cell 2, then a real Approve. Returns the sources before it applied."""
+    approve = scope.get_by_role("button", name="Approve", exact=True)
+    approve.wait_for(timeout=60_000)
+    for i in range(3):
+        assert scope.locator(TOGGLE.format(i)).inner_text() == f"✓ Apply cell {i + 1} of 3"
+    # A page script clicks cell 1's control, and a synthetic event on cell 3's: ignored.
+    page.evaluate(
+        """() => {
+            document.querySelector(".co-part-toggle[data-part='0']").click();
+            document.querySelector(".co-part-toggle[data-part='2']").dispatchEvent(
+                new MouseEvent('click', {bubbles: true}));
+        }"""
+    )
+    assert scope.locator(TOGGLE.format(0)).inner_text() == "✓ Apply cell 1 of 3"
+    assert scope.locator(TOGGLE.format(2)).inner_text() == "✓ Apply cell 3 of 3"
+    scope.locator(TOGGLE.format(1)).click()
+    assert scope.locator(TOGGLE.format(1)).inner_text().startswith("✗ Rejected: cell 2 of 3")
+    before = sources(page)
+    approve.click()
+    return before
+
+
+def test_reject_one_cell_of_three_in_jupyterlab(tmp_path: Path) -> None:
+    with co_lab(tmp_path, ["Add three headings", "draft"], SCRIPT) as co:
+        page = co.page
+        open_notebook(page, co.url)
+        first = run_cell(page, 0)
+        before = choose_and_approve(page, first)
+        first.get_by_text("Added two.").wait_for(timeout=30_000)
+        assert sources(page) == [before[0], "## First", "## Third", *before[1:]]
+        assert "2 of 3 cells applied (1, 3)" in first.inner_text()
+
+        # One undo step removes both: Ctrl+Z in command mode.
+        page.keyboard.press("Escape")
+        page.locator(CELLS).nth(0).locator(".jp-InputPrompt").click()
+        page.keyboard.press("Control+z")
+        wait_until(lambda: sources(page) == before)
+
+
+def test_reject_one_cell_of_three_in_notebook7(tmp_path: Path) -> None:
+    ensure_kernelspec()
+    root = tmp_path / "notebooks"
+    root.mkdir()
+    home = tmp_path / "co-home"
+    home.mkdir()
+    with ScriptedModelServer(SCRIPT) as model:
+        server = start_server(
+            root, env=scripted_env(home, model), app="notebook", base=tmp_path / "jupyter"
+        )
+        try:
+            with chromium_page() as page:
+                page.set_default_timeout(60_000)
+                name = co_notebook(root / "n7.ipynb", ["Add three headings", "draft"])
+                open_notebook7(page, server, name)
+                run_cell7(page, 0)
+                before = choose_and_approve(page, page)
+                page.get_by_text("Added two.").wait_for()
+                assert sources(page) == [before[0], "## First", "## Third", *before[1:]]
+                page.keyboard.press("Escape")
+                page.locator(CELLS).nth(0).locator(".jp-InputPrompt").click()
+                page.keyboard.press("Control+z")
+                wait_until(lambda: sources(page) == before)
+        finally:
+            server.stop()
+        assert model.errors == []
