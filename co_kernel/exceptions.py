@@ -21,6 +21,7 @@
         ├── SandboxUnavailable           the sandbox cannot run commands
         ├── SessionConflict              another kernel saved the session meanwhile
         ├── PageError                    the notebook's page did not answer (none, closed, refused)
+        ├── PageReplayMismatch           a replayed notebook edit differs from the recorded one
         ├── CompactError                 compaction failed; the history is unchanged
         ├── DatabaseTooNew               a database file written by a newer Co
         ├── UnfinishedResponse *         the model's answer has no finish reason (ModelAPIError)
@@ -51,6 +52,7 @@ __all__ = [
     "GoogleAuthUnavailable",
     "MagicError",
     "PageError",
+    "PageReplayMismatch",
     "PathChanged",
     "ProviderNotConfigured",
     "RunError",
@@ -200,6 +202,11 @@ class SessionConflict(RunError):
 
 class PageError(RunError):
     """The notebook's page could not answer: none connected, it closed, timed out or refused."""
+
+
+class PageReplayMismatch(RunError):
+    """A notebook edit a replay proposes differs from the one recorded; the message names
+    the difference. It ends the turn: the model's answers no longer fit the notebook."""
 
 
 class CompactError(RunError):

@@ -305,6 +305,9 @@ def _replay(
         raise ProviderNotConfigured(f"Replay script {path} is invalid: {exc}") from exc
     if recorder is not None and settings.replay_approvals:
         recorder.replay_decisions(script.steps)
+    if recorder is not None:
+        # The page's recorded answers decide nothing: they stand in for a page's replies.
+        recorder.replay_pages(script.steps)
     fallback: Callable[[], tuple[Model, Callable[[], None]]] | None = None
     if record_missing:
         fallback_string = settings.replay_fallback_model

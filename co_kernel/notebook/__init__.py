@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from ._bridge import CellRecord, NotebookContext, PythonRun
 from ._describe import Expanded, describe_object, expand_references
-from ._document import NotebookCell, NotebookDocument, cell_kind, read_document, source_hash
+from ._document import (
+    NotebookCell,
+    NotebookDocument,
+    PageLike,
+    cell_kind,
+    read_document,
+    source_hash,
+)
 from ._images import (
     IMAGE_TYPES,
     MAX_BYTES,
@@ -32,6 +39,7 @@ __all__ = [
     "NotebookDocument",
     "NotebookPage",
     "PageError",
+    "PageLike",
     "PythonRun",
     "cell_kind",
     "describe_object",

@@ -19,6 +19,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._images import images_of_outputs, model_accepts_images
 from ._page import NotebookPage
 
 __all__ = ["CellRecord", "NotebookContext", "PythonRun"]
@@ -59,6 +60,49 @@ class PythonRun:
     "display_id": ...}``; the last expression's rich form first, marked ``"result": True``."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Anything else a caller wants to keep."""
+
+    def for_model(self, model: Any, accepts_images: bool | str, note: str = "") -> Any:
+        """What the model reads of the run: what it printed, its value, the text of what it
+        displayed, its images named, its error (and ``note``); the images themselves as
+        image parts when the model reads them (setting ``model_accepts_images``)."""
+        parts = [f"stdout:\n{self.stdout}"] if self.stdout else []
+        if self.result is not None:
+            parts.append(f"result: {self.result}")
+        shown = _shown_text(self.outputs)
+        if shown:
+            parts.append("displayed:\n" + "\n".join(shown))
+        images = images_of_outputs(self.outputs)
+        send = bool(images) and model_accepts_images(model, accepts_images)
+        if images:
+            how = "attached as images" if send else "not sent: this model reads no images"
+            parts.append(f"images ({how}):\n" + "\n".join(f"- {i.describe()}" for i in images))
+        if self.error:
+            parts.append(f"error:\n{self.error}")
+        result = {
+            "display": ("\n".join(parts) or "(no output)") + note,
+            "stdout": self.stdout,
+            "result": self.result,
+            "error": self.error,
+        }
+        if not send:
+            return result
+        # The text, then the images: pydantic-ai sends them in the tool result where the API
+        # can, else framed as the tool's in a user message (OpenAI chat completions).
+        return [result["display"], *(image.binary() for image in images)]
+
+
+def _shown_text(outputs: list[dict[str, Any]]) -> list[str]:
+    """The text of each displayed output but the result's (already there) and images'
+    (which travel as images or as a line)."""
+    texts = []
+    for output in outputs:
+        if output.get("result"):
+            continue
+        data = output.get("data") or {}
+        plain = data.get("text/plain")
+        if isinstance(plain, str) and not any(k.startswith("image/") for k in data):
+            texts.append(plain if len(plain) <= 2000 else plain[:1999] + "…")
+    return texts
 
 
 class _Tee(io.TextIOBase):

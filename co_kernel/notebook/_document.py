@@ -14,13 +14,14 @@ import json
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
-from ._page import NotebookPage, PageError
+from ._page import PageError
 
 __all__ = [
     "NotebookCell",
     "NotebookDocument",
+    "PageLike",
     "cell_kind",
     "read_document",
     "source_hash",
@@ -98,8 +99,16 @@ class NotebookDocument:
         return next((c for c in self.cells if c.id == cell_id), None)
 
 
+class PageLike(Protocol):
+    """What answers for the page: the ``co.notebook`` comm, or a stand-in for it."""
+
+    def absent(self) -> str | None: ...
+
+    async def request(self, op: str, timeout: float = 15, **args: Any) -> dict[str, Any]: ...
+
+
 async def read_document(
-    page: NotebookPage | None, saved: str | None, workspace: Path
+    page: PageLike | None, saved: str | None, workspace: Path
 ) -> NotebookDocument:
     """The live document when a page is connected, else the saved file.
 

@@ -16,7 +16,11 @@ A step is an object with these keys, all optional:
     string is sent verbatim, so a script can send invalid JSON. `id` defaults to
     `call_<request>_<index>`. `decision` (approved, denied, approved all) is the person's answer
     when the call was recorded; a replay gives the same call that answer instead of asking
-    (setting `replay_approvals`). Streamed the OpenAI way: a delta with the index, id, type and
+    (setting `replay_approvals`). `page` lists what a notebook tool asked the notebook's page
+    and what the page answered when the call was recorded, in order:
+    `{"op": "read", "reply": {...}}` or `{"op": "edit", "changes": [...], "reply": {...}}`
+    (the `co.notebook` requests of `co_kernel.notebook`); a replay compares the edits it
+    proposes with these and, with no page connected, answers from them. Streamed the OpenAI way: a delta with the index, id, type and
     name and empty arguments, then argument fragments. The finish reason is `tool_calls` when
     there are any, else `stop`.
 `reasoning`
@@ -105,6 +109,8 @@ class ToolCall(_Strict):
     cells: list[bool] | None = None
     """Of a call touching several cells approved in part: which cells the person accepted,
     in order; a replay applies the same ones."""
+    page: list[dict[str, Any]] = Field(default_factory=list[dict[str, Any]])
+    """What the call asked the notebook's page and what it answered, when recorded."""
 
     def arguments_json(self) -> str:
         if isinstance(self.arguments, str):

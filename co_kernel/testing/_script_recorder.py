@@ -3,12 +3,15 @@
 A step holds what the model answered (text, tool calls with their ids and arguments,
 reasoning, usage) and an `expect` that ties it to what asked: the prompt's whole text for
 the first request of a turn, the start of the tool result for a follow-up. Decisions on
-tool calls (a person's, or a headless run's approval) are added to the calls they answer.
+tool calls (a person's, or a headless run's approval) are added to the calls they answer,
+and so is what a notebook tool asked the notebook's page and what the page answered.
 Each step is redacted, appended and flushed as soon as its request completes, so a crash
 loses at most the request in flight.
 
 The same object hands a replay's recorded decisions to the approval path: a replay loads
 the decisions of its script's calls, and the turn asks for them by call id, tool and arguments.
+It also keeps the page answers recorded with each call, which the notebook tools compare
+their edits with and, with no page connected, take as the page's answers.
 """
 
 from __future__ import annotations
@@ -129,8 +132,13 @@ class Recorder:
         self._offsets: list[int] = []
         """Where each step's line starts in the file."""
         self._replayed: dict[str, tuple[str, str, str]] = {}
-        self._replayed_cells: dict[str, list[bool]] = {}
         """Call id -> (tool name, arguments as JSON, decision) from a replayed script."""
+        self._replayed_cells: dict[str, list[bool]] = {}
+        """Call id -> which of its cells the person accepted, from a replayed script."""
+        self._pages: dict[str, list[dict[str, Any]]] = {}
+        """Call id -> what the call asked the page and what it answered, from a replayed script."""
+        self._page_next: dict[str, int] = {}
+        """Call id -> how many of its page exchanges the replay went past."""
         self.replaying: Any = None
         """The model of the session's replay, while it replays: it answers every model
         request of the session, a subagent's or a summary's with a model of its own too."""
@@ -177,16 +185,33 @@ class Recorder:
     def record_decision(self, call_id: str, decision: str, cells: list[bool] | None = None) -> None:
         """Add the person's decision to the recorded call it answers (``cells``: which of
         its cells they accepted, when they rejected some)."""
-        if self._path is None or decision not in RECORDABLE_DECISIONS:
+        if decision in RECORDABLE_DECISIONS:
+
+            def decide(call: dict[str, Any]) -> None:
+                call["decision"] = decision
+                if cells is not None:
+                    call["cells"] = cells
+
+            self._add_to_call(call_id, decide)
+
+    def record_page(self, call_id: str, exchange: dict[str, Any]) -> None:
+        """Add what a notebook tool asked the page, with its answer, to the recorded call."""
+        from ..telemetry import redact_value
+
+        if self._path is not None:
+            cleaned = redact_value(exchange, self.redact)
+            self._add_to_call(call_id, lambda call: call.setdefault("page", []).append(cleaned))
+
+    def _add_to_call(self, call_id: str, change: Callable[[dict[str, Any]], None]) -> None:
+        """Change the recorded call ``call_id`` (the latest with that id) and write it again."""
+        if self._path is None:
             return
         with self._lock:
             for index in range(len(self._steps) - 1, -1, -1):
                 calls = self._steps[index].get("tool_calls", [])
                 call = next((c for c in calls if c.get("id") == call_id), None)
                 if call is not None:
-                    call["decision"] = decision
-                    if cells is not None:
-                        call["cells"] = cells
+                    change(call)
                     self._rewrite_from(index)
                     return
 
@@ -211,6 +236,50 @@ class Recorder:
                     self._replayed[call.id] = (call.name, _canonical(call.arguments), call.decision)
                     if call.cells is not None:
                         self._replayed_cells[call.id] = call.cells
+
+    def replay_pages(self, steps: Sequence[Step]) -> None:
+        """Keep the page answers recorded with the calls of a script a replay serves."""
+        with self._lock:
+            self._pages = {
+                call.id: list(call.page)
+                for step in steps
+                for call in step.tool_calls
+                if call.id and call.page
+            }
+            self._page_next = {}
+
+    @property
+    def replays_page(self) -> bool:
+        """Whether the script being replayed was recorded with a notebook page."""
+        return self.replaying is not None and bool(self._pages)
+
+    def page_recorded(self, call_id: str) -> bool:
+        """Whether the replayed script recorded page exchanges with this call."""
+        with self._lock:
+            return self.replaying is not None and bool(self._pages.get(call_id))
+
+    def replayed_page(self, call_id: str, op: str, *, peek: bool = False) -> dict[str, Any] | None:
+        """The recorded exchange answering this call's next ``op`` request, or None;
+        ``peek`` leaves it to answer that request.
+
+        Reads change nothing, so a replay may make one more or one fewer than the recording
+        (a call approved in one step there, in two here): a read takes the next recorded
+        read, or again the last one; an edit goes past reads to the next recorded edit.
+        """
+        with self._lock:
+            exchanges = self._pages.get(call_id, []) if self.replaying is not None else []
+            start = self._page_next.get(call_id, 0)
+            for position in range(start, len(exchanges)):
+                if exchanges[position].get("op") == op:
+                    if not peek:
+                        self._page_next[call_id] = position + 1
+                    return exchanges[position]
+                if op == "read":
+                    break
+            if op == "read":
+                reads = [e for e in exchanges[:start] if e.get("op") == "read"]
+                return reads[-1] if reads else None
+            return None
 
     def replayed_decision(self, call_id: str, tool_name: str, args: Any) -> str | None:
         """The recorded decision for this very call (same id, tool and arguments), or None."""

@@ -29,7 +29,7 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ModelRetry, ToolFailed, UnexpectedModelBehavior
 
 from ..config import paths
-from ..exceptions import ToolError, ToolErrorKind
+from ..exceptions import PageReplayMismatch, ToolError, ToolErrorKind
 from ..telemetry import Redactor, redact_value
 
 if TYPE_CHECKING:
@@ -168,6 +168,8 @@ class ToolErrorGuard(AbstractCapability[Any]):
         error: Exception,
     ) -> Any:
         name = call.tool_name
+        if isinstance(error, PageReplayMismatch):
+            raise error  # the replay no longer fits the notebook: the turn ends, naming why
         if isinstance(error, UnexpectedModelBehavior):
             # The tool raised ModelRetry itself once too often: pydantic-ai would end the
             # whole run here; the model gets a terminal result instead and can still answer.

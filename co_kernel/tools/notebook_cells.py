@@ -12,7 +12,8 @@ call applies the others, still as one step, and its result names both. A cell th
 changes is named by its id and the hash of the source it read (`read_notebook` shows
 both): if the cell changed since, the call is refused and the model reads again. These
 tools are offered only while a page is connected; a headless client (nbclient,
-papermill, `jupyter console`) has no live document to edit.
+papermill, `jupyter console`) has no live document to edit, unless it replays a session
+recorded with one, whose recorded page answers then stand in (``_page_replay``).
 """
 
 from __future__ import annotations
@@ -28,15 +29,15 @@ from pydantic import BaseModel, Field
 from pydantic_ai import ApprovalRequired, ModelRetry, RunContext, ToolFailed
 
 from ..deps import CoDeps
-from ..notebook import NotebookCell, NotebookDocument, PageError, read_document
+from ..notebook import NotebookCell, NotebookDocument, PageError, PythonRun, read_document
 from . import ToolsetBuild
 from ._errors import session_redactor
+from ._page_replay import REPLAYED_PAGE, CallPage, page_offered
 
 if TYPE_CHECKING:
     from pydantic_ai.tools import ToolDefinition
 
     from ..config import Settings
-    from ..notebook import NotebookPage
 
 __all__ = ["CellRef", "NewCell", "build"]
 
@@ -82,7 +83,9 @@ async def read_notebook(
     index, id, kind, source, execution count, outputs summarised, tags, and the hash an
     edit must name. `start`/`end` pick a range of indexes (end excluded); `search` keeps
     the cells whose source or outputs contain it (case-insensitive)."""
-    doc = await _document(ctx)
+    page = CallPage(ctx)
+    doc = await _document(ctx, page)
+    _note_replayed(ctx, page)
     cells = doc.cells[start:end]
     if search:
         needle = search.lower()
@@ -129,9 +132,7 @@ def _format_cell(cell: NotebookCell) -> str:
     return "\n".join(lines)
 
 
-async def _document(ctx: RunContext[CoDeps]) -> NotebookDocument:
-    notebook = ctx.deps.notebook
-    page = notebook.page if notebook is not None else None
+async def _document(ctx: RunContext[CoDeps], page: CallPage) -> NotebookDocument:
     try:
         return await read_document(page, ctx.deps.notebook_path, ctx.deps.workspace)
     except PageError as exc:
@@ -141,19 +142,25 @@ async def _document(ctx: RunContext[CoDeps]) -> NotebookDocument:
 # -- editing ------------------------------------------------------------------------
 
 
-def _page(ctx: RunContext[CoDeps]) -> NotebookPage:
-    notebook = ctx.deps.notebook
-    if notebook is None or not notebook.page.connected():
+def _page(ctx: RunContext[CoDeps]) -> CallPage:
+    page = CallPage(ctx)
+    if not page.connected():
         raise ToolFailed(NO_PAGE)
-    return notebook.page
+    return page
 
 
-async def _live(ctx: RunContext[CoDeps]) -> NotebookDocument:
-    _page(ctx)
-    doc = await _document(ctx)
+async def _live(ctx: RunContext[CoDeps], page: CallPage) -> NotebookDocument:
+    doc = await _document(ctx, page)
     if not doc.live:  # the page went away between the check and the read
         raise ToolFailed(NO_PAGE)
     return doc
+
+
+def _note_replayed(ctx: RunContext[CoDeps], page: CallPage) -> None:
+    """Say under the call's card when the recorded page answered, not a page."""
+    if page.replayed and ctx.tool_call_id:
+        note = {"data": {"text/plain": REPLAYED_PAGE}, "metadata": {}, "display_id": None}
+        ctx.deps.displays.setdefault(ctx.tool_call_id, []).append(note)
 
 
 def _target(doc: NotebookDocument, ref: CellRef) -> NotebookCell:
@@ -268,9 +275,11 @@ async def _propose(
     """
     proposals: dict[str, _Proposal] = ctx.deps.extras.setdefault("notebook_proposals", {})
     proposal = proposals.pop(ctx.tool_call_id or "", None) if ctx.tool_call_approved else None
+    page = _page(ctx)
     if proposal is None:
-        proposal = plan(await _live(ctx))
+        proposal = plan(await _live(ctx, page))
         if not ctx.tool_call_approved:
+            page.check_edit(proposal.changes, proposal.pick)
             proposals[ctx.tool_call_id or ""] = proposal
             for stale in list(proposals)[:-_KEEP_PROPOSALS]:
                 del proposals[stale]
@@ -282,9 +291,11 @@ async def _propose(
     if accepted is not None and proposal.pick is not None:
         changes = proposal.pick(accepted)
     try:
-        reply = await _page(ctx).request("edit", changes=changes)
+        reply = await page.request("edit", changes=changes)
     except PageError as exc:
         raise ToolFailed(f"The notebook was not changed: {exc}.") from None
+    finally:
+        _note_replayed(ctx, page)
     return _Applied(proposal, reply, accepted)
 
 
@@ -422,11 +433,12 @@ async def move_cell(
     return {"display": f"{applied.proposal.done} {UNDO}"}
 
 
-async def run_cell(ctx: RunContext[CoDeps], cell_id: str, read_hash: str) -> dict[str, Any]:
+async def run_cell(ctx: RunContext[CoDeps], cell_id: str, read_hash: str) -> Any:
     """Run one `%%python` cell (named by the id and hash read_notebook showed) in the
     kernel's namespace; its outputs appear in that cell and come back here. Needs the
     person's approval, as run_python does."""
-    doc = await _live(ctx)
+    page = _page(ctx)
+    doc = await _live(ctx, page)
     cell = _target(doc, CellRef(cell_id=cell_id, read_hash=read_hash))
     if cell.kind != "python":
         raise ModelRetry(
@@ -444,39 +456,49 @@ async def run_cell(ctx: RunContext[CoDeps], cell_id: str, read_hash: str) -> dic
     run = await notebook.run_tool_code(code)
     # The cell shows `[n]:` from the kernel's counter, as when the person runs it.
     count = notebook.take_count()
+    redact = session_redactor(ctx.deps).redact
+    shown = [_redacted(o, redact) for o in _cell_outputs(run, count)]
+    shown_in_cell = True
+    try:
+        change = {"op": "outputs", "id": cell.id, "outputs": shown, "execution_count": count}
+        await page.request("edit", changes=[change])
+    except PageError:
+        shown_in_cell = False
+    if page.replayed and run.outputs and ctx.tool_call_id:
+        # No cell to draw them in: they go under the call's card, as run_python's do.
+        ctx.deps.displays[ctx.tool_call_id] = list(run.outputs)
+    _note_replayed(ctx, page)
+    note = "" if shown_in_cell else "\n(The page did not take the outputs into the cell.)"
+    return run.for_model(ctx.model, ctx.deps.settings.model_accepts_images, note)
+
+
+def _cell_outputs(run: PythonRun, count: int) -> list[dict[str, Any]]:
+    """A run's outputs as nbformat's: what it printed, its value (rich when it has a rich
+    form) with the cell's execution count, what it displayed (a figure, a table), its error."""
     outputs: list[dict[str, Any]] = []
     if run.stdout:
         outputs.append({"output_type": "stream", "name": "stdout", "text": run.stdout})
-    if run.result is not None:
+    rich = [o for o in run.outputs if o.get("result")]
+    if run.result is not None and not rich:
         outputs.append(
             {"output_type": "execute_result", "data": {"text/plain": run.result},
              "metadata": {}, "execution_count": count}
         )  # fmt: skip
+    for shown in run.outputs:
+        output = {
+            "output_type": "display_data",
+            "data": shown["data"],
+            "metadata": shown["metadata"],
+        }
+        if shown.get("result"):
+            output |= {"output_type": "execute_result", "execution_count": count}
+        outputs.append(output)
     if run.error:
         outputs.append(
             {"output_type": "error", "ename": run.ename or "Error", "evalue": run.evalue or "",
              "traceback": run.error.splitlines()}
         )  # fmt: skip
-    redact = session_redactor(ctx.deps).redact
-    shown = [_redacted(o, redact) for o in outputs]
-    shown_in_cell = True
-    try:
-        change = {"op": "outputs", "id": cell.id, "outputs": shown, "execution_count": count}
-        await _page(ctx).request("edit", changes=[change])
-    except (PageError, ToolFailed):
-        shown_in_cell = False
-    parts = [f"stdout:\n{run.stdout}"] if run.stdout else []
-    if run.result is not None:
-        parts.append(f"result: {run.result}")
-    if run.error:
-        parts.append(f"error:\n{run.error}")
-    note = "" if shown_in_cell else "\n(The page did not take the outputs into the cell.)"
-    return {
-        "display": ("\n".join(parts) or "(no output)") + note,
-        "stdout": run.stdout,
-        "result": run.result,
-        "error": run.error,
-    }
+    return outputs
 
 
 def _python_code(source: str) -> str:
@@ -505,9 +527,9 @@ def _redacted(output: dict[str, Any], redact: Any) -> dict[str, Any]:
 async def _only_with_page(
     ctx: RunContext[CoDeps], tool_def: ToolDefinition
 ) -> ToolDefinition | None:
-    """Offer the editing tools only while a page shows the live notebook."""
-    notebook = ctx.deps.notebook
-    return tool_def if notebook is not None and notebook.page.connected() else None
+    """Offer the editing tools only while a page shows the live notebook (or a replay's
+    recorded page stands in for one)."""
+    return tool_def if page_offered(ctx) else None
 
 
 def build(settings: Settings) -> ToolsetBuild:

@@ -44,53 +44,12 @@ async def run_python(ctx: RunContext[CoDeps], code: str) -> Any:
     Needs the user's approval."""
     from pydantic_ai.exceptions import ApprovalRequired
 
-    from ..notebook import images_of_outputs, model_accepts_images
-
     if not ctx.tool_call_approved:
         raise ApprovalRequired(metadata={"detail": f"{HOST_WARNING}\n\n{code}"})
     run = await _notebook(ctx).run_tool_code(code)
     if run.outputs and ctx.tool_call_id:
         ctx.deps.displays[ctx.tool_call_id] = run.outputs
-    parts = []
-    if run.stdout:
-        parts.append(f"stdout:\n{run.stdout}")
-    if run.result is not None:
-        parts.append(f"result: {run.result}")
-    shown = _shown_text(run.outputs)
-    if shown:
-        parts.append("displayed:\n" + "\n".join(shown))
-    images = images_of_outputs(run.outputs)
-    send = bool(images) and model_accepts_images(ctx.model, ctx.deps.settings.model_accepts_images)
-    if images:
-        how = "attached as images" if send else "not sent: this model reads no images"
-        parts.append(f"images ({how}):\n" + "\n".join(f"- {i.describe()}" for i in images))
-    if run.error:
-        parts.append(f"error:\n{run.error}")
-    result = {
-        "display": "\n".join(parts) or "(no output)",
-        "stdout": run.stdout,
-        "result": run.result,
-        "error": run.error,
-    }
-    if not send:
-        return result
-    # The text, then the images: pydantic-ai sends them in the tool result where the API
-    # can, else framed as the tool's in a user message (OpenAI chat completions).
-    return [result["display"], *(image.binary() for image in images)]
-
-
-def _shown_text(outputs: list[dict[str, Any]]) -> list[str]:
-    """The text of each displayed output but the result's (already there) and images'
-    (which travel as images or as a line)."""
-    texts = []
-    for output in outputs:
-        if output.get("result"):
-            continue
-        data = output.get("data") or {}
-        plain = data.get("text/plain")
-        if isinstance(plain, str) and not any(k.startswith("image/") for k in data):
-            texts.append(plain if len(plain) <= 2000 else plain[:1999] + "…")
-    return texts
+    return run.for_model(ctx.model, ctx.deps.settings.model_accepts_images)
 
 
 async def inspect_variable(ctx: RunContext[CoDeps], name: str) -> dict[str, Any]:

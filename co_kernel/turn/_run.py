@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..exceptions import PageReplayMismatch
 from ..models import ErrorAction, ProviderErrorKind, backoff_delay, classify_provider_error
 from ._approval_batch import decide_batch
 from ._events import TurnEvents
@@ -251,6 +252,8 @@ class _TurnRunner:
 
         resume = tidy(self.partial) if self.partial is not None else None
         self.events.drop_response()
+        if isinstance(exc, PageReplayMismatch):  # a replayed notebook edit differs: say where
+            return self._stop(str(exc), resume)
         if isinstance(exc, UsageLimitExceeded):
             # The request budget, or one of telemetry's RateLimits.
             from ..telemetry import usage_limit_message

@@ -204,3 +204,38 @@ def test_a_notebook_recorded_with_the_local_model_replays_under_nbval(tmp_path: 
     assert step["text"].strip()
     passed = _nbval(folder, _replay_env(tmp_path))
     assert passed.returncode == 0, passed.stdout[-3000:]
+
+
+def test_the_data_analysis_notebook_fails_when_its_recorded_edit_differs(tmp_path: Path) -> None:
+    """08-data-analysis replays its notebook edits from the recorded page answers (no page
+    under nbval); an insert that is not the recorded one fails the prompt's cell, naming
+    the change, the cell and what differs."""
+    ensure_kernelspec()
+    notebooks = REPO / "notebooks"
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    for name in ("08-data-analysis.ipynb", "08-data-analysis.replay.jsonl"):
+        shutil.copy(notebooks / name, folder / name)
+    shutil.copytree(notebooks / "data", folder / "data")
+    script = folder / "08-data-analysis.replay.jsonl"
+    steps = _steps(script)
+    [insert] = [c for s in steps for c in s.get("tool_calls", []) if c["name"] == "insert_cells"]
+    [cell] = insert["page"][-1]["proposed"][0]["cells"]
+    assert cell["source"].startswith("%%python\n") and "figsize=(7, 3.5)" in cell["source"]
+    cell["source"] = cell["source"].replace("figsize=(7, 3.5)", "figsize=(9, 4)")
+    script.write_text("".join(json.dumps(step, ensure_ascii=False) + "\n" for step in steps))
+    failed = _run(
+        ["-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval", "08-data-analysis.ipynb"],
+        _env(tmp_path / "home"),
+        folder,
+    )
+    assert failed.returncode != 0
+    output = " ".join(failed.stdout.split())  # nbval wraps long lines
+    assert (
+        "The replayed `insert_cells` call (call_insert) proposes another notebook edit than "
+        f"the one recorded in {script}: change 1 (insert), new cell 1, source, line 7: recorded "
+        '\'ax = sales.plot.bar(x="label", y="revenue", legend=False, figsize=(9, 4), rot=0)\', '
+        'now \'ax = sales.plot.bar(x="label", y="revenue", legend=False, figsize=(7, 3.5), rot=0)\''
+    ) in output, failed.stdout[-3000:]
+    # The prompt's cell fails; the cell after it, which uses `sales`, fails with it.
+    assert "FAILED 08-data-analysis.ipynb::Cell 2" in failed.stdout
