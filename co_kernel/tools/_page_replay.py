@@ -16,7 +16,7 @@ With a page connected, the page answers and applies, after the same comparison.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..exceptions import PageError, PageReplayMismatch
 
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ..notebook import NotebookPage
     from ..testing import Recorder
 
-__all__ = ["REPLAYED_PAGE", "CallPage", "page_offered"]
+__all__ = ["REPLAYED_PAGE", "CallPage", "page_offered", "replayed_ids"]
 
 REPLAYED_PAGE = (
     "replayed page: no page is connected, so the page's answers recorded with this call "
@@ -40,6 +40,12 @@ _NO_PAGE = "no page with Co's JupyterLab extension shows this notebook"
 
 _KEEP_READS = 50
 """Calls whose last read is remembered (a call reads, waits for approval, then edits)."""
+
+
+def replayed_ids(ctx: RunContext[CoDeps]) -> dict[str, str]:
+    """The session's recorded cell id -> the id the live page gave that cell, for cells a
+    replay inserted into a page (``CallPage.request``)."""
+    return ctx.deps.extras.setdefault("replayed_cell_ids", {})
 
 
 def page_offered(ctx: RunContext[CoDeps]) -> bool:
@@ -64,6 +70,7 @@ class CallPage:
         self.replayed = False
         """True once the recorded answers stood in for the page."""
         self._offered = page_offered(ctx)
+        self._ids: dict[str, str] = replayed_ids(ctx)
 
     def connected(self) -> bool:
         return self._offered
@@ -90,10 +97,12 @@ class CallPage:
                 self._compare(recorded, shown["proposed"])
         if self._live is not None and self._live.connected():
             try:
-                reply = await self._live.request(op, timeout, **args)
+                reply = await self._live.request(op, timeout, **self._to_page(args))
             except PageError as exc:
                 self._record(op, shown, {"error": str(exc)})
                 raise
+            if recorded is not None:
+                reply = self._from_page(op, reply, recorded)
         elif recorded is not None:
             reply = dict(recorded.get("reply") or {})
             self.replayed = True
@@ -130,6 +139,46 @@ class CallPage:
                 changes = pick([i for i, accepted in enumerate(cells) if accepted])
             recorded = recorder.replayed_page(self._call, "edit", peek=True)
             self._compare(recorded, self._proposed(changes))
+
+    def _to_page(self, args: dict[str, Any]) -> dict[str, Any]:
+        """A request in the page's ids (see ``_from_page``)."""
+        if not self._ids or not isinstance(args.get("changes"), list):
+            return args
+        changes = [
+            {**c, "id": self._ids.get(c["id"], c["id"])} if isinstance(c.get("id"), str) else c
+            for c in args["changes"]
+            if isinstance(c, dict)
+        ]
+        return {**args, "changes": changes}
+
+    def _from_page(
+        self, op: str, reply: dict[str, Any], recorded: dict[str, Any]
+    ) -> dict[str, Any]:
+        """A live page's reply, in a replay, with the recorded ids.
+
+        The page makes up its own ids for the cells it inserts; the replayed model names
+        them by the ids of the recording, and its tool results are checked against the
+        recorded ones. So while a replay drives a page, the tools see the recorded ids
+        (``_ids``: recorded -> the page's) and requests go out in the page's.
+        """
+        if op == "edit":
+            was = (recorded.get("reply") or {}).get("ids") or []
+            now = reply.get("ids") or []
+            self._ids.update(zip(map(str, was), map(str, now), strict=False))
+        back = {live: old for old, live in self._ids.items()}
+        if not back:
+            return reply
+        if op == "edit" and isinstance(reply.get("ids"), list):
+            return {**reply, "ids": [back.get(i, i) for i in reply["ids"]]}
+        if op == "read" and isinstance(reply.get("cells"), list):
+            cells = [
+                {**c, "id": back.get(c["id"], c["id"])}
+                if isinstance(c, dict) and isinstance(c.get("id"), str)
+                else c
+                for c in cast(list[Any], reply["cells"])
+            ]
+            return {**reply, "cells": cells}
+        return reply
 
     def _proposed(self, changes: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return [_what_matters(c, self._reads.get(self._call, [])) for c in changes]

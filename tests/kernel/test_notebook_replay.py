@@ -181,6 +181,21 @@ def test_a_replay_with_a_page_connected_applies_the_compared_edits(recording: Pa
     assert "Inserted and ran it" in shown and "replayed page" not in shown
 
 
+def test_a_replay_in_a_page_that_makes_up_its_own_ids_runs_the_cell_it_inserted(
+    recording: Path, start_kernel
+):
+    """A real page gives an inserted cell a random id; the replayed model names the cell by
+    the recorded id (`new-1`), which now means the page's."""
+    kernel = _replayer(start_kernel, recording)
+    page = LivePage(kernel, [dict(c) for c in NOTEBOOK])
+    page.serve(kernel.send(PROMPT))
+    [inserted] = [c for c in page.cells if c["source"] == NEW_SOURCE]
+    assert inserted["id"] != "new-1"
+    assert inserted["outputs"][0]["text"] == "x is 42\n"
+    shown = json.dumps([m["content"] for m in page.messages])
+    assert "Inserted and ran it" in shown and "No cell with id" not in shown
+
+
 def test_a_differing_edit_is_refused_before_the_person_is_asked(recording: Path, start_kernel):
     steps = _steps(recording)
     _call(steps, "c_insert")["page"][-1]["proposed"][0]["index"] = 1
