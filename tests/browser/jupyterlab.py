@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from co_kernel.testing import ScriptedModelServer
 
@@ -197,11 +197,13 @@ def co_lab(
     script: list[dict[str, Any]],
     *,
     python: Path | None = None,
+    app: Literal["lab", "notebook"] = "lab",
     **env: str,
 ) -> Iterator[CoLab]:
     """Serve a notebook of ``cells`` with Co answering from ``script``; the model saw no error.
 
-    ``python``: run JupyterLab in that environment's Python (``start_server``).
+    ``python``: run JupyterLab in that environment's Python (``start_server``); ``app``:
+    ``notebook`` serves Notebook 7 instead.
     """
     ensure_kernelspec()
     notebooks = tmp_path / "notebooks"
@@ -212,7 +214,7 @@ def co_lab(
     write_notebook(notebook, cells)
     with ScriptedModelServer(script) as server:
         env = {**scripted_env(home, server), **env}
-        lab = start_server(notebooks, env=env, base=tmp_path / "jupyter", python=python)
+        lab = start_server(notebooks, env=env, app=app, base=tmp_path / "jupyter", python=python)
         try:
             with chromium_page() as page:
                 yield CoLab(lab, notebook, page, server)

@@ -13,12 +13,7 @@ from typing import Any
 
 import pytest
 
-from co_kernel.testing import ScriptedModelServer
-
-from ..kernel_harness import ensure_kernelspec
-from ..lab_server import start_server
-from .jupyterlab import chromium_page, co_lab, open_notebook, run_cell, scripted_env
-from .test_notebook7 import co_notebook
+from .jupyterlab import co_lab, open_notebook, run_cell
 from .test_notebook7 import open_notebook as open_notebook7
 from .test_notebook7 import run_cell as run_cell7
 from .test_notebook_cells_browser import CELLS, call, sources, wait_until
@@ -84,28 +79,15 @@ def test_reject_one_cell_of_three_in_jupyterlab(tmp_path: Path) -> None:
 
 
 def test_reject_one_cell_of_three_in_notebook7(tmp_path: Path) -> None:
-    ensure_kernelspec()
-    root = tmp_path / "notebooks"
-    root.mkdir()
-    home = tmp_path / "co-home"
-    home.mkdir()
-    with ScriptedModelServer(SCRIPT) as model:
-        server = start_server(
-            root, env=scripted_env(home, model), app="notebook", base=tmp_path / "jupyter"
-        )
-        try:
-            with chromium_page() as page:
-                page.set_default_timeout(60_000)
-                name = co_notebook(root / "n7.ipynb", ["Add three headings", "draft"])
-                open_notebook7(page, server, name)
-                run_cell7(page, 0)
-                before = choose_and_approve(page, page)
-                page.get_by_text("Added two.").wait_for()
-                assert sources(page) == [before[0], "## First", "## Third", *before[1:]]
-                page.keyboard.press("Escape")
-                page.locator(CELLS).nth(0).locator(".jp-InputPrompt").click()
-                page.keyboard.press("Control+z")
-                wait_until(lambda: sources(page) == before)
-        finally:
-            server.stop()
-        assert model.errors == []
+    with co_lab(tmp_path, ["Add three headings", "draft"], SCRIPT, app="notebook") as co:
+        page = co.page
+        page.set_default_timeout(60_000)
+        open_notebook7(page, co.lab, co.notebook.name)
+        run_cell7(page, 0)
+        before = choose_and_approve(page, page)
+        page.get_by_text("Added two.").wait_for()
+        assert sources(page) == [before[0], "## First", "## Third", *before[1:]]
+        page.keyboard.press("Escape")
+        page.locator(CELLS).nth(0).locator(".jp-InputPrompt").click()
+        page.keyboard.press("Control+z")
+        wait_until(lambda: sources(page) == before)

@@ -18,12 +18,7 @@ from typing import Any
 
 import pytest
 
-from co_kernel.testing import ScriptedModelServer
-
-from ..kernel_harness import ensure_kernelspec
-from ..lab_server import start_server
-from .jupyterlab import chromium_page, co_lab, open_notebook, run_cell, scripted_env
-from .test_notebook7 import co_notebook
+from .jupyterlab import co_lab, open_notebook, run_cell
 from .test_notebook7 import open_notebook as open_notebook7
 from .test_notebook7 import run_cell as run_cell7
 
@@ -119,11 +114,6 @@ def test_read_insert_undo_deny_and_stale_in_jupyterlab(tmp_path: Path) -> None:
 
 
 def test_read_and_approved_insert_in_notebook7(tmp_path: Path) -> None:
-    ensure_kernelspec()
-    root = tmp_path / "notebooks"
-    root.mkdir()
-    home = tmp_path / "co-home"
-    home.mkdir()
     new_cell = [{"kind": "python", "source": "total = 1200"}]
     script = [
         call("read_notebook"),
@@ -131,32 +121,24 @@ def test_read_and_approved_insert_in_notebook7(tmp_path: Path) -> None:
         call("insert_cells", index=2, cells=new_cell),
         {"expect": {"tool_result_contains": "Inserted 1 cell(s) at index 2"}, "text": "Added."},
     ]
-    with ScriptedModelServer(script) as model:
-        server = start_server(
-            root, env=scripted_env(home, model), app="notebook", base=tmp_path / "jupyter"
-        )
-        try:
-            with chromium_page() as page:
-                page.set_default_timeout(60_000)
-                name = co_notebook(root / "n7.ipynb", ["Read my notebook", "draft"])
-                open_notebook7(page, server, name)
-                page.locator(".jp-Cell .jp-InputArea-editor").nth(1).click()
-                page.keyboard.press("End")
-                page.keyboard.type(" typed in Notebook 7")
-                run_cell7(page, 0)
-                page.get_by_text("I read it.").wait_for()
-                before = sources(page)
-                page.locator(".jp-Cell .jp-InputArea-editor").nth(0).click()
-                page.keyboard.type(" and add a cell")
-                run_cell7(page, 0)
-                page.get_by_role("button", name="Approve", exact=True).click()
-                page.get_by_text("Added.").wait_for()
-                after = sources(page)
-                assert after[2] == "%%python\ntotal = 1200"
-                assert after[:2] == ["Read my notebook and add a cell", before[1]]
-        finally:
-            server.stop()
-        assert model.errors == []
+    with co_lab(tmp_path, ["Read my notebook", "draft"], script, app="notebook") as co:
+        page = co.page
+        page.set_default_timeout(60_000)
+        open_notebook7(page, co.lab, co.notebook.name)
+        page.locator(".jp-Cell .jp-InputArea-editor").nth(1).click()
+        page.keyboard.press("End")
+        page.keyboard.type(" typed in Notebook 7")
+        run_cell7(page, 0)
+        page.get_by_text("I read it.").wait_for()
+        before = sources(page)
+        page.locator(".jp-Cell .jp-InputArea-editor").nth(0).click()
+        page.keyboard.type(" and add a cell")
+        run_cell7(page, 0)
+        page.get_by_role("button", name="Approve", exact=True).click()
+        page.get_by_text("Added.").wait_for()
+        after = sources(page)
+        assert after[2] == "%%python\ntotal = 1200"
+        assert after[:2] == ["Read my notebook and add a cell", before[1]]
 
 
 def test_run_cell_puts_its_outputs_into_the_cell_in_jupyterlab(tmp_path: Path) -> None:

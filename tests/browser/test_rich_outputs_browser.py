@@ -12,10 +12,7 @@ import pytest
 
 from co_kernel.testing import ScriptedModelServer
 
-from ..kernel_harness import ensure_kernelspec
-from ..lab_server import start_server
-from .jupyterlab import chromium_page, co_lab, open_notebook, run_cell, save_notebook, scripted_env
-from .test_notebook7 import co_notebook
+from .jupyterlab import co_lab, open_notebook, run_cell, save_notebook
 from .test_notebook7 import open_notebook as open_in_notebook7
 from .test_notebook7 import run_cell as run_in_notebook7
 
@@ -74,23 +71,13 @@ def test_a_plot_from_run_python_is_drawn_in_the_cell_and_sent_to_the_model(
 
 @pytest.mark.slow
 def test_a_plot_from_run_python_is_drawn_in_notebook7(tmp_path: Path) -> None:
-    ensure_kernelspec()
-    root, home = tmp_path / "notebooks", tmp_path / "co-home"
-    root.mkdir()
-    home.mkdir()
-    with ScriptedModelServer(SCRIPT) as model:
-        server = start_server(
-            root, env=scripted_env(home, model), app="notebook", base=tmp_path / "jupyter"
-        )
-        try:
-            with chromium_page() as page:
-                page.set_default_timeout(60_000)
-                open_in_notebook7(page, server, co_notebook(root / "plot.ipynb", ["Plot it"]))
-                run_in_notebook7(page, 0)
-                page.get_by_role("button", name="Approve", exact=True).click()
-                cell = page.locator(".jp-Cell").first
-                cell.get_by_text("August dips.").wait_for()
-                _drawn(cell)
-        finally:
-            server.stop()
-        assert _sent_an_image(model) and model.errors == []
+    with co_lab(tmp_path, ["Plot it"], SCRIPT, app="notebook") as co:
+        page = co.page
+        page.set_default_timeout(60_000)
+        open_in_notebook7(page, co.lab, co.notebook.name)
+        run_in_notebook7(page, 0)
+        page.get_by_role("button", name="Approve", exact=True).click()
+        cell = page.locator(".jp-Cell").first
+        cell.get_by_text("August dips.").wait_for()
+        _drawn(cell)
+        assert _sent_an_image(co.server)
