@@ -304,6 +304,7 @@ class CellDispatcher:
                 cell_id=request.cell_id,
                 frontend=frontend,
                 attachments=[image.binary() for image in expanded.images],
+                typed=prompt,
             )
         finally:
             frontend.cleanup()

@@ -405,6 +405,11 @@ class Settings(BaseSettings):
         default_factory=list,
         description="When set, web_fetch only reaches these domains (and their subdomains)",
     )
+    outbound_always_ask: bool = Field(
+        False,
+        description="Every call that reaches the network (web_fetch, web_search, MCP tools "
+        "that reach the open world) asks, also for a URL you gave and under `%yolo`",
+    )
     web_blocked_domains: list[str] = Field(
         default_factory=list, description="Domains (and subdomains) web tools never reach"
     )

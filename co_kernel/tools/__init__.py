@@ -17,6 +17,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ._outbound import OutboundLedger, describe_request, outbound_ledger, result_text
+
 if TYPE_CHECKING:
     from pydantic_ai.toolsets import AbstractToolset
 
@@ -25,11 +27,15 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "OutboundLedger",
     "ToolError",
     "ToolErrorGuard",
     "ToolErrorKind",
     "ToolsetBuild",
     "collect_toolsets",
+    "describe_request",
+    "outbound_ledger",
+    "result_text",
 ]
 
 log = logging.getLogger(__name__)

@@ -1,0 +1,328 @@
+"""What an outbound request may carry: the URLs the person chose and the private text read.
+
+A model that has read a mail or a file and then reads a web page that tells it to can put
+what it read into a URL. So Co sends a request without asking only to a URL the person
+wrote in this conversation, a link that a search or a fetched page gave this turn, or a
+domain of the person's own allowlist; everything else asks, and the card shows the URL
+decoded with every part that repeats text Co read from a private source marked.
+
+``OutboundLedger`` is the per-conversation record behind that (``deps.extras``, shared
+with subagents): the URLs the person typed, the links of this turn, and the recent text
+of private tool results. It is bounded: at most ``PRIVATE_CHARS`` characters of private
+text (oldest dropped first) and ``MAX_URLS`` URLs of each kind.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections import OrderedDict, deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, unquote, unquote_plus, urlsplit
+
+from ._ssrf import domain_in
+
+if TYPE_CHECKING:
+    from ..deps import CoDeps
+
+__all__ = [
+    "MIN_REPEAT",
+    "OutboundLedger",
+    "Repeat",
+    "describe_request",
+    "normalise_url",
+    "outbound_ledger",
+    "result_text",
+    "urls_in",
+]
+
+MIN_REPEAT = 8
+"""Shortest run of characters that counts as repeating private text."""
+PRIVATE_CHARS = 1_000_000
+"""Private text kept for matching; older text is dropped first."""
+MAX_URLS = 5_000
+"""URLs kept per kind (given, linked this turn)."""
+_CHECKED_CHARS = 8_192
+"""Characters of one outbound text that are matched (a longer URL asks anyway)."""
+_KEY = "outbound"
+_URL = re.compile(r"""https?://[^\s<>"'`|\\^{}\[\]()]+""", re.IGNORECASE)
+_TRAILING = ".,;:!?*_~"
+_BASE64 = re.compile(r"[A-Za-z0-9+/_-]{12,}={0,2}")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+OPEN, CLOSE = "⟦", "⟧"
+"""How a card marks a part that repeats private text."""
+
+
+def urls_in(text: str) -> list[str]:
+    """The http(s) URLs written in ``text`` (Markdown, plain or a cell), in order."""
+    return [m.group(0).rstrip(_TRAILING) for m in _URL.finditer(text)]
+
+
+def normalise_url(url: str) -> str | None:
+    """One spelling per URL: scheme and host lower case, default port and fragment
+    dropped, an empty path as ``/``; None when it is not an http(s) URL."""
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").rstrip(".")
+    if scheme not in ("http", "https") or not host:
+        return None
+    if ":" in host:
+        host = f"[{host}]"
+    if port is not None and port != (443 if scheme == "https" else 80):
+        host = f"{host}:{port}"
+    query = f"?{parts.query}" if parts.query else ""
+    return f"{scheme}://{host}{parts.path or '/'}{query}"
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """A part of an outbound text that repeats private text Co read."""
+
+    start: int
+    """Where it starts in the text that was matched."""
+    end: int
+    """Where it ends (exclusive)."""
+    source: str
+    """The tool whose result held it (``read_file``, ``list_emails``, ...)."""
+
+
+@dataclass
+class OutboundLedger:
+    """One conversation's record of chosen URLs and private text read."""
+
+    given: OrderedDict[str, None] = field(default_factory=OrderedDict)
+    """Normalised URLs the person wrote in a prompt, any turn so far."""
+    linked: set[str] = field(default_factory=set)
+    """Normalised links of search results and fetched pages of turn ``linked_turn``."""
+    linked_turn: int = -1
+    """The turn ``linked`` belongs to: links of another turn do not count."""
+    person_domains: list[str] = field(default_factory=list)
+    """``web_allowed_domains`` when the person's or the deployer's settings set it."""
+    _private: deque[tuple[str, str]] = field(default_factory=deque)
+    """(source, lower-cased text) of private tool results, newest last."""
+    _chars: int = 0
+    _corpus: str | None = None
+    """The private texts joined (built when matched, dropped when one is added)."""
+    _starts: list[tuple[int, str]] = field(default_factory=list)
+
+    # -- what the person chose ---------------------------------------------------------
+
+    def note_person_text(self, text: str) -> None:
+        """Remember the URLs the person wrote (a prompt, as typed)."""
+        for url in urls_in(text):
+            key = normalise_url(url)
+            if key is not None:
+                self.given[key] = None
+                self.given.move_to_end(key)
+        while len(self.given) > MAX_URLS:
+            self.given.popitem(last=False)
+
+    def note_links(self, urls: Iterable[str], turn: int) -> None:
+        """Remember the links a search result or a fetched page of ``turn`` gave."""
+        if turn != self.linked_turn:
+            self.linked, self.linked_turn = set(), turn
+        for url in urls:
+            key = normalise_url(url)
+            if key is not None and len(self.linked) < MAX_URLS:
+                self.linked.add(key)
+
+    def chosen(self, url: str, turn: int) -> bool:
+        """Whether ``url`` is one the person wrote or a link of this turn."""
+        key = normalise_url(url)
+        if key is None:
+            return False
+        return key in self.given or (turn == self.linked_turn and key in self.linked)
+
+    def allowlisted(self, url: str) -> bool:
+        """Whether ``url``'s host is on the person's own domain allowlist."""
+        try:
+            host = (urlsplit(url.strip()).hostname or "").rstrip(".")
+        except ValueError:
+            return False
+        return bool(host) and domain_in(host, self.person_domains)
+
+    # -- what Co read --------------------------------------------------------------------
+
+    def note_private(self, source: str, text: str) -> None:
+        """Remember the text of a private tool result (a file, a mail, a note, ...)."""
+        text = text[-PRIVATE_CHARS:].lower()
+        if len(text) < MIN_REPEAT:
+            return
+        self._private.append((source, text))
+        self._chars += len(text)
+        while self._chars > PRIVATE_CHARS and self._private:
+            self._chars -= len(self._private.popleft()[1])
+        self._corpus = None
+
+    def _joined(self) -> str:
+        if self._corpus is None:
+            pieces, starts, at = [], [], 0
+            for source, text in self._private:
+                starts.append((at, source))
+                pieces.append(text)
+                at += len(text) + 1
+            self._corpus, self._starts = "\x00".join(pieces), starts
+        return self._corpus
+
+    def _source_at(self, position: int) -> str:
+        found = ""
+        for start, source in self._starts:
+            if start > position:
+                break
+            found = source
+        return found
+
+    def repeats(self, text: str) -> list[Repeat]:
+        """The parts of ``text`` (at least ``MIN_REPEAT`` characters, any case) that repeat
+        private text read in this conversation, longest first from the left."""
+        corpus = self._joined()
+        if not corpus:
+            return []
+        low = text[:_CHECKED_CHARS].lower()
+        found: list[Repeat] = []
+        i = 0
+        while i + MIN_REPEAT <= len(low):
+            at = corpus.find(low[i : i + MIN_REPEAT])
+            if at < 0 or not any(c.isalnum() for c in low[i : i + MIN_REPEAT]):
+                i += 1
+                continue
+            end = i + MIN_REPEAT
+            while end < len(low):
+                if corpus.startswith(low[i : end + 1], at):
+                    end += 1
+                    continue
+                again = corpus.find(low[i : end + 1])
+                if again < 0:
+                    break
+                at, end = again, end + 1
+            found.append(Repeat(i, end, self._source_at(at)))
+            i = end
+        return found
+
+
+def outbound_ledger(deps: CoDeps, *, fresh: bool = False) -> OutboundLedger:
+    """The conversation's ledger (created on first use; subagents share their caller's);
+    ``fresh`` starts a new one (a new conversation)."""
+    ledger = deps.extras.get(_KEY)
+    if fresh or not isinstance(ledger, OutboundLedger):
+        ledger = OutboundLedger()
+        deps.extras[_KEY] = ledger
+    return ledger
+
+
+# -- what a card shows ------------------------------------------------------------------
+
+
+def _visible(text: str) -> str:
+    """Control, zero-width and direction characters as escapes, so the card shows them."""
+    return _CONTROL.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
+
+
+def _marked(text: str, ledger: OutboundLedger) -> tuple[str, set[str]]:
+    """``text`` with each part that repeats private text between ⟦ ⟧, and its sources."""
+    repeats = ledger.repeats(text)
+    out, at = [], 0
+    for r in repeats:
+        out += [_visible(text[at : r.start]), OPEN, _visible(text[r.start : r.end]), CLOSE]
+        at = r.end
+    out.append(_visible(text[at:]))
+    return "".join(out), {r.source for r in repeats}
+
+
+def _decoded_base64(token: str) -> str | None:
+    """What a base64 (or base64url) token decodes to, when that is readable text."""
+    padded = token.rstrip("=") + "=" * (-len(token.rstrip("=")) % 4)
+    for decode in (base64.b64decode, base64.urlsafe_b64decode):
+        try:
+            raw = decode(padded)
+        except (binascii.Error, ValueError):
+            continue
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        if text and sum(c.isprintable() or c.isspace() for c in text) >= 0.9 * len(text):
+            return text
+    return None
+
+
+def _decoded_path(url: str) -> str:
+    """The URL with its path and fragment percent-decoded (twice, for double encoding) and
+    its query decoded as a form (``+`` a space)."""
+    parts = urlsplit(url)
+    head = f"{parts.scheme}://{parts.netloc}"
+    path = unquote(unquote(parts.path))
+    query = f"?{unquote_plus(unquote_plus(parts.query))}" if parts.query else ""
+    fragment = f"#{unquote(unquote(parts.fragment))}" if parts.fragment else ""
+    return head + path + query + fragment
+
+
+def describe_request(
+    ledger: OutboundLedger, text: str, *, url: bool, intro: str
+) -> tuple[str, bool]:
+    """The card's detail for an outbound request, and whether it repeats private text.
+
+    ``text`` is the URL (``url``) or the JSON of a tool's arguments; a URL is shown decoded,
+    with its query one parameter a line; every part that repeats text Co read from a
+    private source is marked ⟦ ⟧, also inside base64 tokens.
+    """
+    lines = [intro, ""]
+    sources: set[str] = set()
+    shown = _decoded_path(text) if url else text
+    marked, found = _marked(shown, ledger)
+    sources |= found
+    lines.append(marked)
+    if url:
+        try:
+            query = parse_qsl(urlsplit(text).query, keep_blank_values=True)
+        except ValueError:
+            query = []
+        if query:
+            lines += ["", "Query, decoded:"]
+            for name, value in query[:50]:
+                name_shown, in_name = _marked(unquote_plus(name), ledger)
+                value_shown, in_value = _marked(unquote_plus(value), ledger)
+                sources |= in_name | in_value
+                lines.append(f"  {name_shown} = {value_shown}")
+    for token in dict.fromkeys(m.group(0) for m in _BASE64.finditer(shown[:_CHECKED_CHARS])):
+        decoded = _decoded_base64(token)
+        if decoded is None:
+            continue
+        decoded_shown, in_decoded = _marked(decoded[:500], ledger)
+        if in_decoded:
+            sources |= in_decoded
+            lines += ["", f"base64 {_visible(token[:60])} decodes to: {decoded_shown}"]
+    if sources:
+        lines += [
+            "",
+            f"{OPEN}…{CLOSE} repeats text Co read in this conversation from: "
+            + ", ".join(sorted(sources))
+            + ". Approve only if you mean to send it there.",
+        ]
+    return "\n".join(lines), bool(sources)
+
+
+def result_text(value: Any) -> str:
+    """Every string inside a tool result (a dict, a list, text), joined by new lines."""
+    found: list[str] = []
+    stack: list[Any] = [value]
+    while stack and len(found) < 10_000:
+        item = stack.pop()
+        if isinstance(item, str):
+            found.append(item)
+        elif isinstance(item, dict):
+            stack.extend(reversed(list(item.values())))  # pyright: ignore[reportUnknownArgumentType]
+        elif isinstance(item, list | tuple):
+            stack.extend(reversed(list(item)))  # pyright: ignore[reportUnknownArgumentType]
+        elif item is not None and not isinstance(item, bool | int | float):
+            content = getattr(item, "content", None)
+            if content is not None and content is not item:
+                stack.append(content)
+    return "\n".join(found)
