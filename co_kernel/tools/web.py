@@ -229,9 +229,15 @@ async def web_fetch(ctx: RunContext[CoDeps], url: str, page: int = 1) -> dict[st
     )
 
 
-def _bare_host(url: str) -> str:
-    host = (urlsplit(url).hostname or "").rstrip(".").casefold()
-    return host.removeprefix("www.")
+def _site(url: str) -> tuple[str, int | None]:
+    """Host (``www.`` aside) and port of a URL: a redirect within them stays on the site."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").rstrip(".").casefold().removeprefix("www.")
+    try:
+        port = parts.port
+    except ValueError:
+        return host, -1
+    return host, port if port not in (80, 443) else None
 
 
 def _redirect_rule(deps: CoDeps) -> Callable[[str, str], str | None]:
@@ -240,7 +246,7 @@ def _redirect_rule(deps: CoDeps) -> Callable[[str, str], str | None]:
     ledger = outbound_ledger(deps)
 
     def refused(current: str, target: str) -> str | None:
-        if _bare_host(target) == _bare_host(current) or ledger.chosen(target, deps.turn_index):
+        if _site(target) == _site(current) or ledger.chosen(target, deps.turn_index):
             return None
         if ledger.allowlisted(target):
             return None
