@@ -45,6 +45,9 @@ PRIVATE_CHARS = 1_000_000
 """Private text kept for matching; older text is dropped first."""
 MAX_URLS = 5_000
 """URLs kept per kind (given, linked this turn)."""
+_BLOOM_BITS = 1 << 24
+_BLOOM_MASK = _BLOOM_BITS - 1
+_STRIDE = 2
 _CHECKED_CHARS = 8_192
 """Characters of one outbound text that are matched (a longer URL asks anyway)."""
 _KEY = "outbound"
@@ -111,6 +114,10 @@ class OutboundLedger:
     _corpus: str | None = None
     """The private texts joined (built when matched, dropped when one is added)."""
     _starts: list[tuple[int, str]] = field(default_factory=list)
+    _grams: bytearray = field(default_factory=lambda: bytearray(_BLOOM_BITS // 8))
+    """A Bloom filter of the ``MIN_REPEAT``-character windows of the private text: a
+    window it has never seen is skipped without searching the text (2 MB, whatever the
+    text)."""
 
     # -- what the person chose ---------------------------------------------------------
 
@@ -157,9 +164,29 @@ class OutboundLedger:
             return
         self._private.append((source, text))
         self._chars += len(text)
-        while self._chars > PRIVATE_CHARS and self._private:
-            self._chars -= len(self._private.popleft()[1])
         self._corpus = None
+        if self._chars <= PRIVATE_CHARS:
+            self._add_grams(text)
+            return
+        # Drop the oldest down to three quarters, so the filter is rebuilt now and then,
+        # not on every result once the record is full.
+        while self._chars > PRIVATE_CHARS * 3 // 4 and len(self._private) > 1:
+            self._chars -= len(self._private.popleft()[1])
+        self._grams = bytearray(_BLOOM_BITS // 8)
+        for _source, kept in self._private:
+            self._add_grams(kept)
+
+    def _add_grams(self, text: str) -> None:
+        # Every _STRIDE-th window: a repeat of MIN_REPEAT + _STRIDE - 1 characters or more
+        # always holds one of them, at half the cost of indexing every window.
+        grams, n = self._grams, MIN_REPEAT
+        for i in range(0, len(text) - n + 1, _STRIDE):
+            bit = hash(text[i : i + n]) & _BLOOM_MASK
+            grams[bit >> 3] |= 1 << (bit & 7)
+
+    def _may_hold(self, gram: str) -> bool:
+        bit = hash(gram) & _BLOOM_MASK
+        return bool(self._grams[bit >> 3] & (1 << (bit & 7)))
 
     def _joined(self) -> str:
         if self._corpus is None:
@@ -189,20 +216,25 @@ class OutboundLedger:
         found: list[Repeat] = []
         i = 0
         while i + MIN_REPEAT <= len(low):
-            at = corpus.find(low[i : i + MIN_REPEAT])
-            if at < 0 or not any(c.isalnum() for c in low[i : i + MIN_REPEAT]):
+            gram = low[i : i + MIN_REPEAT]
+            at = corpus.find(gram) if self._may_hold(gram) else -1
+            if at < 0 or not any(c.isalnum() for c in gram):
                 i += 1
                 continue
-            end = i + MIN_REPEAT
+            start, end = i, i + MIN_REPEAT
+            # The indexed window may sit inside the repeat: take in what precedes it.
+            floor = found[-1].end if found else 0
+            while start > floor and at > 0 and low[start - 1] == corpus[at - 1]:
+                start, at = start - 1, at - 1
             while end < len(low):
-                if corpus.startswith(low[i : end + 1], at):
+                if corpus.startswith(low[start : end + 1], at):
                     end += 1
                     continue
-                again = corpus.find(low[i : end + 1])
+                again = corpus.find(low[start : end + 1])
                 if again < 0:
                     break
                 at, end = again, end + 1
-            found.append(Repeat(i, end, self._source_at(at)))
+            found.append(Repeat(start, end, self._source_at(at)))
             i = end
         return found
 
