@@ -53,10 +53,19 @@ _CHECKED_CHARS = 8_192
 _KEY = "outbound"
 _URL = re.compile(r"""https?://[^\s<>"'`|\\^{}\[\]()]+""", re.IGNORECASE)
 _TRAILING = ".,;:!?*_~"
-_BASE64 = re.compile(r"[A-Za-z0-9+/_-]{12,}={0,2}")
+# base64url tokens, and standard ones (whose "/" and "+" a URL also uses as separators).
+_BASE64 = re.compile(r"[A-Za-z0-9_-]{12,}={0,2}|[A-Za-z0-9+/]{12,}={0,2}")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 OPEN, CLOSE = "⟦", "⟧"
 """How a card marks a part that repeats private text."""
+
+
+def _lower(text: str) -> str:
+    """``text`` in lower case, one character for one (positions stay those of ``text``)."""
+    low = text.lower()
+    if len(low) == len(text):
+        return low
+    return "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
 
 
 def urls_in(text: str) -> list[str]:
@@ -159,7 +168,7 @@ class OutboundLedger:
 
     def note_private(self, source: str, text: str) -> None:
         """Remember the text of a private tool result (a file, a mail, a note, ...)."""
-        text = text[-PRIVATE_CHARS:].lower()
+        text = _lower(text[-PRIVATE_CHARS:])
         if len(text) < MIN_REPEAT:
             return
         self._private.append((source, text))
@@ -212,7 +221,7 @@ class OutboundLedger:
         corpus = self._joined()
         if not corpus:
             return []
-        low = text[:_CHECKED_CHARS].lower()
+        low = _lower(text[:_CHECKED_CHARS])
         found: list[Repeat] = []
         i = 0
         while i + MIN_REPEAT <= len(low):
@@ -268,21 +277,28 @@ def _marked(text: str, ledger: OutboundLedger) -> tuple[str, set[str]]:
     return "".join(out), {r.source for r in repeats}
 
 
-def _decoded_base64(token: str) -> str | None:
-    """What a base64 (or base64url) token decodes to, when that is readable text."""
-    padded = token.rstrip("=") + "=" * (-len(token.rstrip("=")) % 4)
-    for decode in (base64.b64decode, base64.urlsafe_b64decode):
-        try:
-            raw = decode(padded)
-        except (binascii.Error, ValueError):
-            continue
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            continue
-        if text and sum(c.isprintable() or c.isspace() for c in text) >= 0.9 * len(text):
-            return text
-    return None
+def _decoded_base64(token: str) -> list[str]:
+    """What a base64 (or base64url) token decodes to where that is readable text, read
+    from each of its first four characters (a prefix glued to it shifts the groups)."""
+    found: list[str] = []
+    for shift in range(4):
+        body = token[shift:].rstrip("=")
+        body = body[: len(body) - 1] if len(body) % 4 == 1 else body
+        if len(body) < MIN_REPEAT:
+            break
+        padded = body + "=" * (-len(body) % 4)
+        for decode in (base64.b64decode, base64.urlsafe_b64decode):
+            try:
+                raw = decode(padded)
+            except (binascii.Error, ValueError):
+                continue
+            # A prefix glued on decodes to a few stray bytes before the readable part.
+            text = raw.decode("utf-8", errors="replace")
+            readable = sum(c.isprintable() and c != "\ufffd" for c in text)
+            if readable >= max(MIN_REPEAT, 0.6 * len(text)):
+                found.append(text)
+                break
+    return found
 
 
 def _decoded_path(url: str) -> str:
@@ -323,14 +339,16 @@ def describe_request(
                 value_shown, in_value = _marked(unquote_plus(value), ledger)
                 sources |= in_name | in_value
                 lines.append(f"  {name_shown} = {value_shown}")
-    for token in dict.fromkeys(m.group(0) for m in _BASE64.finditer(shown[:_CHECKED_CHARS])):
-        decoded = _decoded_base64(token)
-        if decoded is None:
-            continue
-        decoded_shown, in_decoded = _marked(decoded[:500], ledger)
-        if in_decoded:
-            sources |= in_decoded
-            lines += ["", f"base64 {_visible(token[:60])} decodes to: {decoded_shown}"]
+    window = shown[:_CHECKED_CHARS]
+    tokens = [m.group(0) for m in _BASE64.finditer(window)]
+    tokens += [t for piece in re.split(r"[/+]", window) for t in _BASE64.findall(piece)]
+    for token in dict.fromkeys(tokens):
+        for decoded in _decoded_base64(token):
+            decoded_shown, in_decoded = _marked(decoded[:500], ledger)
+            if in_decoded:
+                sources |= in_decoded
+                lines += ["", f"base64 {_visible(token[:60])} decodes to: {decoded_shown}"]
+                break
     if sources:
         lines += [
             "",

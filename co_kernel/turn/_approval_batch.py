@@ -68,6 +68,9 @@ async def decide_batch(requests: DeferredToolRequests, events: TurnEvents) -> De
         floor = outbound_floor(meta)
         headless = getattr(frontend, "kind", "") == "headless"
         label = auto_decision(call.tool_name, normalise_args(call.args), deps, outbound=floor)
+        if label is None:
+            label = replayed_decision(call_id, call.tool_name, call.args, deps)
+            accepted = accepted_parts(label) if label is not None else None
         if label is None and floor and headless:
             # Nobody sees a headless run's card: a request that repeats private text (or
             # that `outbound_always_ask` holds) is not sent on a policy's word.
@@ -77,9 +80,6 @@ async def decide_batch(requests: DeferredToolRequests, events: TurnEvents) -> De
             events.decisions[call_id] = label
             results.approvals[call_id] = ToolDenied(_UNSEEN_OUTBOUND)
             continue
-        if label is None:
-            label = replayed_decision(call_id, call.tool_name, call.args, deps)
-            accepted = accepted_parts(label) if label is not None else None
         if label is not None:
             view.decision = label
             frontend.on_tool_call(view)
