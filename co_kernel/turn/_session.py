@@ -327,7 +327,14 @@ class ChatSession:
         start = len(self.history)
         turn_number = len(self.turns)
         self.deps.turn_index = turn_number + 1
-        outbound_ledger(self.deps).note_person_text(prompt if typed is None else typed)
+        ledger = outbound_ledger(self.deps)
+        ledger.note_person_text(prompt if typed is None else typed)
+        if typed is not None and typed != prompt:
+            # What `@name` and `{name}` put into the prompt is the notebook's data, not the
+            # person's words: its lines are private text.
+            own = set(typed.splitlines())
+            added = [line for line in prompt.splitlines() if line not in own]
+            ledger.note_private("@references", "\n".join(added))
         await self._before_turn(frontend)
         with self.telemetry.turn(
             session_id=self.deps.session_id,

