@@ -191,6 +191,12 @@ class OutboundGate(AbstractCapability[Any]):
         name = tool_def.name
         hints = _hints(tool_def)
         outside = hints is not None and hints.get("openWorldHint") is True
+        ledger = outbound_ledger(ctx.deps)
         if name not in _NOT_PRIVATE and not outside:
-            outbound_ledger(ctx.deps).note_private(name, result_text(result))
+            ledger.note_private(name, result_text(result))
+        elif name == _WEB_FETCH and ctx.tool_call_approved:
+            # Approved once, the URL is chosen: its later pages do not ask again.
+            url = dict(args).get("url")
+            if isinstance(url, str):
+                ledger.note_chosen(url)
         return result

@@ -133,10 +133,14 @@ class OutboundLedger:
     def note_person_text(self, text: str) -> None:
         """Remember the URLs the person wrote (a prompt, as typed)."""
         for url in urls_in(text):
-            key = normalise_url(url)
-            if key is not None:
-                self.given[key] = None
-                self.given.move_to_end(key)
+            self.note_chosen(url)
+
+    def note_chosen(self, url: str) -> None:
+        """Remember a URL the person chose: wrote, or approved on a card."""
+        key = normalise_url(url)
+        if key is not None:
+            self.given[key] = None
+            self.given.move_to_end(key)
         while len(self.given) > MAX_URLS:
             self.given.popitem(last=False)
 

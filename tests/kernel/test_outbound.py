@@ -315,3 +315,25 @@ def test_a_notebook_value_sent_with_the_prompt_is_private_text_too(
     [widget] = _widgets(result)
     assert f"v = ⟦{SECRET}⟧" in widget["text/plain"]
     assert "from: @references" in widget["text/plain"]
+
+
+def test_a_url_approved_on_its_card_does_not_ask_again_for_its_next_page(
+    start_kernel, model_server, outside: LocalServer
+):
+    long = "".join(f"<p>Paragraph {n} of a long report on kernels.</p>" for n in range(120))
+    outside.routes["/long"] = _html(f"<html><body><main>{long}</main></body></html>".encode())
+    model_server.extend(
+        [
+            _fetch(f"{outside.url}/long"),
+            {
+                "expect": {"tool_result_contains": "[page 1 of"},
+                **call_step("web_fetch", url=f"{outside.url}/long", page=2),
+            },
+            {"expect": {"tool_result_contains": "[page 2 of"}, "text": "Read two pages."},
+        ]
+    )
+    kernel = start_kernel(_env(outside, CO_WEB_FETCH_PAGE_CHARS="1000"))
+    result = kernel.execute("Read the report", on_message=WidgetClicker(["Approve"]))
+    assert result.status == "ok" and model_server.errors == []
+    assert len(_widgets(result)) == 1, "the second page of an approved URL did not ask"
+    assert _statuses(result) == [("web_fetch", "ok"), ("web_fetch", "ok")]
