@@ -48,8 +48,13 @@ MAX_URLS = 5_000
 _BLOOM_BITS = 1 << 24
 _BLOOM_MASK = _BLOOM_BITS - 1
 _STRIDE = 2
-_CHECKED_CHARS = 8_192
-"""Characters of one outbound text that are matched (a longer URL asks anyway)."""
+_CHECKED_CHARS = 65_536
+"""Characters of one outbound text that are matched; a longer one counts as repeating
+private text (its card says so), since the rest went unchecked."""
+_SHOWN_CHARS = 4_000
+"""Longest arguments a card shows whole; past that, the marked parts with some context."""
+_BASE64_TOKENS = 200
+"""base64 tokens of one outbound text that are decoded and matched."""
 _KEY = "outbound"
 _URL = re.compile(r"""https?://[^\s<>"'`|\\^{}\[\]()]+""", re.IGNORECASE)
 _TRAILING = ".,;:!?*_~"
@@ -330,7 +335,7 @@ def describe_request(
     shown = _decoded_path(text) if url else text
     marked, found = _marked(shown, ledger)
     sources |= found
-    lines.append(marked)
+    lines.append(marked if url or len(marked) <= _SHOWN_CHARS else _excerpts(marked))
     if url:
         try:
             query = parse_qsl(urlsplit(text).query, keep_blank_values=True)
@@ -346,13 +351,19 @@ def describe_request(
     window = shown[:_CHECKED_CHARS]
     tokens = [m.group(0) for m in _BASE64.finditer(window)]
     tokens += [t for piece in re.split(r"[/+]", window) for t in _BASE64.findall(piece)]
-    for token in dict.fromkeys(tokens):
+    for token in list(dict.fromkeys(tokens))[:_BASE64_TOKENS]:
         for decoded in _decoded_base64(token):
             decoded_shown, in_decoded = _marked(decoded[:500], ledger)
             if in_decoded:
                 sources |= in_decoded
                 lines += ["", f"base64 {_visible(token[:60])} decodes to: {decoded_shown}"]
                 break
+    unchecked = len(shown) > _CHECKED_CHARS
+    if unchecked:
+        lines += [
+            "",
+            f"Only its first {_CHECKED_CHARS:,} characters were checked for private text.",
+        ]
     if sources:
         lines += [
             "",
@@ -360,7 +371,21 @@ def describe_request(
             + ", ".join(sorted(sources))
             + ". Approve only if you mean to send it there.",
         ]
-    return "\n".join(lines), bool(sources)
+    return "\n".join(lines), bool(sources) or unchecked
+
+
+def _excerpts(marked: str, context: int = 80) -> str:
+    """The marked parts of a long text with some context each (the card lists the whole
+    arguments already), or its start when nothing is marked."""
+    spans = [(m.start(), m.end()) for m in re.finditer(f"{OPEN}[^{CLOSE}]*{CLOSE}", marked)]
+    if not spans:
+        return marked[:_SHOWN_CHARS] + " …"
+    pieces, last = [], 0
+    for start, end in spans[:20]:
+        begin = max(start - context, last)
+        pieces.append(("… " if begin > 0 else "") + marked[begin : end + context])
+        last = end + context
+    return "\n".join(pieces) + (" …" if last < len(marked) else "")
 
 
 def result_text(value: Any) -> str:
