@@ -18,8 +18,11 @@ DISPLAY_NAME = "Co"
 
 
 def kernelspec_dict(python: str | None = None) -> dict[str, object]:
+    # -P (Python 3.11+): `-m` would put the working directory, the notebook's folder, first
+    # on sys.path, so a `nh3.py` or `co_kernel/` planted beside a notebook would run in the
+    # kernel before any of Co's code could stop it.
     return {
-        "argv": [python or sys.executable, "-m", "co_kernel", "-f", "{connection_file}"],
+        "argv": [python or sys.executable, "-P", "-m", "co_kernel", "-f", "{connection_file}"],
         "display_name": DISPLAY_NAME,
         "language": "co",
         "interrupt_mode": "signal",

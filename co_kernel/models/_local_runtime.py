@@ -304,7 +304,8 @@ class LlamaServerProcess:
         started = time.monotonic()
         with self.log_path.open("wb") as log:
             self._proc = subprocess.Popen(
-                [sys.executable, str(script), json.dumps(config)],
+                # -P: only the standard library and xllamacpp, never a file beside the script.
+                [sys.executable, "-P", str(script), json.dumps(config)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=log,
