@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..config import private_file
 from ..exceptions import ProviderNotConfigured
 
 if TYPE_CHECKING:
@@ -292,7 +293,7 @@ class LlamaServerProcess:
                 "with `%model`."
             )
         self.stop()
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        private_file(self.log_path)  # llama.cpp's log names the person's model files
         config = {
             "path": str(self.spec.path),
             "context": self.context,
