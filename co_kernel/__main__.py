@@ -33,7 +33,11 @@ def _entries_of_the_folder(pythonpath: str, cwd: str) -> set[str]:
 
 def _safe_sys_path() -> None:
     cwd = os.getcwd()
-    if not sys.flags.safe_path and sys.path and os.path.realpath(sys.path[0]) == os.path.realpath(cwd):
+    if (
+        not sys.flags.safe_path
+        and sys.path
+        and os.path.realpath(sys.path[0]) == os.path.realpath(cwd)
+    ):
         # A kernelspec written before Co started with -P: `-m` put the folder first. This
         # import of Co already came from wherever that found it, but nothing later does.
         sys.path.pop(0)

@@ -106,8 +106,14 @@ def _cmd_trust(args: argparse.Namespace) -> int:
     if args.show or trust.status in ("nothing", "refused"):
         if trust.status == "trusted":
             print(f"{folder}: trusted ({trust.source}).")
+        elif trust.status == "nothing" and args.show:
+            print(f"{folder}: brings no Co settings or files.")
         elif trust.status == "nothing":
-            print(f"{folder}: brings no Co settings or files; nothing to trust.")
+            # Still worth a record: %%python imports the folder's modules only once trusted.
+            trust_folder(folder, {})
+            print(
+                f"{folder}: brings no Co settings or files; trusted, so %%python imports its modules."
+            )
         else:
             notice = trust_notice(trust, loaded.held, co_paths().settings_file, can_ask=False)
             print(notice.replace("**", ""))
