@@ -59,6 +59,10 @@ class FolderImports(MetaPathFinder):
         """The notebook's folder, None before the session knows it."""
         self._trusted = trusted
         """Whether the person trusts that folder now (``config.trusted_for_code``)."""
+        self._served: set[str] = set()
+        """Top-level names this finder loaded from the folder: their modules' imports are
+        the person's too. Not "any file under the folder": Co itself (an editable install,
+        a venv inside the project) may live there."""
 
     def install(self) -> None:
         """Put this finder last on ``sys.meta_path``, in place of an earlier kernel's."""
@@ -74,7 +78,7 @@ class FolderImports(MetaPathFinder):
         if path is not None:  # a submodule: its package's own __path__ finds it
             return None
         folder = self._folder()
-        if folder is None or not self._asked_by_the_person(folder):
+        if folder is None or not self._asked_by_the_person():
             return None
         spec = PathFinder.find_spec(fullname, [str(folder)])
         if spec is None:
@@ -86,9 +90,10 @@ class FolderImports(MetaPathFinder):
                 "it. Run `%trust` (`%trust show` says what it covers), then import again.",
                 name=fullname,
             )
+        self._served.add(fullname)
         return spec
 
-    def _asked_by_the_person(self, folder: Path) -> bool:
+    def _asked_by_the_person(self) -> bool:
         """Whether the code that imports is the person's: the notebook's namespace, or a
         module that came from the folder."""
         frame = sys._getframe(2)  # past find_spec and the import machinery's caller
@@ -99,5 +104,5 @@ class FolderImports(MetaPathFinder):
         scope = frame.f_globals
         if scope is self._namespace():
             return True
-        origin = scope.get("__file__")
-        return isinstance(origin, str) and Path(origin).resolve().is_relative_to(folder.resolve())
+        name = scope.get("__name__")
+        return isinstance(name, str) and name.partition(".")[0] in self._served
