@@ -13,11 +13,14 @@ those names, before or after trust; also when a sandboxed ``!`` cell wrote the f
 from __future__ import annotations
 
 import base64
+import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
 from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import KernelManager
 
 from co_kernel.app import kernelspec_dict
 from co_kernel.testing import ScriptedModelServer
@@ -169,4 +172,48 @@ def test_a_sandboxed_cell_cannot_plant_what_the_next_kernel_imports(
     assert kernel.execute("hello", timeout=120).status == "ok"
     cell = kernel.execute("%%python\nimport difflib, nh3\nprint(difflib.__file__)", timeout=60)
     assert cell.status == "ok" and str(workspace) not in cell.stdout, cell.text()
+    assert _ran(markers) == []
+
+
+def test_a_kernelspec_from_before_safe_path_still_keeps_the_folder_out_later(
+    tmp_path: Path, workspace: Path, markers: Path, co_home: Path
+) -> None:
+    """A person's kernelspec written by an older `co-kernel install` (no -P): the import of
+    Co itself came from wherever `-m` found it, but nothing imported after start does."""
+    kernels = tmp_path / "kernels"
+    spec = {
+        **kernelspec_dict(),
+        "argv": [sys.executable, "-m", "co_kernel", "-f", "{connection_file}"],
+    }
+    (kernels / "co-old").mkdir(parents=True)
+    (kernels / "co-old" / "kernel.json").write_text(json.dumps(spec))
+    (workspace / "colorsys.py").write_text(_source("colorsys", markers))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CO_")}
+    env.update(CO_HOME=str(co_home), CO_SANDBOX="subprocess")
+    km = KernelManager(
+        kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)]), kernel_name="co-old"
+    )
+    km.start_kernel(env=env, cwd=str(workspace))
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=120)
+        printed: list[str] = []
+
+        def output(msg: dict[str, object]) -> None:
+            content = msg["content"]
+            if msg["msg_type"] == "stream" and isinstance(content, dict):
+                printed.append(str(content["text"]))
+
+        code = (
+            "%%python\nimport sys, colorsys\n"
+            f"print(colorsys.__file__.startswith({str(workspace)!r}), "
+            f"[p for p in sys.path if p in ('', {str(workspace)!r})])"
+        )
+        reply = kc.execute_interactive(code, output_hook=output, timeout=60)
+        assert reply["content"]["status"] == "ok", printed
+        assert "".join(printed) == "False []\n"
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
     assert _ran(markers) == []
