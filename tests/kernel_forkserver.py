@@ -4,7 +4,7 @@ Each test kernel would otherwise spend about 1.8 s of CPU importing ipykernel, p
 and Co before it answers: the largest share of the suite's CPU on a 2-core machine. A
 fork server (one per pytest process) imports all that once, single-threaded, and forks a
 child per kernel. The child is a real kernel process: it gets the launch's environment,
-working directory and its own session (process group), then runs ``python -m co_kernel``'s
+working directory and its own session (process group), then runs ``python -P -m co_kernel``'s
 ``__main__``, then joins its threads and runs its atexit handlers as the interpreter's
 exit does, but skips finalization (``_exit_without_finalizing``).
 
