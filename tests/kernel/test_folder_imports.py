@@ -217,3 +217,12 @@ def test_a_kernelspec_from_before_safe_path_still_keeps_the_folder_out_later(
         kc.stop_channels()
         km.shutdown_kernel(now=True)
     assert _ran(markers) == []
+
+
+def test_forked_test_kernels_get_the_path_a_kernelspec_start_gets(start_kernel) -> None:
+    """The tests' fork server gives its kernels what `python -P -m co_kernel` has, or the
+    tests above would prove nothing about the kernels people start."""
+    probe = "%%python\nimport sys, json\nprint(json.dumps([sys.path, sys.flags.safe_path]))"
+    seen = [json.loads(start_kernel(fork=fork).execute(probe).stdout) for fork in (False, True)]
+    assert seen[0] == seen[1]
+    assert seen[0][1] is True
