@@ -34,8 +34,8 @@ from .frontend import (
     terminal_width,
 )
 from .magics import MagicContext, MagicError, RunPrompt, find_magic, parse_magic
-from .notebook import CellRecord, NotebookContext, expand_references
-from .trust_gate import TrustGate
+from .notebook import CellRecord, FolderImports, NotebookContext, expand_references
+from .trust_gate import TrustGate, trusts_code
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -127,6 +127,11 @@ class CellDispatcher:
             self.notebook.page.register(kernel.comm_manager)
         # An approved edit goes to the page where the person approved it: its undo reverts it.
         self.pending.decided_from = self.notebook.page.prefer
+        # `import mymod` in the person's Python finds the notebook's folder once it is
+        # trusted; nothing else in the kernel ever does (notebook/_imports.py says why).
+        FolderImports(
+            lambda: self.notebook.namespace, self._code_folder, self._trusts_code
+        ).install()
         self.approvers: dict[str, Approver] = {}
         self._warned_settings = False
         self.warmup: Any = None
@@ -156,6 +161,14 @@ class CellDispatcher:
                 session.open_audit_log()
             except Exception:
                 log.debug("building the session ahead of the first cell failed", exc_info=True)
+
+    def _code_folder(self) -> Path | None:
+        session = self._session
+        return session.workspace if session is not None else None
+
+    def _trusts_code(self, folder: Path) -> bool:
+        session = self._session
+        return session is not None and session.workspace == folder and trusts_code(session)
 
     @property
     def session(self) -> ChatSession:
