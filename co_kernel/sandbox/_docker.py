@@ -46,7 +46,7 @@ import tarfile
 import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,7 +55,9 @@ import docker.errors  # type: ignore[import-untyped]
 from docker.types import DriverConfig, Mount  # type: ignore[import-untyped]
 
 from ..exceptions import SandboxUnavailable
-from ._copy import CONTROL_PATHS, WorkspaceCopy
+from ._copy import WorkspaceCopy
+from ._git_controls import guarded_paths
+from ._hazards import CONTROL_PATHS, changed_since, neutralise, quarantine, survey
 from ._protocol import (
     EOF,
     GRACE_SECONDS,
@@ -314,6 +316,34 @@ def _controls_in(workspace: Path, *, mark: bool = False) -> Controls:
                 token = b""  # no user xattrs here (or not the user's): the inode must do
         found[name] = (st.st_dev, st.st_ino, token)
     return found
+
+
+Identities = dict[str, tuple[int, int, int]]
+"""Paths relative to the workspace -> (device, inode, mode), of what exists of them."""
+
+_GIT_MOUNTS = 500
+"""Nested repositories and the paths their configs name that bind mode keeps read-only,
+each with a mount of its own."""
+
+_SLACK_NS = 50_000_000
+"""How far before a command's start a change still counts as the command's: file times come
+from the kernel's coarse clock, a tick behind the one Python reads."""
+
+
+def _identities(root: Path, rels: Iterable[str]) -> Identities:
+    found: Identities = {}
+    for rel in rels:
+        try:
+            st = os.lstat(root / rel)
+        except OSError:
+            continue
+        found[rel] = (st.st_dev, st.st_ino, stat.S_IFMT(st.st_mode))
+    return found
+
+
+def _in_controls(rel: str) -> bool:
+    """Whether ``rel`` lies in a top-level control path (mounted read-only already)."""
+    return rel.split("/", 1)[0] in CONTROL_PATHS
 
 
 def _workspace_mode(setting: str, docker_host: str) -> str:
@@ -588,6 +618,10 @@ class DockerSandbox:
         self._container_id: str | None = None
         self._hidden: Secrets = {}  # what the container's masks cover
         self._controls: Controls = {}  # what its read-only mounts of CONTROL_PATHS cover
+        self._repositories: list[str] = []  # nested ones, found when the container was made
+        self._git: Identities = {}  # what its read-only mounts of them (_git_controls) cover
+        self._stale = ""  # why the container must be made again (git's, made on the host)
+        self._cut_noted = False  # the note that a walk saw the workspace only in part
         self._placeholders: set[Path] = set()  # mount points this sandbox made for them
         self._lock = threading.Lock()
         self._generation = 0  # bumped by close(): runs in flight become "interrupted"
@@ -610,6 +644,7 @@ class DockerSandbox:
             await asyncio.to_thread(self._ensure_container, status)
         generation = self._generation
         marker = secrets.token_hex(8)
+        since = time.time_ns() - _SLACK_NS
         started = loop.time()
         launch = _Launch(
             loop, functools.partial(self._start_exec, command, marker, status), max_output
@@ -635,10 +670,12 @@ class DockerSandbox:
             await asyncio.shield(self._abort(start, launch.reader, marker, launch.queue))
             if start.done() and not start.cancelled() and start.exception() is None:
                 await asyncio.shield(self._copy_back(generation))  # what it did before
+                await asyncio.shield(self._clean(since))
             raise
         buffer = launch.buffer
         duration = loop.time() - started
         copy_note = await self._copy_back(generation)
+        cleaned = await self._clean(since)
 
         interrupted = generation != self._generation
         exhausted = (
@@ -662,6 +699,7 @@ class DockerSandbox:
             notes.append("[the sandbox could no longer start processes; it was recreated]")
         if copy_note:
             notes.append(copy_note)
+        notes += cleaned
         notes += self._hints(buffer.text(), exit_code, timed_out)
         for line in notes:
             piece = buffer.note(line)
@@ -788,11 +826,15 @@ class DockerSandbox:
             elif bound and _controls_in(self.workspace.resolve()) != self._controls:
                 # .co or .git replaced or removed on the host: the new one would be writable.
                 reason = ".co or .git in the workspace changed"
+            elif bound and (self._stale or self._git_changed()):
+                # A repository, or what one's config names, new or replaced on the host.
+                reason = self._stale or "a git repository in the workspace changed"
             if reason is not None:
                 status(f"{reason}; recreating the sandbox…")
                 with contextlib.suppress(docker.errors.DockerException):
                     self._get_client().api.remove_container(self._container_id, force=True, v=True)
                 self._container_id = None
+                self._stale = ""
             if self._container_id is None:
                 self._container_id = self._create_container(self._get_client(), status)
             return self._container_id
@@ -813,9 +855,11 @@ class DockerSandbox:
             self._ensure_image(client, status)
             self._reap_orphans(client)
             hidden: Secrets = {}
+            git: Identities = {}
             if self._copy is None:
                 hidden = _secrets_in(workspace, _secret_paths(workspace, self.settings, walk=True))
                 self._place_controls(workspace)
+                git = self._find_git(workspace, status)
             controls = _controls_in(workspace, mark=True) if self._copy is None else {}
             container = client.containers.create(
                 self.image,
@@ -829,7 +873,7 @@ class DockerSandbox:
                 working_dir=WORKDIR,
                 # In copy mode root owns .git: git must trust it to read it.
                 environment={"HOME": "/tmp", **({} if self._copy is None else _GIT_TRUST)},
-                mounts=self._mounts(workspace, hidden, controls),
+                mounts=self._mounts(workspace, hidden, controls, git),
                 network_mode=self.network,
                 cap_drop=["ALL"],
                 security_opt=["no-new-privileges"],
@@ -857,20 +901,24 @@ class DockerSandbox:
             ) from e
         self._hidden = hidden
         self._controls = controls
+        self._git = git
         if self._copy is not None:
             with self._copy_lock:
                 self._copy.reset()
         return str(container.id)
 
-    def _mounts(self, workspace: Path, hidden: Secrets, controls: Controls) -> list[Mount]:
-        """Bind mode: the workspace, the control paths read-only over themselves and the
-        masks over its secrets. Copy mode: an empty tmpfs volume,
+    def _mounts(
+        self, workspace: Path, hidden: Secrets, controls: Controls, git: Identities
+    ) -> list[Mount]:
+        """Bind mode: the workspace, the control paths and git's (``_find_git``) read-only
+        over themselves and the masks over its secrets. Copy mode: an empty tmpfs volume,
         as big as the copy limit (a volume, not a tmpfs mount: ``put_archive`` refuses a
         tmpfs on a read-only root)."""
         if self._copy is None:
             read_only = [
                 Mount(f"{WORKDIR}/{name}", str(workspace / name), type="bind", read_only=True)
-                for name in sorted(controls)
+                for name in [*sorted(controls), *sorted(git)]
+                if name not in git or git[name][2] in (stat.S_IFDIR, stat.S_IFREG)
             ]
             workspace_mount = Mount(WORKDIR, str(workspace), type="bind", read_only=False)
             return [workspace_mount, *read_only, *_masks(hidden)]
@@ -879,6 +927,81 @@ class DockerSandbox:
         options = f"uid=0,gid=0,mode=1777,size={self._copy.limit}"
         tmpfs = DriverConfig("local", {"type": "tmpfs", "device": "tmpfs", "o": options})
         return [Mount(WORKDIR, None, type="volume", driver_config=tmpfs)]
+
+    def _find_git(self, workspace: Path, status: StatusCallback) -> Identities:
+        """Bind mode: the nested repositories (``sub/.git``, bare ones) and what git on the
+        host reads or runs from any repository here (``_git_controls``), to mount read-only;
+        remembers the repositories for ``_git_changed``."""
+        root = str(workspace)
+        found = survey(root, skip=CONTROL_PATHS)
+        if found.cut:
+            status(self._cut_message(found.cut))
+        self._repositories = found.repositories
+        guarded = guarded_paths(root, [".git", *found.repositories])
+        git = _identities(
+            workspace, [*found.repositories, *(g for g in guarded if not _in_controls(g))]
+        )
+        if len(git) > _GIT_MOUNTS:
+            raise SandboxUnavailable(
+                f"The workspace {workspace} holds {len(git)} git repositories and paths their "
+                f"configuration names; bind mode keeps each read-only with a mount of its "
+                f"own, at most {_GIT_MOUNTS}. Set sandbox_workspace = copy, or start the "
+                "kernel in a smaller folder."
+            )
+        return git
+
+    def _git_changed(self) -> bool:
+        """Whether a repository found when the container was made, or what the configs
+        name, is not what its read-only mount covers: replaced, gone or new."""
+        workspace = self.workspace.resolve()
+        if _identities(workspace, self._git) != self._git:
+            return True
+        guarded = guarded_paths(str(workspace), [".git", *self._repositories])
+        return any(g not in self._git and not _in_controls(g) for g in guarded)
+
+    def _cut_message(self, cut: str) -> str:
+        return (
+            f"The workspace {self.workspace} holds {cut}: the sandbox checks git "
+            "repositories, set-id files, FIFOs and links leading outside only in the part it "
+            "saw. Start the kernel in a smaller folder to have it check all."
+        )
+
+    def _after_command(self, since_ns: int) -> list[str]:
+        """Bind mode, after each command: deal with what the command left (``_hazards``)
+        and with git's control paths it made (moved out of the workspace); one note each."""
+        if self._copy is not None:
+            return []
+        workspace = self.workspace.resolve()
+        root = str(workspace)
+        found = survey(root, since_ns=since_ns, skip={*CONTROL_PATHS, *self._git, *self._hidden})
+        notes = neutralise(root, found.hazards)
+        if found.cut and not self._cut_noted:
+            self._cut_noted = True
+            notes.append(f"[sandbox: {self._cut_message(found.cut)}]")
+        now = _identities(workspace, self._git)
+        guarded = guarded_paths(root, [".git", *self._repositories, *found.repositories])
+        new = {rel for rel in guarded if rel not in self._git and not _in_controls(rel)}
+        new |= set(found.repositories) | {r for r in now if now[r] != self._git[r]}
+        if len(now) < len(self._git):
+            self._stale = "a git repository in the workspace went away"
+        moved: list[str] = []
+        for rel in sorted(new):
+            if any(rel.startswith(m + "/") for m in moved) or not os.path.lexists(root + "/" + rel):
+                continue
+            if not changed_since(os.path.join(root, rel), since_ns):
+                self._stale = f"{rel} (git's) appeared in the workspace"
+                continue
+            try:
+                where = quarantine(root, rel)
+            except OSError as e:
+                notes.append(f"[sandbox: the command made {rel}, git's, and moving it failed: {e}]")
+                continue
+            moved.append(rel)
+            notes.append(
+                f"[sandbox: the command made or changed {rel}, which git on the host would "
+                f"read or run (hooks, config); moved out of the workspace to {where}]"
+            )
+        return notes
 
     def _place_controls(self, workspace: Path) -> None:
         """Bind mode: make an empty folder for each control path the workspace lacks, so a
@@ -1132,6 +1255,14 @@ class DockerSandbox:
         if notes is None:
             return "[copy mode: the container was removed; the command's file changes are lost]"
         return "\n".join(notes) or None
+
+    async def _clean(self, since_ns: int) -> list[str]:
+        """Bind mode: ``_after_command``, a note instead when it failed."""
+        try:
+            return await asyncio.to_thread(self._after_command, since_ns)
+        except OSError as e:
+            log.warning("checking what the command left in the workspace failed", exc_info=True)
+            return [f"[sandbox: checking what the command left in the workspace failed: {e}]"]
 
     def _pull(self) -> list[str] | None:
         """The copy-back notes; None when there was no container to copy from."""

@@ -416,3 +416,29 @@ def test_what_bash_deletes_a_deny_rule_refuses(scratch_container: Any) -> None:
     deleted = [lines[int(n.split()[1]) - 1] for n in text.splitlines() if n.startswith("DELETED")]
     assert len(deleted) >= 10, len(deleted)  # the run holds lines that do delete
     assert [c for c in deleted if kind(DENY_RM, c) != "deny"] == []
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "unlink victim.txt",
+        "/usr/bin/unlink victim.txt",
+        "env LC_ALL=C unlink victim.txt",
+        "ls && \\unlink victim.txt",
+        "echo $(unlink victim.txt)",
+        "rmdir folder",
+        "shred -u victim.txt",
+        "trash-put victim.txt",
+    ],
+)
+def test_a_deny_rule_on_rm_stops_the_programs_that_delete_under_another_name(
+    command: str,
+) -> None:
+    """``unlink`` deletes a file as ``rm`` does: ``deny rm*`` must not be a matter of
+    spelling the deletion otherwise."""
+    assert kind(DENY_RM, command) == "deny", command
+
+
+@pytest.mark.parametrize("command", ["echo unlink", "ls unlink.txt", "cat rmdir.md"])
+def test_a_synonym_is_a_program_not_a_word(command: str) -> None:
+    assert kind(DENY_RM, command) is None
