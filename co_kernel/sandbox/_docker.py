@@ -10,8 +10,14 @@ read-only mounts. ``.co`` and ``.git`` (``_copy.CONTROL_PATHS``: what Co or git 
 or obey on the host) are mounted read-only over themselves; one that does not exist yet
 gets an empty folder as its mount point (Linux mounts only over what exists), removed
 again with the container when it is still empty and no other kernel's container mounts it.
+So are the nested repositories and what git on the host reads or runs from any repository
+in the workspace (``_git_controls``: ``gitdir:`` targets, ``core.hooksPath``, included
+configs), found by a bounded walk when the container is created.
 A mount covers the inode it was put over, so when one of those files is replaced (renamed
-over), appears or goes, the container is recreated before the next command.
+over), appears or goes, the container is recreated before the next command. After each
+command (``_after_command``) what it changed is checked by copy mode's rules
+(``_hazards``): set-id bits cleared, FIFOs, devices and links leading outside removed, a
+repository it made moved out of the workspace, each reported in its output.
 With ``sandbox_workspace = copy`` (``auto`` when ``DOCKER_HOST`` names a remote engine)
 nothing is mounted: the workspace is copied in before each command and the command's
 changes copied back after it (``_copy.WorkspaceCopy``), secret files and control paths left
@@ -57,7 +63,14 @@ from docker.types import DriverConfig, Mount  # type: ignore[import-untyped]
 from ..exceptions import SandboxUnavailable
 from ._copy import WorkspaceCopy
 from ._git_controls import guarded_paths
-from ._hazards import CONTROL_PATHS, changed_since, neutralise, quarantine, survey
+from ._hazards import (
+    CONTROL_PATHS,
+    WALK_LIMIT,
+    changed_since,
+    neutralise,
+    quarantine,
+    survey,
+)
 from ._protocol import (
     EOF,
     GRACE_SECONDS,
@@ -219,7 +232,7 @@ _GIT_TRUST = {
     "GIT_CONFIG_VALUE_0": WORKDIR,
 }
 
-_MASK_WALK_LIMIT = 50_000
+_MASK_WALK_LIMIT = WALK_LIMIT
 """Workspace entries searched for ``.env*`` files to mask when the container is created."""
 
 Secrets = dict[str, tuple[int, int, bool]]

@@ -53,7 +53,7 @@ targets and the folders and files a config names are found by ``_git_controls``.
 
 WALK_LIMIT = 50_000
 """Workspace entries looked at per walk: a bigger workspace is checked only in part."""
-WALK_SECONDS = 5.0
+WALK_SECONDS = 2.0
 """How long a walk may take before it stops, checked only in part."""
 
 _QUARANTINE = "sandbox-quarantine"
