@@ -81,6 +81,7 @@ from ._protocol import (
     process_start,
     pump,
 )
+from ._watch import WorkspaceWatch
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -635,6 +636,8 @@ class DockerSandbox:
         self._git: Identities = {}  # what its read-only mounts of them (_git_controls) cover
         self._stale = ""  # why the container must be made again (git's, made on the host)
         self._cut_noted = False  # the note that a walk saw the workspace only in part
+        self._watch: WorkspaceWatch | None = None  # bind mode: which folders changed
+        self._pending: dict[str, bool] | None = {}  # folders changed, not looked in yet
         self._placeholders: set[Path] = set()  # mount points this sandbox made for them
         self._lock = threading.Lock()
         self._generation = 0  # bumped by close(): runs in flight become "interrupted"
@@ -839,7 +842,7 @@ class DockerSandbox:
             elif bound and _controls_in(self.workspace.resolve()) != self._controls:
                 # .co or .git replaced or removed on the host: the new one would be writable.
                 reason = ".co or .git in the workspace changed"
-            elif bound and (self._stale or self._git_changed()):
+            elif bound and (self._stale or self._git_changed() or self._git_appeared()):
                 # A repository, or what one's config names, new or replaced on the host.
                 reason = self._stale or "a git repository in the workspace changed"
             if reason is not None:
@@ -915,6 +918,10 @@ class DockerSandbox:
         self._hidden = hidden
         self._controls = controls
         self._git = git
+        if self._watch is not None:
+            self._watch.close()
+        self._watch = WorkspaceWatch(str(workspace), self._skip()) if self._copy is None else None
+        self._pending = {}
         if self._copy is not None:
             with self._copy_lock:
                 self._copy.reset()
@@ -979,6 +986,29 @@ class DockerSandbox:
             "saw. Start the kernel in a smaller folder to have it check all."
         )
 
+    def _skip(self) -> set[str]:
+        """What the looks at the workspace leave out: what is mounted read-only over it."""
+        return {*CONTROL_PATHS, *self._git, *self._hidden}
+
+    def _take_changes(self) -> None:
+        """Add the folders the watch saw changed to those not looked in yet (None: all)."""
+        if self._watch is None:
+            self._pending = None
+        elif self._pending is not None:
+            now = self._watch.changed()
+            if now is None:
+                self._pending = None
+            else:
+                for rel, deep in now.items():
+                    self._pending[rel] = self._pending.get(rel, False) or deep
+
+    def _git_appeared(self) -> bool:
+        """Whether a repository was made in the workspace since the last look (on the host,
+        between commands): it must be mounted read-only before the next command runs."""
+        self._take_changes()
+        found = survey(str(self.workspace.resolve()), skip=self._skip(), tops=self._pending)
+        return any(rel not in self._git for rel in found.repositories)
+
     def _after_command(self, since_ns: int) -> list[str]:
         """Bind mode, after each command: deal with what the command left (``_hazards``)
         and with git's control paths it made (moved out of the workspace); one note each."""
@@ -986,7 +1016,11 @@ class DockerSandbox:
             return []
         workspace = self.workspace.resolve()
         root = str(workspace)
-        found = survey(root, since_ns=since_ns, skip={*CONTROL_PATHS, *self._git, *self._hidden})
+        self._take_changes()
+        tops, self._pending = self._pending, {}
+        found = survey(root, since_ns=since_ns, skip=self._skip(), tops=tops)
+        if tops is None and self._watch is not None and self._watch.working:
+            self._watch.reset()  # it lost track (a folder moved): it starts again from here
         notes = neutralise(root, found.hazards)
         if found.cut and not self._cut_noted:
             self._cut_noted = True
@@ -1152,6 +1186,9 @@ class DockerSandbox:
             api.remove_container(container_id, force=True, v=True)
 
     def _close_sync(self) -> None:
+        if self._watch is not None:
+            self._watch.close()
+            self._watch = None
         with self._lock:
             container_id, self._container_id = self._container_id, None
             client, self._client = self._client, None

@@ -127,18 +127,23 @@ def survey(
     *,
     since_ns: int | None = None,
     skip: Collection[str] = (),
+    tops: dict[str, bool] | None = None,
     limit: int = WALK_LIMIT,
     seconds: float = WALK_SECONDS,
 ) -> Survey:
     """Walk ``root`` (links not followed, ``skip`` and repositories not walked into): the
     repositories in it, and with ``since_ns`` the hazards among the entries whose status
-    changed since then (made, written, chmodded, renamed: the inode's ctime)."""
+    changed since then (made, written, chmodded, renamed: the inode's ctime). ``tops``
+    narrows the walk to those folders (relative to ``root``), each into its subfolders or
+    not (``_watch.WorkspaceWatch.changed``)."""
     found = Survey()
     deadline = time.monotonic() + seconds
     seen = 0
-    stack = [""]
+    stack = sorted((tops or {"": True}).items(), reverse=True)
     while stack:
-        rel = stack.pop()
+        rel, deep = stack.pop()
+        if rel in skip or _under_any(rel, skip):
+            continue
         try:
             with os.scandir(os.path.join(root, rel)) as it:
                 entries = list(it)
@@ -163,7 +168,8 @@ def survey(
                 found.repositories.append(child)
                 continue
             if entry.is_dir(follow_symlinks=False):
-                stack.append(child)
+                if deep:
+                    stack.append((child, True))
                 continue
             if since_ns is None:
                 continue
@@ -174,6 +180,12 @@ def survey(
             if st.st_ctime_ns >= since_ns and (hazard := _hazard(root, child, st)):
                 found.hazards.append(hazard)
     return found
+
+
+def _under_any(rel: str, roots: Collection[str]) -> bool:
+    """Whether ``rel`` lies under one of ``roots`` (which are few: what is mounted)."""
+    parts = rel.split("/")
+    return any("/".join(parts[:i]) in roots for i in range(1, len(parts)))
 
 
 def neutralise(root: str, hazards: Collection[Hazard]) -> list[str]:

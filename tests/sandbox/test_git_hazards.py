@@ -22,6 +22,8 @@ import pytest
 from co_kernel.config import paths
 from co_kernel.sandbox import DockerSandbox
 
+from .conftest import SANDBOX_UID
+
 MakeSandbox = Callable[..., DockerSandbox]
 
 HOOK = "#!/bin/sh\necho PLANTED\n"
@@ -156,16 +158,23 @@ def test_bind_mode_clears_set_id_bits_and_removes_fifos_and_links_leading_outsid
 ) -> None:
     (tmp_path / "data").mkdir()
     (workspace / "mine").symlink_to(tmp_path / "data")  # the person's own: left alone
+    (workspace / "old").mkdir()
+    (workspace / "old" / "tool").write_text("#!/bin/sh\n")
+    for path in [workspace / "old", workspace / "old" / "tool"]:
+        os.chown(path, SANDBOX_UID, SANDBOX_UID)
+        path.chmod(0o755)
     sandbox = make_sandbox(workspace_mode="bind")
+    assert _run(sandbox, "true") == ""
 
     out = _run(
         sandbox,
         "cp /bin/sh shell && chmod 6755 shell && cp /bin/sh gid && chmod 2755 gid && "
         "mkfifo pipe && mkdir sub && ln -s /etc/passwd pw && ln -s ../../.. sub/up && "
-        f"ln -s {tmp_path} out && ln -s sub inside && ln -s .. sub/here",
+        f"ln -s {tmp_path} out && ln -s sub inside && ln -s .. sub/here && "
+        "chmod u+s old/tool && mkdir -p new/deep && ln -s /etc new/deep/etc",
     )
 
-    for name in ["shell", "gid"]:
+    for name in ["shell", "gid", "old/tool"]:
         mode = (workspace / name).stat().st_mode
         assert not mode & (stat.S_ISUID | stat.S_ISGID) and stat.S_IMODE(mode) == 0o755
         assert f"[sandbox: {name} was set-uid or set-gid; bit cleared]" in out
@@ -178,6 +187,46 @@ def test_bind_mode_clears_set_id_bits_and_removes_fifos_and_links_leading_outsid
     assert os.readlink(workspace / "sub" / "here") == ".."
     assert os.readlink(workspace / "mine") == str(tmp_path / "data")
     assert "mine" not in out
+    assert not os.path.lexists(workspace / "new" / "deep" / "etc")
+    assert "[sandbox: the link new/deep/etc -> /etc leads outside the workspace" in out
 
     # A later command that leaves nothing says nothing.
     assert _run(sandbox, "echo quiet") == "quiet\n"
+
+
+@pytest.mark.docker
+def test_a_folder_moved_in_the_container_is_still_looked_at(
+    make_sandbox: MakeSandbox, workspace: Path
+) -> None:
+    sandbox = make_sandbox(workspace_mode="bind")
+    _run(sandbox, "mkdir -p a/b && true")
+
+    out = _run(sandbox, "mv a moved && mkfifo moved/b/pipe && ln -s / moved/root")
+
+    assert not os.path.lexists(workspace / "moved" / "b" / "pipe")
+    assert not os.path.lexists(workspace / "moved" / "root")
+    assert "[sandbox: moved/b/pipe is a FIFO; removed]" in out
+    # and the looks after that still see what changes
+    out = _run(sandbox, "ln -s /etc moved/b/etc")
+    assert "[sandbox: the link moved/b/etc -> /etc leads outside the workspace" in out
+
+
+@pytest.mark.docker
+def test_a_repository_made_on_the_host_between_commands_is_read_only_for_the_next(
+    make_sandbox: MakeSandbox, workspace: Path
+) -> None:
+    """The person clones into the workspace while the kernel runs: the next command meets
+    the new repository read-only, and it stays the person's (nothing is moved)."""
+    statuses: list[str] = []
+    sandbox = make_sandbox(workspace_mode="bind", on_status=statuses.append)
+    _run(sandbox, "mkdir -p vendor")
+
+    assert _git("init", "-q", str(workspace / "vendor" / "new")).returncode == 0
+    _open_to_all(workspace / "vendor")
+    out = _run(sandbox, f"printf '{HOOK}' > vendor/new/.git/hooks/pre-commit; echo done")
+
+    assert "vendor/new/.git/hooks/pre-commit: Read-only file system" in out
+    assert not (workspace / "vendor" / "new" / ".git" / "hooks" / "pre-commit").exists()
+    assert (workspace / "vendor" / "new" / ".git" / "HEAD").exists()
+    assert "moved out of the workspace" not in out
+    assert any("recreating the sandbox" in s for s in statuses), statuses
