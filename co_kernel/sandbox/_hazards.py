@@ -139,7 +139,7 @@ def survey(
     found = Survey()
     deadline = time.monotonic() + seconds
     seen = 0
-    stack = sorted((tops or {"": True}).items(), reverse=True)
+    stack = sorted(({"": True} if tops is None else tops).items(), reverse=True)
     while stack:
         rel, deep = stack.pop()
         if rel in skip or _under_any(rel, skip):
