@@ -129,11 +129,11 @@ class WorkspaceCopy:
         ``CONTROL_PATHS``, any ``.git``, or what ``_find_controls`` found."""
         return GIT_NAME in rel.split("/") or _under(rel, self.controls) is not None
 
-    def _find_controls(self, current: Collection[str]) -> None:
+    def _find_controls(self, current: dict[str, Fingerprint]) -> None:
         """Those of the host's ``current`` paths that git on the host reads or runs
         (``_git_controls``): repositories, ``gitdir:`` targets, hooks folders and the
         files their configs name. They go in root-owned and never come back."""
-        folders = [rel for rel in current if os.path.isdir(os.path.join(self.workspace, rel))]
+        folders = [rel for rel, fp in current.items() if fp[0] == "d"]
         repositories = _repositories(current, folders)
         root = os.path.realpath(self.workspace)
         self.controls = set(CONTROL_PATHS) | repositories | guarded_paths(root, repositories)

@@ -638,6 +638,8 @@ class DockerSandbox:
         self._cut_noted = False  # the note that a walk saw the workspace only in part
         self._watch: WorkspaceWatch | None = None  # bind mode: which folders changed
         self._pending: dict[str, bool] | None = {}  # folders changed, not looked in yet
+        self._looking = threading.Lock()  # one look at a time takes the watch's changes
+        self._cut = ""  # why the walk when the container was made saw only part
         self._placeholders: set[Path] = set()  # mount points this sandbox made for them
         self._lock = threading.Lock()
         self._generation = 0  # bumped by close(): runs in flight become "interrupted"
@@ -954,6 +956,7 @@ class DockerSandbox:
         remembers the repositories for ``_git_changed``."""
         root = str(workspace)
         found = survey(root, skip=CONTROL_PATHS)
+        self._cut = found.cut
         if found.cut:
             status(self._cut_message(found.cut))
         self._repositories = found.repositories
@@ -1005,8 +1008,10 @@ class DockerSandbox:
     def _git_appeared(self) -> bool:
         """Whether a repository was made in the workspace since the last look (on the host,
         between commands): it must be mounted read-only before the next command runs."""
-        self._take_changes()
-        found = survey(str(self.workspace.resolve()), skip=self._skip(), tops=self._pending)
+        with self._looking:
+            self._take_changes()
+            tops = None if self._pending is None else dict(self._pending)
+        found = survey(str(self.workspace.resolve()), skip=self._skip(), tops=tops)
         return any(rel not in self._git for rel in found.repositories)
 
     def _after_command(self, since_ns: int) -> list[str]:
@@ -1016,15 +1021,16 @@ class DockerSandbox:
             return []
         workspace = self.workspace.resolve()
         root = str(workspace)
-        self._take_changes()
-        tops, self._pending = self._pending, {}
-        found = survey(root, since_ns=since_ns, skip=self._skip(), tops=tops)
-        if tops is None and self._watch is not None and self._watch.working:
-            self._watch.reset()  # it lost track (a folder moved): it starts again from here
+        with self._looking:
+            self._take_changes()
+            tops, self._pending = self._pending, {}
+            found = survey(root, since_ns=since_ns, skip=self._skip(), tops=tops)
+            if tops is None and self._watch is not None and self._watch.working:
+                self._watch.reset()  # it lost track (a folder moved): it starts again here
         notes = neutralise(root, found.hazards)
-        if found.cut and not self._cut_noted:
+        if (found.cut or self._cut) and not self._cut_noted:
             self._cut_noted = True
-            notes.append(f"[sandbox: {self._cut_message(found.cut)}]")
+            notes.append(f"[sandbox: {self._cut_message(found.cut or self._cut)}]")
         now = _identities(workspace, self._git)
         guarded = guarded_paths(root, [".git", *self._repositories, *found.repositories])
         new = {rel for rel in guarded if rel not in self._git and not _in_controls(rel)}

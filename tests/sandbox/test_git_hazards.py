@@ -21,6 +21,7 @@ import pytest
 
 from co_kernel.config import paths
 from co_kernel.sandbox import DockerSandbox
+from co_kernel.sandbox._hazards import WALK_LIMIT
 
 from .conftest import SANDBOX_UID
 
@@ -230,3 +231,23 @@ def test_a_repository_made_on_the_host_between_commands_is_read_only_for_the_nex
     assert (workspace / "vendor" / "new" / ".git" / "HEAD").exists()
     assert "moved out of the workspace" not in out
     assert any("recreating the sandbox" in s for s in statuses), statuses
+
+
+@pytest.mark.docker
+def test_a_workspace_too_big_to_check_whole_says_so(
+    make_sandbox: MakeSandbox, workspace: Path
+) -> None:
+    for d in range(WALK_LIMIT // 1000 + 1):
+        folder = workspace / f"d{d:03}"
+        folder.mkdir()
+        for f in range(1000):
+            (folder / f"f{f}").touch()
+    statuses: list[str] = []
+    sandbox = make_sandbox(workspace_mode="bind", on_status=statuses.append)
+
+    out = _run(sandbox, "echo ran")
+
+    said = f"holds more than {WALK_LIMIT} files and folders: the sandbox checks git repositories"
+    assert out.startswith("ran\n") and said in out, out
+    assert any(said in s for s in statuses), statuses
+    assert _run(sandbox, "echo again") == "again\n"  # said once
