@@ -360,6 +360,16 @@ def _in_controls(rel: str) -> bool:
     return rel.split("/", 1)[0] in CONTROL_PATHS
 
 
+def _git_paths(root: str, repositories: Iterable[str]) -> list[str]:
+    """The nested ``repositories`` and what git reads or runs from any repository in the
+    workspace (``_git_controls``), the outermost only: a mount covers what lies in it."""
+    kept: list[str] = []
+    for rel in sorted({*repositories, *guarded_paths(root, [".git", *repositories])}):
+        if not _in_controls(rel) and not any(rel.startswith(k + "/") for k in kept):
+            kept.append(rel)
+    return kept
+
+
 def _workspace_mode(setting: str, docker_host: str) -> str:
     """``bind`` or ``copy``: ``auto`` copies when ``DOCKER_HOST`` names an engine elsewhere
     (tcp://, ssh://), which cannot see the kernel's files; a local socket gets a bind mount."""
@@ -960,10 +970,7 @@ class DockerSandbox:
         if found.cut:
             status(self._cut_message(found.cut))
         self._repositories = found.repositories
-        guarded = guarded_paths(root, [".git", *found.repositories])
-        git = _identities(
-            workspace, [*found.repositories, *(g for g in guarded if not _in_controls(g))]
-        )
+        git = _identities(workspace, _git_paths(root, found.repositories))
         if len(git) > _GIT_MOUNTS:
             raise SandboxUnavailable(
                 f"The workspace {workspace} holds {len(git)} git repositories and paths their "
@@ -979,8 +986,7 @@ class DockerSandbox:
         workspace = self.workspace.resolve()
         if _identities(workspace, self._git) != self._git:
             return True
-        guarded = guarded_paths(str(workspace), [".git", *self._repositories])
-        return any(g not in self._git and not _in_controls(g) for g in guarded)
+        return any(g not in self._git for g in _git_paths(str(workspace), self._repositories))
 
     def _cut_message(self, cut: str) -> str:
         return (
@@ -1032,8 +1038,8 @@ class DockerSandbox:
             self._cut_noted = True
             notes.append(f"[sandbox: {self._cut_message(found.cut or self._cut)}]")
         now = _identities(workspace, self._git)
-        guarded = guarded_paths(root, [".git", *self._repositories, *found.repositories])
-        new = {rel for rel in guarded if rel not in self._git and not _in_controls(rel)}
+        known = [*self._repositories, *found.repositories]
+        new = {rel for rel in _git_paths(root, known) if rel not in self._git}
         new |= set(found.repositories) | {r for r in now if now[r] != self._git[r]}
         if len(now) < len(self._git):
             self._stale = "a git repository in the workspace went away"

@@ -53,10 +53,15 @@ def _open_to_all(root: Path) -> None:
 
 def _repositories(workspace: Path) -> None:
     """A project whose ``.git`` is a file (``gitdir: .gitstore``) whose config names a hooks
-    folder (``.githooks``), with a nested repository in ``vendor/lib``."""
+    folder (``.githooks``) and includes ``shared.gitconfig``, which names a filter script
+    (``tools/clean.sh``), with a nested repository in ``vendor/lib``."""
     assert _git("init", "-q", "--bare", str(workspace / ".gitstore")).returncode == 0
     assert _git("--git-dir", str(workspace / ".gitstore"), "config", "core.bare", "false")
     _git("--git-dir", str(workspace / ".gitstore"), "config", "core.hooksPath", ".githooks")
+    _git("--git-dir", str(workspace / ".gitstore"), "config", "include.path", "../shared.gitconfig")
+    (workspace / "shared.gitconfig").write_text('[filter "x"]\n\tclean = tools/clean.sh\n')
+    (workspace / "tools").mkdir()
+    (workspace / "tools" / "clean.sh").write_text("#!/bin/sh\ncat\n")
     (workspace / ".git").write_text("gitdir: .gitstore\n")
     (workspace / ".githooks").mkdir()
     (workspace / ".githooks" / "post-checkout").write_text("#!/bin/sh\n")
@@ -74,6 +79,8 @@ PLANT = "; ".join(
         "printf '[core]\\n\\tfsmonitor = ./fsmonitor.sh\\n' >> .gitstore/config",
         f"printf '{HOOK}' > .githooks/pre-commit",
         f"printf '{HOOK}' > .githooks/post-checkout",
+        "printf '[core]\\n\\tfsmonitor = ./fsmonitor.sh\\n' >> shared.gitconfig",
+        f"printf '{HOOK}' > tools/clean.sh",
         "true",
     ]
 )
@@ -112,7 +119,13 @@ def test_a_command_cannot_plant_hooks_or_config_that_host_git_runs(
     hooks_path = _git("-C", str(workspace), "config", "core.hooksPath")
     assert hooks_path.stdout == ".githooks\n", hooks_path
     refused = "Read-only file system" if mode == "bind" else "Permission denied"  # root's
-    for target in [".git/hooks/pre-commit", ".gitstore/config", ".githooks/pre-commit"]:
+    for target in [
+        ".git/hooks/pre-commit",
+        ".gitstore/config",
+        ".githooks/pre-commit",
+        "shared.gitconfig",
+        "tools/clean.sh",
+    ]:
         assert f"{target}: {refused}" in out, (target, out)
     asyncio.run(sandbox.close())
     assert _snapshot(workspace) == before
