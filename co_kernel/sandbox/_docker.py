@@ -11,11 +11,11 @@ or obey on the host) are mounted read-only over themselves; one that does not ex
 gets an empty folder as its mount point (Linux mounts only over what exists), removed
 again with the container when it is still empty and no other kernel's container mounts it.
 So are the nested repositories and what git on the host reads or runs from any repository
-in the workspace (``_git_controls``: ``gitdir:`` targets, ``core.hooksPath``, included
-configs), found by a bounded walk when the container is created.
+in the workspace (``_bind_checks``, ``_git_controls``: ``gitdir:`` targets,
+``core.hooksPath``, included configs), found by a bounded walk when the container is created.
 A mount covers the inode it was put over, so when one of those files is replaced (renamed
 over), appears or goes, the container is recreated before the next command. After each
-command (``_after_command``) what it changed is checked by copy mode's rules
+command (``BindChecks.after_command``) what it changed is checked by copy mode's rules
 (``_hazards``): set-id bits cleared, FIFOs, devices and links leading outside removed, a
 repository it made moved out of the workspace, each reported in its output.
 With ``sandbox_workspace = copy`` (``auto`` when ``DOCKER_HOST`` names a remote engine)
@@ -52,7 +52,7 @@ import tarfile
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,16 +61,9 @@ import docker.errors  # type: ignore[import-untyped]
 from docker.types import DriverConfig, Mount  # type: ignore[import-untyped]
 
 from ..exceptions import SandboxUnavailable
+from ._bind_checks import BindChecks
 from ._copy import WorkspaceCopy
-from ._git_controls import guarded_paths
-from ._hazards import (
-    CONTROL_PATHS,
-    WALK_LIMIT,
-    changed_since,
-    neutralise,
-    quarantine,
-    survey,
-)
+from ._hazards import CONTROL_PATHS, WALK_LIMIT
 from ._protocol import (
     EOF,
     GRACE_SECONDS,
@@ -81,7 +74,6 @@ from ._protocol import (
     process_start,
     pump,
 )
-from ._watch import WorkspaceWatch
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -332,42 +324,9 @@ def _controls_in(workspace: Path, *, mark: bool = False) -> Controls:
     return found
 
 
-Identities = dict[str, tuple[int, int, int]]
-"""Paths relative to the workspace -> (device, inode, mode), of what exists of them."""
-
-_GIT_MOUNTS = 500
-"""Nested repositories and the paths their configs name that bind mode keeps read-only,
-each with a mount of its own."""
-
 _SLACK_NS = 50_000_000
 """How far before a command's start a change still counts as the command's: file times come
 from the kernel's coarse clock, a tick behind the one Python reads."""
-
-
-def _identities(root: Path, rels: Iterable[str]) -> Identities:
-    found: Identities = {}
-    for rel in rels:
-        try:
-            st = os.lstat(root / rel)
-        except OSError:
-            continue
-        found[rel] = (st.st_dev, st.st_ino, stat.S_IFMT(st.st_mode))
-    return found
-
-
-def _in_controls(rel: str) -> bool:
-    """Whether ``rel`` lies in a top-level control path (mounted read-only already)."""
-    return rel.split("/", 1)[0] in CONTROL_PATHS
-
-
-def _git_paths(root: str, repositories: Iterable[str]) -> list[str]:
-    """The nested ``repositories`` and what git reads or runs from any repository in the
-    workspace (``_git_controls``), the outermost only: a mount covers what lies in it."""
-    kept: list[str] = []
-    for rel in sorted({*repositories, *guarded_paths(root, [".git", *repositories])}):
-        if not _in_controls(rel) and not any(rel.startswith(k + "/") for k in kept):
-            kept.append(rel)
-    return kept
 
 
 def _workspace_mode(setting: str, docker_host: str) -> str:
@@ -642,14 +601,7 @@ class DockerSandbox:
         self._container_id: str | None = None
         self._hidden: Secrets = {}  # what the container's masks cover
         self._controls: Controls = {}  # what its read-only mounts of CONTROL_PATHS cover
-        self._repositories: list[str] = []  # nested ones, found when the container was made
-        self._git: Identities = {}  # what its read-only mounts of them (_git_controls) cover
-        self._stale = ""  # why the container must be made again (git's, made on the host)
-        self._cut_noted = False  # the note that a walk saw the workspace only in part
-        self._watch: WorkspaceWatch | None = None  # bind mode: which folders changed
-        self._pending: dict[str, bool] | None = {}  # folders changed, not looked in yet
-        self._looking = threading.Lock()  # one look at a time takes the watch's changes
-        self._cut = ""  # why the walk when the container was made saw only part
+        self._checks: BindChecks | None = None  # bind mode: git's paths, the looks after
         self._placeholders: set[Path] = set()  # mount points this sandbox made for them
         self._lock = threading.Lock()
         self._generation = 0  # bumped by close(): runs in flight become "interrupted"
@@ -854,15 +806,13 @@ class DockerSandbox:
             elif bound and _controls_in(self.workspace.resolve()) != self._controls:
                 # .co or .git replaced or removed on the host: the new one would be writable.
                 reason = ".co or .git in the workspace changed"
-            elif bound and (self._stale or self._git_changed() or self._git_appeared()):
-                # A repository, or what one's config names, new or replaced on the host.
-                reason = self._stale or "a git repository in the workspace changed"
+            elif bound and self._checks is not None and (changed := self._checks.changed()):
+                reason = changed
             if reason is not None:
                 status(f"{reason}; recreating the sandbox…")
                 with contextlib.suppress(docker.errors.DockerException):
                     self._get_client().api.remove_container(self._container_id, force=True, v=True)
                 self._container_id = None
-                self._stale = ""
             if self._container_id is None:
                 self._container_id = self._create_container(self._get_client(), status)
             return self._container_id
@@ -883,11 +833,13 @@ class DockerSandbox:
             self._ensure_image(client, status)
             self._reap_orphans(client)
             hidden: Secrets = {}
-            git: Identities = {}
+            checks = None
             if self._copy is None:
                 hidden = _secrets_in(workspace, _secret_paths(workspace, self.settings, walk=True))
                 self._place_controls(workspace)
-                git = self._find_git(workspace, status)
+                checks = BindChecks(workspace, hidden)
+                if checks.cut:
+                    status(checks.cut_message(checks.cut))
             controls = _controls_in(workspace, mark=True) if self._copy is None else {}
             container = client.containers.create(
                 self.image,
@@ -901,7 +853,7 @@ class DockerSandbox:
                 working_dir=WORKDIR,
                 # In copy mode root owns .git: git must trust it to read it.
                 environment={"HOME": "/tmp", **({} if self._copy is None else _GIT_TRUST)},
-                mounts=self._mounts(workspace, hidden, controls, git),
+                mounts=self._mounts(workspace, hidden, controls, checks),
                 network_mode=self.network,
                 cap_drop=["ALL"],
                 security_opt=["no-new-privileges"],
@@ -929,28 +881,27 @@ class DockerSandbox:
             ) from e
         self._hidden = hidden
         self._controls = controls
-        self._git = git
-        if self._watch is not None:
-            self._watch.close()
-        self._watch = WorkspaceWatch(str(workspace), self._skip()) if self._copy is None else None
-        self._pending = {}
+        if self._checks is not None:
+            self._checks.close()
+        self._checks = checks
+        if checks is not None:
+            checks.start()
         if self._copy is not None:
             with self._copy_lock:
                 self._copy.reset()
         return str(container.id)
 
     def _mounts(
-        self, workspace: Path, hidden: Secrets, controls: Controls, git: Identities
+        self, workspace: Path, hidden: Secrets, controls: Controls, checks: BindChecks | None
     ) -> list[Mount]:
-        """Bind mode: the workspace, the control paths and git's (``_find_git``) read-only
+        """Bind mode: the workspace, the control paths and git's (``BindChecks``) read-only
         over themselves and the masks over its secrets. Copy mode: an empty tmpfs volume,
         as big as the copy limit (a volume, not a tmpfs mount: ``put_archive`` refuses a
         tmpfs on a read-only root)."""
         if self._copy is None:
             read_only = [
                 Mount(f"{WORKDIR}/{name}", str(workspace / name), type="bind", read_only=True)
-                for name in [*sorted(controls), *sorted(git)]
-                if name not in git or git[name][2] in (stat.S_IFDIR, stat.S_IFREG)
+                for name in [*sorted(controls), *(checks.mounts() if checks else [])]
             ]
             workspace_mount = Mount(WORKDIR, str(workspace), type="bind", read_only=False)
             return [workspace_mount, *read_only, *_masks(hidden)]
@@ -959,108 +910,6 @@ class DockerSandbox:
         options = f"uid=0,gid=0,mode=1777,size={self._copy.limit}"
         tmpfs = DriverConfig("local", {"type": "tmpfs", "device": "tmpfs", "o": options})
         return [Mount(WORKDIR, None, type="volume", driver_config=tmpfs)]
-
-    def _find_git(self, workspace: Path, status: StatusCallback) -> Identities:
-        """Bind mode: the nested repositories (``sub/.git``, bare ones) and what git on the
-        host reads or runs from any repository here (``_git_controls``), to mount read-only;
-        remembers the repositories for ``_git_changed``."""
-        root = str(workspace)
-        found = survey(root, skip=CONTROL_PATHS)
-        self._cut = found.cut
-        if found.cut:
-            status(self._cut_message(found.cut))
-        self._repositories = found.repositories
-        git = _identities(workspace, _git_paths(root, found.repositories))
-        if len(git) > _GIT_MOUNTS:
-            raise SandboxUnavailable(
-                f"The workspace {workspace} holds {len(git)} git repositories and paths their "
-                f"configuration names; bind mode keeps each read-only with a mount of its "
-                f"own, at most {_GIT_MOUNTS}. Set sandbox_workspace = copy, or start the "
-                "kernel in a smaller folder."
-            )
-        return git
-
-    def _git_changed(self) -> bool:
-        """Whether a repository found when the container was made, or what the configs
-        name, is not what its read-only mount covers: replaced, gone or new."""
-        workspace = self.workspace.resolve()
-        if _identities(workspace, self._git) != self._git:
-            return True
-        return any(g not in self._git for g in _git_paths(str(workspace), self._repositories))
-
-    def _cut_message(self, cut: str) -> str:
-        return (
-            f"The workspace {self.workspace} holds {cut}: the sandbox checks git "
-            "repositories, set-id files, FIFOs and links leading outside only in the part it "
-            "saw. Start the kernel in a smaller folder to have it check all."
-        )
-
-    def _skip(self) -> set[str]:
-        """What the looks at the workspace leave out: what is mounted read-only over it."""
-        return {*CONTROL_PATHS, *self._git, *self._hidden}
-
-    def _take_changes(self) -> None:
-        """Add the folders the watch saw changed to those not looked in yet (None: all)."""
-        if self._watch is None:
-            self._pending = None
-        elif self._pending is not None:
-            now = self._watch.changed()
-            if now is None:
-                self._pending = None
-            else:
-                for rel, deep in now.items():
-                    self._pending[rel] = self._pending.get(rel, False) or deep
-
-    def _git_appeared(self) -> bool:
-        """Whether a repository was made in the workspace since the last look (on the host,
-        between commands): it must be mounted read-only before the next command runs."""
-        with self._looking:
-            self._take_changes()
-            tops = None if self._pending is None else dict(self._pending)
-        found = survey(str(self.workspace.resolve()), skip=self._skip(), tops=tops)
-        return any(rel not in self._git for rel in found.repositories)
-
-    def _after_command(self, since_ns: int) -> list[str]:
-        """Bind mode, after each command: deal with what the command left (``_hazards``)
-        and with git's control paths it made (moved out of the workspace); one note each."""
-        if self._copy is not None:
-            return []
-        workspace = self.workspace.resolve()
-        root = str(workspace)
-        with self._looking:
-            self._take_changes()
-            tops, self._pending = self._pending, {}
-            found = survey(root, since_ns=since_ns, skip=self._skip(), tops=tops)
-            if tops is None and self._watch is not None and self._watch.working:
-                self._watch.reset()  # it lost track (a folder moved): it starts again here
-        notes = neutralise(root, found.hazards)
-        if (found.cut or self._cut) and not self._cut_noted:
-            self._cut_noted = True
-            notes.append(f"[sandbox: {self._cut_message(found.cut or self._cut)}]")
-        now = _identities(workspace, self._git)
-        known = [*self._repositories, *found.repositories]
-        new = {rel for rel in _git_paths(root, known) if rel not in self._git}
-        new |= set(found.repositories) | {r for r in now if now[r] != self._git[r]}
-        if len(now) < len(self._git):
-            self._stale = "a git repository in the workspace went away"
-        moved: list[str] = []
-        for rel in sorted(new):
-            if any(rel.startswith(m + "/") for m in moved) or not os.path.lexists(root + "/" + rel):
-                continue
-            if not changed_since(os.path.join(root, rel), since_ns):
-                self._stale = f"{rel} (git's) appeared in the workspace"
-                continue
-            try:
-                where = quarantine(root, rel)
-            except OSError as e:
-                notes.append(f"[sandbox: the command made {rel}, git's, and moving it failed: {e}]")
-                continue
-            moved.append(rel)
-            notes.append(
-                f"[sandbox: the command made or changed {rel}, which git on the host would "
-                f"read or run (hooks, config); moved out of the workspace to {where}]"
-            )
-        return notes
 
     def _place_controls(self, workspace: Path) -> None:
         """Bind mode: make an empty folder for each control path the workspace lacks, so a
@@ -1198,9 +1047,9 @@ class DockerSandbox:
             api.remove_container(container_id, force=True, v=True)
 
     def _close_sync(self) -> None:
-        if self._watch is not None:
-            self._watch.close()
-            self._watch = None
+        if self._checks is not None:
+            self._checks.close()
+            self._checks = None
         with self._lock:
             container_id, self._container_id = self._container_id, None
             client, self._client = self._client, None
@@ -1319,9 +1168,13 @@ class DockerSandbox:
         return "\n".join(notes) or None
 
     async def _clean(self, since_ns: int) -> list[str]:
-        """Bind mode: ``_after_command``, a note instead when it failed."""
+        """Bind mode: what the command left, dealt with (``BindChecks.after_command``); a
+        note instead when that failed."""
+        checks = self._checks
+        if checks is None:
+            return []
         try:
-            return await asyncio.to_thread(self._after_command, since_ns)
+            return await asyncio.to_thread(checks.after_command, since_ns)
         except OSError as e:
             log.warning("checking what the command left in the workspace failed", exc_info=True)
             return [f"[sandbox: checking what the command left in the workspace failed: {e}]"]
