@@ -297,7 +297,7 @@ class WorkspaceCopy:
                     if root is None and not self._is_control(rel):
                         seen.add(rel)
                         self._receive(tar, member, rel, notes)
-                    elif self._unchanged(tar, member, rel):
+                    elif self._unchanged(member, rel):
                         seen.add(rel)
                     else:
                         refused.add(root or self._control_root(rel))
@@ -323,9 +323,10 @@ class WorkspaceCopy:
             return "/".join(parts[: parts.index(GIT_NAME) + 1])
         return _under(rel, self.controls) or rel
 
-    def _unchanged(self, tar: tarfile.TarFile, member: tarfile.TarInfo, rel: str) -> bool:
+    def _unchanged(self, member: tarfile.TarInfo, rel: str) -> bool:
         """Whether the container holds ``rel`` as it was sent (or as the stand-in made for
-        a missing control path)."""
+        a missing control path). A file by its size and whole-second mtime, as sent: its
+        content is never read (a repository's packs are big), nor ever copied back."""
         if rel in self.placed:
             return True
         old = self.sent.get(rel)
@@ -335,10 +336,16 @@ class WorkspaceCopy:
             return old[0][0] == "d"
         if member.issym():
             return old[0][0] == "l" and old[1] == member.linkname
-        if not member.isfile() or old[0][0] != "f":
-            return False
-        source = tar.extractfile(member)
-        return old[1] == _digest(source.read() if source is not None else b"")
+        kind, size, mtime_ns = old[0]
+        return (
+            member.isfile()
+            and kind == "f"
+            and (member.size, int(member.mtime))
+            == (
+                size,
+                mtime_ns // 1_000_000_000,
+            )
+        )
 
     def _host_path(self, rel: str) -> str | None:
         """Where ``rel`` lies on the host, if no link on the way leads out of its folder."""

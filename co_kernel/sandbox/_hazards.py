@@ -32,6 +32,7 @@ __all__ = [
     "Survey",
     "changed_since",
     "leads_inside",
+    "link_note",
     "neutralise",
     "quarantine",
     "special_kind",
@@ -82,6 +83,7 @@ def leads_inside(root: str, rel: str, target: str) -> bool:
 
 
 def link_note(mode: str, rel: str, target: str, action: str) -> str:
+    """The note on a link leading outside, in both modes' words."""
     return f"[{mode}: the link {rel} -> {target} leads outside the workspace; {action}]"
 
 
