@@ -21,13 +21,14 @@ import pytest
 
 from co_kernel.config import paths
 from co_kernel.sandbox import DockerSandbox
-from co_kernel.sandbox._hazards import WALK_LIMIT
 
 from .conftest import SANDBOX_UID
 
 MakeSandbox = Callable[..., DockerSandbox]
 
 HOOK = "#!/bin/sh\necho PLANTED\n"
+WALK_LIMIT = 50_000
+"""Files and folders the sandbox's walks look at (docs/settings.md, "The sandbox")."""
 
 
 def _run(sandbox: DockerSandbox, command: str) -> str:
