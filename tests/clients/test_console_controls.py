@@ -138,7 +138,7 @@ def test_a_file_name_printed_by_ls_is_shown_not_obeyed(tmp_path: Path, co_home: 
 @pytest.mark.slow
 def test_a_provider_error_is_shown_not_obeyed(tmp_path: Path, co_home: Path) -> None:
     message = f"Invalid request{TITLE}{CLEAR}{ESC}[8m hidden"
-    fault = {"fault": {"status": 400, "body": {"error": {"message": message}}}}
+    fault = {"fault": {"status": 400, "body": {"error": {"message": message}}}, "repeat": 5}
     [shown], _ = _session(tmp_path, co_home, [fault], [("Hello", r"In \[N\]: ")])
     _assert_inert(shown)
     assert "Invalid request␛]2;pwned␇␛[2J␛[H␛[8m hidden" in shown, shown

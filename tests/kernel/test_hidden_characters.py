@@ -45,3 +45,22 @@ def test_a_bidi_override_in_a_change_is_marked_on_the_cards(
     assert "⟨U+202E⟩" in card["detail"] and "\u202e" not in card["detail"]
     assert "⟨U+202E⟩" in card["args"]["content"]
     assert card["hidden"][:2] == ["U+202E RIGHT-TO-LEFT OVERRIDE", "U+2066 LEFT-TO-RIGHT ISOLATE"]
+
+
+ESC = "\x1b"
+
+
+def test_a_terminal_clients_error_reply_and_outputs_are_inert(
+    kernel: Any, model_server: Any
+) -> None:
+    # A provider's error message is outside text; jupyter console prints the error
+    # output, other terminal clients the reply.
+    message = f"Bad request{ESC}]52;c;cm0gLXJmIH4={chr(7)}{ESC}[2J\x9b2K"
+    fault = {"status": 400, "body": {"error": {"message": message}}}
+    model_server.extend([{"fault": fault, "repeat": 5}])
+    result = kernel.execute("hello", mode="console")
+    assert result.status == "error"
+    content = result.reply["content"]
+    shown = [content["evalue"], *content["traceback"], *result.error_lines]
+    assert any("Bad request␛]52;c;cm0gLXJmIH4=␇␛[2J⟨U+009B⟩2K" in s for s in shown), shown
+    assert not any(ESC in s or "\x9b" in s for s in shown), shown
