@@ -72,8 +72,8 @@ def diff_html(detail: str) -> str:
 
 
 def args_html(args: dict[str, Any] | str | None) -> str:
-    """The arguments as a ``<pre>``, hidden characters marked."""
-    return f"<pre style='margin:2px 0'>{html.escape(mark_hidden(format_args(args)))}</pre>"
+    """The arguments pretty-printed for a card's ``<pre>``: escaped, hidden characters marked."""
+    return html.escape(mark_hidden(format_args(args)))
 
 
 def hidden_found(call: ToolCallView) -> list[str]:
@@ -185,7 +185,7 @@ def tool_call_bundle(
     if duration is not None:
         summary_bits.append(f"{duration:.2f}s")
     summary = " · ".join(summary_bits)
-    body = [hidden_html(call), f"<b>Arguments</b>{args_html(call.args)}"]
+    body = [hidden_html(call), f"<b>Arguments</b><pre>{args_html(call.args)}</pre>"]
     if call.detail:
         body.append(f"<b>Change</b>{diff_html(call.detail)}")
     if result is not None:

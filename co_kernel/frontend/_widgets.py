@@ -143,7 +143,7 @@ class ApprovalCard:
 
         self.call = call
         self.decision: str | None = None
-        body: list[Any] = [w.HTML(args_html(call.args))]
+        body: list[Any] = [w.HTML(f"<pre style='margin:2px 0'>{args_html(call.args)}</pre>")]
         warning = hidden_html(call)
         if warning:  # above the arguments: read before anything else on the card
             body.insert(0, w.HTML(warning))
@@ -226,7 +226,7 @@ class ApprovalCard:
             )
         else:
             asked = f"✋ {_who(self.call)} wants to run <code>{html.escape(self.call.name)}</code>"
-            shown = f"<b>{asked}</b>{hidden_html(self.call)}{args_html(self.call.args)}"
+            shown = f"<b>{asked}</b>{hidden_html(self.call)}<pre>{args_html(self.call.args)}</pre>"
             if self.call.detail:
                 shown += diff_html(self.call.detail)
             shown += "<i>Waiting for a decision (Co's status item answers it).</i>"
