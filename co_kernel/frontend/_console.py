@@ -107,8 +107,13 @@ class ConsoleFrontend(BaseFrontend):
         took = f" {result.duration:.2f}s" if result.duration is not None else ""
         self._line(f"  ⎿ {result.status}{took}")
         for output in result.outputs:
-            # jupyter console prints a display's text (``<Figure size 640x480 ...>``).
-            self._pub.display(output["data"], output.get("metadata"))
+            # jupyter console prints a display's text (``<Figure size 640x480 ...>``): a
+            # tool's output, so without styles of its own, like the answer.
+            data = output["data"]
+            plain = data.get("text/plain")
+            if isinstance(plain, str):
+                data = {**data, "text/plain": terminal_safe(plain, keep_sgr=False)}
+            self._pub.display(data, output.get("metadata"))
 
     async def prompt_approval(self, request: ApprovalRequest) -> ApprovalDecision:
         self.on_text_commit()
@@ -140,7 +145,8 @@ class ConsoleFrontend(BaseFrontend):
         return ConsoleSubagentFrontend(self, view, self._pub)
 
     def on_status(self, message: str) -> None:
-        self._pub.stream("stderr", f"{message}\n")
+        # Status lines quote providers and tools (a retry's reason): unstyled too.
+        self._pub.stream("stderr", f"{terminal_safe(message, keep_sgr=False)}\n")
         self._pub.flush()
 
     def show_notice(self, markdown: str, level: NoticeLevel) -> None:
