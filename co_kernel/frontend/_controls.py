@@ -18,8 +18,10 @@ question marker (reverse video, ``_stdin.QUESTION_MARK``) out of reach of outsid
 program reads: bidi controls (Trojan Source, CVE-2021-42574), zero-width characters, the
 BOM, invisible operators, tag characters and variation selectors (ASCII smuggling). An
 approval question on the console and the approval and tool cards in a notebook show each
-as ``⟨U+202E⟩`` and say so in a warning (``hidden_warning``); the JupyterLab extension
-draws the cards from the marked text and the warning the kernel sends.
+as ``⟨U+202E⟩`` and say so in a warning (``hidden_warning``). The JupyterLab extension
+draws its tool card from the marked payload and its ``hidden`` list, and marks again with
+its twin (``markHidden`` in ``labextension/src/format.ts``, same character set): a saved
+notebook's card comes from the file, which no kernel marked.
 """
 
 from __future__ import annotations
