@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -97,3 +98,15 @@ def test_no_control_reaches_the_terminal_but_line_ends_and_kept_sgr(text: str) -
         assert not _hiding(params), repr(styled)
     # Sanitised text is stable: showing it again changes nothing.
     assert terminal_safe(styled) == styled and terminal_safe(plain, keep_sgr=False) == plain
+
+
+def test_the_extensions_twin_marks_the_same_characters() -> None:
+    # A saved notebook's card is marked by the extension (format.ts), a live one by the
+    # kernel: the same characters must be flagged in both places.
+    source = (Path(__file__).parents[2] / "labextension" / "src" / "format.ts").read_text()
+    table = source[source.index("const HIDDEN") : source.index("function isHidden")]
+    ranges = [(int(lo, 16), int(hi, 16)) for lo, hi in re.findall(r"\[0x(\w+), 0x(\w+)\]", table)]
+    assert ranges
+    for code in range(0xE0200):
+        in_ts = any(lo <= code <= hi for lo, hi in ranges)
+        assert bool(hidden_characters(chr(code))) == in_ts, hex(code)
