@@ -28,9 +28,11 @@ from .frontend import (
     Publisher,
     RedactingPublisher,
     StdinApprover,
+    TerminalPublisher,
     WidgetApprover,
     policy_approver,
     render_markdown,
+    terminal_safe,
     terminal_width,
 )
 from .magics import MagicContext, MagicError, RunPrompt, find_magic, parse_magic
@@ -114,8 +116,10 @@ class CellDispatcher:
         self._session_factory = session_factory
         self._session: ChatSession | None = None
         self._kernel = kernel
-        # Every output of every cell passes the session's redactor (API keys, tokens).
-        self.redacting = RedactingPublisher(KernelPublisher(shell), self.redact)
+        # Every output of every cell passes the session's redactor (API keys, tokens), and
+        # a terminal client's cells the terminal sanitiser after it.
+        self.terminal = TerminalPublisher(KernelPublisher(shell))
+        self.redacting = RedactingPublisher(self.terminal, self.redact)
         self.pending = PendingApprovals(self.redact)
         """The calls waiting for approval, for pages that lack their card (issue 27)."""
         if kernel is not None:
@@ -231,7 +235,12 @@ class CellDispatcher:
 
     def show_markdown(self, text: str) -> None:
         # jupyter console prints text/plain: rendered for its terminal when there is one.
-        plain = render_markdown(text, self._console_width) if self._console_width else text
+        # Its file names and values are outside text: shown, not obeyed, before Co styles it.
+        plain = (
+            render_markdown(terminal_safe(text, keep_sgr=False), self._console_width)
+            if self._console_width
+            else text
+        )
         self.publisher.display({"text/markdown": text, "text/plain": plain})
 
     def fail(self, ename: str, message: str) -> Outcome:
@@ -258,6 +267,7 @@ class CellDispatcher:
 
     async def _execute(self, request: CellRequest) -> Outcome:
         self._console_width = terminal_width() if frontend_kind(request) == "console" else None
+        self.terminal.active = request.terminal
         code = request.code
         stripped = code.strip()
         if not stripped:

@@ -22,7 +22,7 @@ from traitlets import Type
 from . import __version__
 from .config import paths, tighten_private_files
 from .dispatch import INTERRUPTED, CellDispatcher, CellRequest, Outcome
-from .frontend import TERMINAL_METADATA
+from .frontend import TERMINAL_METADATA, terminal_safe
 from .labstatus import LAB_STATUS_KEY, lab_status
 from .store import CellHistory, history_path
 
@@ -228,10 +228,15 @@ class CoKernel(IPythonKernel):
             reply.update(payload=[], user_expressions={})
         else:
             redact = self._dispatcher.redact
+
+            def shown(text: str) -> str:
+                # A terminal client's reply is as inert as its outputs.
+                return terminal_safe(redact(text)) if terminal else redact(text)
+
             reply.update(
                 ename=outcome.ename,
-                evalue=redact(outcome.evalue),
-                traceback=[redact(line) for line in outcome.traceback],
+                evalue=shown(outcome.evalue),
+                traceback=[shown(line) for line in outcome.traceback],
             )
         return reply
 

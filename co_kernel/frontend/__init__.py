@@ -17,13 +17,14 @@ from __future__ import annotations
 
 from ._base import Approver, BaseFrontend, parse_answer, policy_approver
 from ._console import ConsoleFrontend
+from ._controls import hidden_characters, hidden_warning, mark_hidden, terminal_safe
 from ._footer import footer_enabled, format_footer
 from ._headless import HeadlessFrontend
 from ._jupyter import JupyterKernel, JupyterShell
 from ._markdown import MarkdownStream, find_block_boundary, find_split
 from ._notebook import NotebookFrontend
 from ._pending import PendingApprovals
-from ._publisher import KernelPublisher, Publisher, RedactingPublisher
+from ._publisher import KernelPublisher, Publisher, RedactingPublisher, TerminalPublisher
 from ._safe_html import markdown_to_html, safe_bundle, warm_markdown
 from ._scrub import scrub_notebook
 from ._stdin import KernelStdin, StdinApprover
@@ -51,6 +52,7 @@ __all__ = [
     "Publisher",
     "RedactingPublisher",
     "StdinApprover",
+    "TerminalPublisher",
     "WidgetApprover",
     "ask_trust_stdin",
     "ask_trust_widget",
@@ -58,12 +60,16 @@ __all__ = [
     "find_split",
     "footer_enabled",
     "format_footer",
+    "hidden_characters",
+    "hidden_warning",
+    "mark_hidden",
     "markdown_to_html",
     "parse_answer",
     "policy_approver",
     "render_markdown",
     "safe_bundle",
     "scrub_notebook",
+    "terminal_safe",
     "terminal_width",
     "tool_call_bundle",
     "warm_markdown",

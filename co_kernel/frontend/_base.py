@@ -33,6 +33,7 @@ from ..turn import (
     ToolResultView,
     TurnSummary,
 )
+from ._controls import hidden_characters, hidden_warning, mark_hidden, terminal_safe
 from ._footer import footer_enabled, format_footer
 from ._toolcard import format_args
 
@@ -80,14 +81,23 @@ def parse_answer(text: str) -> ApprovalDecision | None:
 
 
 def approval_text(call: ToolCallView) -> str:
-    """The question as plain text: tool, pretty arguments and the detail (e.g. a diff)."""
+    """The question as plain text: tool, pretty arguments and the detail (e.g. a diff).
+
+    The arguments and the detail come from the model, a tool or a file: their control
+    characters are shown, not obeyed (no colours either, so nothing in them looks like
+    Co's own styling), and hidden characters are marked, with a warning line at the end.
+    """
     who = f"Co's subagent {call.agent}" if call.agent else "Co"
     lines = [f"{who} wants to run {call.name}:"]
-    lines += ["    " + line for line in format_args(call.args).splitlines()]
+    lines += ["    " + line for line in format_args(call.args).split("\n")]
     if call.detail:
         lines.append("")
-        lines += call.detail.rstrip("\n").splitlines()
-    return "\n".join(lines) + "\n"
+        # split, not splitlines: a lone CR or a form feed stays in its line to be shown.
+        lines += call.detail.rstrip("\n").split("\n")
+    text = "\n".join(lines)
+    warning = hidden_warning(hidden_characters(text))
+    text = mark_hidden(terminal_safe(text, keep_sgr=False))
+    return text + "\n" + (warning + "\n" if warning else "")
 
 
 async def wait_for_answer(

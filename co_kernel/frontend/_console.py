@@ -2,6 +2,11 @@
 
 In a terminal the Markdown is rendered (``_terminal.py``): headings, emphasis, lists, code
 and tables fitted to its width, a finished block at a time.
+
+Everything here that came from outside (the answer, a call's arguments and change, a
+notice's file names) passes ``terminal_safe`` without colours before Co styles it, so the
+only styling on the screen is Co's; an approval question then starts on a line of its own
+after a reset, and its prompt carries the marker nothing else can print (``_stdin``).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from ..turn import (
     TurnSummary,
 )
 from ._base import DECISION_TEXT, NOTICE_PREFIX, Approver, BaseFrontend, approval_text
+from ._controls import mark_hidden, terminal_safe
 from ._publisher import Publisher
 from ._subagent import ConsoleSubagentFrontend
 from ._terminal import TerminalMarkdown, render_markdown
@@ -59,6 +65,7 @@ class ConsoleFrontend(BaseFrontend):
         self._announced: set[str] = set()
 
     def on_text_delta(self, delta: str) -> None:
+        delta = terminal_safe(delta, keep_sgr=False)
         if self._markdown is not None:
             delta = self._markdown.feed(delta)
             if not delta:
@@ -83,7 +90,7 @@ class ConsoleFrontend(BaseFrontend):
         self._pub.flush()
 
     def on_thinking_delta(self, delta: str) -> None:
-        self._pub.stream("stdout", delta)
+        self._pub.stream("stdout", terminal_safe(delta, keep_sgr=False))
 
     def on_tool_call(self, call: ToolCallView) -> None:
         self.on_text_commit()
@@ -93,19 +100,28 @@ class ConsoleFrontend(BaseFrontend):
             return
         self._announced.add(call.call_id)
         who = f"{call.agent} › " if call.agent else ""
-        self._line(f"⏺ {who}{call.name}({short_args(call.args)})")
+        line = terminal_safe(f"{who}{call.name}({short_args(call.args)})", keep_sgr=False)
+        self._line(f"⏺ {mark_hidden(line)}")
 
     def on_tool_result(self, result: ToolResultView) -> None:
         took = f" {result.duration:.2f}s" if result.duration is not None else ""
         self._line(f"  ⎿ {result.status}{took}")
         for output in result.outputs:
-            # jupyter console prints a display's text (``<Figure size 640x480 ...>``).
-            self._pub.display(output["data"], output.get("metadata"))
+            # jupyter console prints a display's text (``<Figure size 640x480 ...>``): a
+            # tool's output, so without styles of its own, like the answer.
+            data = output["data"]
+            plain = data.get("text/plain")
+            if isinstance(plain, str):
+                data = {**data, "text/plain": terminal_safe(plain, keep_sgr=False)}
+            self._pub.display(data, output.get("metadata"))
 
     async def prompt_approval(self, request: ApprovalRequest) -> ApprovalDecision:
         self.on_text_commit()
         self._announced.add(request.call.call_id)
-        self._pub.stream("stdout", approval_text(request.call))
+        # Whatever the text before left open (a style, half a line) ends here, so the
+        # question starts at the beginning of a plain line.
+        self._pub.stream("stdout", "\x1b[0m" + approval_text(request.call))
+        self._pub.flush()
         try:
             choice = await self.approver(request)
         except asyncio.CancelledError:
@@ -129,12 +145,13 @@ class ConsoleFrontend(BaseFrontend):
         return ConsoleSubagentFrontend(self, view, self._pub)
 
     def on_status(self, message: str) -> None:
-        self._pub.stream("stderr", f"{message}\n")
+        # Status lines quote providers and tools (a retry's reason): unstyled too.
+        self._pub.stream("stderr", f"{terminal_safe(message, keep_sgr=False)}\n")
         self._pub.flush()
 
     def show_notice(self, markdown: str, level: NoticeLevel) -> None:
         self.on_text_commit()
-        text = f"{NOTICE_PREFIX[level]} {markdown}\n"
+        text = f"{NOTICE_PREFIX[level]} {terminal_safe(markdown, keep_sgr=False)}\n"
         if self._width:
             text = render_markdown(text, self._width)
         self._pub.stream("stdout", text)

@@ -42,6 +42,7 @@ from typing import Any, cast, get_args
 
 from ..turn import ApprovalDecision, ApprovalRequest
 from ._base import DECISION_TEXT
+from ._controls import mark_hidden
 from ._toolcard import format_args
 
 __all__ = ["APPROVALS_TARGET", "PendingApprovals"]
@@ -113,8 +114,8 @@ class PendingApprovals:
             "id": pending_id,
             "call_id": call.call_id,
             "tool": call.name,
-            "arguments": self._redact(format_args(call.args)),
-            "detail": self._redact(call.detail) if call.detail else None,
+            "arguments": self._redact(mark_hidden(format_args(call.args))),
+            "detail": self._redact(mark_hidden(call.detail)) if call.detail else None,
             "agent": call.agent,
             "rule": self._redact(request.rule) if request.rule else None,
         }

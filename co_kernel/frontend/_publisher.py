@@ -7,9 +7,10 @@ import sys
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from ._controls import terminal_safe
 from ._safe_html import safe_bundle
 
-__all__ = ["OUTPUT_TAG", "KernelPublisher", "Publisher", "RedactingPublisher"]
+__all__ = ["OUTPUT_TAG", "KernelPublisher", "Publisher", "RedactingPublisher", "TerminalPublisher"]
 
 OUTPUT_TAG = "co"
 """Key of every Co output's metadata: ``{"request": msg_id, "display_id": id, "cell": id,
@@ -166,4 +167,46 @@ class RedactingPublisher:
         """Write the held-back words: the cell is over, nothing more will complete them."""
         for name in list(self._held):
             self.inner.stream(name, self._scrub(self._held.pop(name)))
+        self.inner.flush()
+
+
+class TerminalPublisher:
+    """Shows control characters visibly in what a terminal client's cell prints.
+
+    While ``active`` (the cell came from a client that asked for terminal text, the
+    ``co_terminal`` metadata), stream text, the ``text/plain`` of displays and errors pass
+    ``terminal_safe``: whatever of it came from outside (an answer, a file name that
+    ``!ls`` printed, a provider's error) can colour text but not drive the terminal. Only
+    colour and weight sequences survive, which is all Co's own rendering uses. The kernel
+    sends these outputs to every client of the cell; a notebook page showing them gets the
+    same visible marks, which is where the text would have been anyway.
+    """
+
+    def __init__(self, inner: Publisher) -> None:
+        self.inner = inner
+        self.active = False
+
+    def display(
+        self,
+        data: dict[str, Any],
+        metadata: dict[str, Any] | None = None,
+        *,
+        display_id: str | None = None,
+        update: bool = False,
+    ) -> None:
+        plain = data.get("text/plain")
+        if self.active and isinstance(plain, str):
+            data = {**data, "text/plain": terminal_safe(plain)}
+        self.inner.display(data, metadata, display_id=display_id, update=update)
+
+    def stream(self, name: str, text: str) -> None:
+        self.inner.stream(name, terminal_safe(text) if self.active else text)
+
+    def error(self, ename: str, evalue: str, traceback: list[str]) -> None:
+        if self.active:
+            ename, evalue = terminal_safe(ename), terminal_safe(evalue)
+            traceback = [terminal_safe(line) for line in traceback]
+        self.inner.error(ename, evalue, traceback)
+
+    def flush(self) -> None:
         self.inner.flush()

@@ -15,13 +15,19 @@ from typing import Any
 
 from ..turn import ApprovalDecision, ApprovalRequest
 from ._base import parse_answer, wait_for_answer
+from ._controls import mark_hidden, terminal_safe
 from ._publisher import Publisher
 
-__all__ = ["PROMPT", "KernelStdin", "StdinApprover"]
+__all__ = ["PROMPT", "QUESTION_MARK", "KernelStdin", "StdinApprover"]
 
 log = logging.getLogger(__name__)
 
 PROMPT = "Approve? [y]es / [n]o / [a]ll for this session: "
+QUESTION_MARK = "\x1b[0m\x1b[7m Co \x1b[0m "
+"""What every question Co asks on the console starts with: a reset (no style left open by
+the text above can hide the question) and " Co " in reverse video. Outside text reaches the
+terminal through ``terminal_safe``, which shows reverse video instead of obeying it, and
+jupyter console prints an input request's prompt as it is: so only Co can draw this."""
 _EOF = "\x04"
 _POLL_MS = 250  # re-check now and then in case an edge-triggered wake-up was missed
 _MAX_TRIES = 3
@@ -50,9 +56,8 @@ class KernelStdin:
             if stream is not None:
                 stream.flush()
         self._purge(sock)
-        session.send(
-            sock, "input_request", {"prompt": prompt, "password": password}, parent, ident=ident
-        )
+        content = {"prompt": QUESTION_MARK + prompt, "password": password}
+        session.send(sock, "input_request", content, parent, ident=ident)
         poller = zmq.asyncio.Poller()
         poller.register(sock, zmq.POLLIN)
         while True:
@@ -93,6 +98,8 @@ class StdinApprover:
 
     async def _ask(self, rule: str | None) -> ApprovalDecision:
         prompt = PROMPT if not rule else PROMPT[:-2] + f" / al[w]ays allow {rule}: "
+        # A rule is built from the call's arguments: shown, not obeyed, like them.
+        prompt = mark_hidden(terminal_safe(prompt, keep_sgr=False))
         for _ in range(_MAX_TRIES):
             text = await self._stdin.ask(prompt)
             if text == _EOF:  # Ctrl-D: no

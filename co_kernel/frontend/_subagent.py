@@ -33,6 +33,7 @@ from ..turn import (
     TurnSummary,
 )
 from ._base import NOTICE_PREFIX, BaseFrontend
+from ._controls import mark_hidden, terminal_safe
 from ._publisher import Publisher
 from ._todos import todos_text
 from ._toolcard import short_args
@@ -334,6 +335,9 @@ class ConsoleSubagentFrontend(SubagentFrontend):
         self._line(f"🤖 {view.name} ({view.model}): {_short(view.task, _TASK_CHARS)}")
 
     def _write(self, text: str) -> None:
+        # The subagent's text, calls and notices are outside text: shown, not obeyed, and
+        # unstyled, like the parent console's (``ConsoleFrontend``).
+        text = mark_hidden(terminal_safe(text, keep_sgr=False))
         out = []
         for char in text:
             if self._at_line_start and char != "\n":

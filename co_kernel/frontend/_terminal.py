@@ -67,7 +67,9 @@ def render_markdown(text: str, width: int) -> str:
     console = Console(
         file=out, width=width, force_terminal=True, color_system="standard", soft_wrap=False
     )
-    console.print(Markdown(text))
+    # No OSC 8 hyperlinks: a link shows its target after its text, as the person needs to
+    # see where it goes (and the terminal sanitiser would show the sequence anyway).
+    console.print(Markdown(text, hyperlinks=False))
     # rich pads every line to the width: spaces a copy from the terminal would carry along.
     return "".join(line.rstrip(" ") + "\n" for line in out.getvalue().splitlines())
 

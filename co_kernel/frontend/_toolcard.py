@@ -15,8 +15,17 @@ from typing import Any
 
 from ..permissions import RECORDED, normalise_args
 from ..turn import ToolCallView, ToolResultView
+from ._controls import hidden_characters, hidden_warning, mark_hidden
 
-__all__ = ["MIME_TOOL_CALL", "diff_html", "format_args", "short_args", "tool_call_bundle"]
+__all__ = [
+    "MIME_TOOL_CALL",
+    "args_html",
+    "diff_html",
+    "format_args",
+    "hidden_html",
+    "short_args",
+    "tool_call_bundle",
+]
 
 MIME_TOOL_CALL = "application/vnd.co.tool-call+json"
 _RESULT_CAP = 20_000
@@ -48,6 +57,8 @@ def diff_html(detail: str) -> str:
     the same tints from the theme, ``labextension/src/diff.ts``). Other detail (a memory's
     new text, a message to send) stays plain text, as on that card.
     """
+    # Hidden characters (bidi controls, zero-width, tags) are marked where they are.
+    detail = mark_hidden(detail)
     if not _UNIFIED_DIFF.search(detail):
         return f"<pre>{html.escape(detail)}</pre>"
     lines = []
@@ -58,6 +69,38 @@ def diff_html(detail: str) -> str:
             f'<span style="display:block;padding:0 4px;{style}">{html.escape(line) or " "}</span>'
         )
     return f"<pre style='margin:2px 0'>{''.join(lines)}</pre>"
+
+
+def args_html(args: dict[str, Any] | str | None) -> str:
+    """The arguments pretty-printed for a card's ``<pre>``: escaped, hidden characters marked."""
+    return html.escape(mark_hidden(format_args(args)))
+
+
+def hidden_found(call: ToolCallView) -> list[str]:
+    """The hidden characters in a call's arguments and change (``hidden_characters``)."""
+    return hidden_characters(format_args(call.args) + "\n" + (call.detail or ""))
+
+
+def hidden_html(call: ToolCallView) -> str:
+    """A card's warning about hidden characters in the call; "" when it has none."""
+    warning = hidden_warning(hidden_found(call))
+    if not warning:
+        return ""
+    return (
+        '<div class="co-hidden-warning" style="color:#b35900;font-weight:600;margin:2px 0">'
+        f"{html.escape(warning)}</div>"
+    )
+
+
+def _marked(value: Any) -> Any:
+    """``value`` with every string in it marked (``mark_hidden``), for the extension's card."""
+    if isinstance(value, str):
+        return mark_hidden(value)
+    if isinstance(value, dict):
+        return {k: _marked(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_marked(v) for v in value]
+    return value
 
 
 def format_args(args: dict[str, Any] | str | None) -> str:
@@ -108,17 +151,22 @@ def tool_call_bundle(
     status = state or (result.status if result else "running")
     decision = decision or (result.decision if result else None) or call.decision
     duration = result.duration if result else None
+    # The extension draws the card from this payload: the arguments and the change with
+    # hidden characters marked, and which ones they were.
+    hidden = hidden_found(call)
     payload = {
         "call_id": call.call_id,
         "tool": call.name,
-        "args": normalise_args(call.args),
+        "args": _marked(normalise_args(call.args)),
         "status": status,
         "decision": decision,
         "duration": round(duration, 3) if duration is not None else None,
         "result": _result_text(result.content) if result else None,
-        "detail": call.detail,
+        "detail": mark_hidden(call.detail) if call.detail else call.detail,
         "needs_approval": call.needs_approval,
     }
+    if hidden:
+        payload["hidden"] = hidden
     if call.agent:
         # Only a subagent's calls say whose they are; Co's own cards stay as they were.
         payload["agent"] = call.agent
@@ -137,7 +185,7 @@ def tool_call_bundle(
     if duration is not None:
         summary_bits.append(f"{duration:.2f}s")
     summary = " · ".join(summary_bits)
-    body = [f"<b>Arguments</b><pre>{html.escape(format_args(call.args))}</pre>"]
+    body = [hidden_html(call), f"<b>Arguments</b><pre>{args_html(call.args)}</pre>"]
     if call.detail:
         body.append(f"<b>Change</b>{diff_html(call.detail)}")
     if result is not None:

@@ -23,6 +23,7 @@ from typing import Any
 
 from ..turn import ApprovalDecision, ApprovalRequest, ToolCallView
 from ._base import wait_for_answer
+from ._controls import mark_hidden, terminal_safe
 from ._pending import PendingApprovals
 from ._publisher import OUTPUT_TAG, Publisher
 from ._safe_html import markdown_to_html
@@ -145,7 +146,10 @@ async def ask_trust_stdin(
     stdin: KernelStdin, publisher: Publisher, notice: str, *, timeout: float | None
 ) -> bool:
     """Print the question and read ``y`` / ``n`` on the console."""
-    publisher.stream("stdout", notice.rstrip("\n") + "\n")
+    # The notice names the folder's files: shown, not obeyed, and nothing in it styled
+    # like the question's marker; the question then starts on a plain line of its own.
+    shown = mark_hidden(terminal_safe(notice.rstrip("\n"), keep_sgr=False))
+    publisher.stream("stdout", f"\x1b[0m{shown}\n")
     publisher.flush()
 
     async def ask() -> ApprovalDecision:

@@ -22,7 +22,7 @@ from ..turn import ApprovalDecision, ApprovalRequest, ToolCallView
 from ._base import DECISION_TEXT, approval_text, wait_for_answer
 from ._pending import PendingApprovals
 from ._publisher import OUTPUT_TAG, Publisher
-from ._toolcard import diff_html, format_args
+from ._toolcard import args_html, diff_html, hidden_html
 
 __all__ = [
     "BUTTONS",
@@ -143,9 +143,10 @@ class ApprovalCard:
 
         self.call = call
         self.decision: str | None = None
-        body: list[Any] = [
-            w.HTML(f"<pre style='margin:2px 0'>{html.escape(format_args(call.args))}</pre>")
-        ]
+        body: list[Any] = [w.HTML(f"<pre style='margin:2px 0'>{args_html(call.args)}</pre>")]
+        warning = hidden_html(call)
+        if warning:  # above the arguments: read before anything else on the card
+            body.insert(0, w.HTML(warning))
         if call.parts and choose_parts:
             body += [w.HTML(_part_html(i, len(call.parts), p)) for i, p in enumerate(call.parts)]
         elif call.detail:
@@ -225,7 +226,7 @@ class ApprovalCard:
             )
         else:
             asked = f"✋ {_who(self.call)} wants to run <code>{html.escape(self.call.name)}</code>"
-            shown = f"<b>{asked}</b><pre>{html.escape(format_args(self.call.args))}</pre>"
+            shown = f"<b>{asked}</b>{hidden_html(self.call)}<pre>{args_html(self.call.args)}</pre>"
             if self.call.detail:
                 shown += diff_html(self.call.detail)
             shown += "<i>Waiting for a decision (Co's status item answers it).</i>"

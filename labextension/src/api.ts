@@ -52,6 +52,8 @@ export interface IToolCall {
   detail: string | null;
   /** Whether the call waits for a person's decision before it runs. */
   needsApproval: boolean;
+  /** Hidden characters the kernel found in the arguments and the change. */
+  hidden: string[];
 }
 
 /** What the status bar shows about a Co session. */
@@ -104,7 +106,10 @@ export function parseToolCall(data: unknown): IToolCall {
     duration: num(d.duration),
     result: str(d.result),
     detail: str(d.detail),
-    needsApproval: d.needs_approval === true
+    needsApproval: d.needs_approval === true,
+    hidden: Array.isArray(d.hidden)
+      ? d.hidden.filter((h): h is string => typeof h === 'string')
+      : []
   };
 }
 

@@ -104,6 +104,73 @@ export function formatDuration(seconds: number): string {
   return `${minutes} min ${Math.round(seconds - minutes * 60)} s`;
 }
 
+/**
+ * Characters a reader cannot see but a program reads: bidi controls (Trojan
+ * Source), zero-width characters, the BOM, invisible operators, tag characters,
+ * variation selectors but 15 and 16 (an emoji's own). The twin of
+ * `co_kernel/frontend/_controls.py`: a saved notebook's card comes from its
+ * file, not from a kernel that marked it.
+ */
+const HIDDEN: readonly (readonly [number, number])[] = [
+  [0x00ad, 0x00ad],
+  [0x034f, 0x034f],
+  [0x061c, 0x061c],
+  [0x115f, 0x1160],
+  [0x180e, 0x180e],
+  [0x200b, 0x200f],
+  [0x202a, 0x202e],
+  [0x2060, 0x2064],
+  [0x2066, 0x2069],
+  [0x3164, 0x3164],
+  [0xfe00, 0xfe0d],
+  [0xfeff, 0xfeff],
+  [0xffa0, 0xffa0],
+  [0xe0000, 0xe007f],
+  [0xe0100, 0xe01ef]
+];
+
+function isHidden(code: number): boolean {
+  return HIDDEN.some(([low, high]) => code >= low && code <= high);
+}
+
+function codePoint(code: number): string {
+  return `U+${code.toString(16).toUpperCase().padStart(4, '0')}`;
+}
+
+/** `text` with each hidden character shown as `⟨U+202E⟩` in its place. */
+export function markHidden(text: string): string {
+  let out = '';
+  for (const char of text) {
+    const code = char.codePointAt(0) ?? 0;
+    out += isHidden(code) ? `⟨${codePoint(code)}⟩` : char;
+  }
+  return out;
+}
+
+/** The hidden characters in `text`, each once, as `U+202E`. */
+export function hiddenCharacters(text: string): string[] {
+  const found = new Set<string>();
+  for (const char of text) {
+    const code = char.codePointAt(0) ?? 0;
+    if (isHidden(code)) {
+      found.add(codePoint(code));
+    }
+  }
+  return [...found];
+}
+
+/** One line that says which hidden characters were found; '' for none. */
+export function hiddenWarning(found: string[]): string {
+  if (found.length === 0) {
+    return '';
+  }
+  const more = found.length > 5 ? ` and ${found.length - 5} more` : '';
+  return (
+    `⚠ Hidden characters, marked ⟨U+…⟩ where they are: ${found.slice(0, 5).join(', ')}${more}. ` +
+    'They can make code or text read differently from what runs; check before approving.'
+  );
+}
+
 /** Arguments pretty-printed, whatever form they arrived in. */
 export function formatArgs(args: unknown): string {
   if (args === null || args === undefined) {

@@ -12,6 +12,9 @@ import {
   decisionTitle,
   formatArgs,
   formatDuration,
+  hiddenCharacters,
+  hiddenWarning,
+  markHidden,
   shortArgs
 } from './format';
 
@@ -64,7 +67,12 @@ function summary(doc: Document, call: IToolCall): HTMLElement {
   node.appendChild(status);
   node.appendChild(el(doc, 'span', 'co-ToolCard-tool', call.tool));
   node.appendChild(
-    el(doc, 'span', 'co-ToolCard-argsLine', `(${shortArgs(call.args)})`)
+    el(
+      doc,
+      'span',
+      'co-ToolCard-argsLine',
+      `(${markHidden(shortArgs(call.args))})`
+    )
   );
   if (call.decision && call.decision !== call.status) {
     const decision = el(
@@ -85,6 +93,22 @@ function summary(doc: Document, call: IToolCall): HTMLElement {
   return node;
 }
 
+/**
+ * The hidden characters of a call's arguments and change: those the kernel
+ * named, and any left unmarked (a card saved by an older Co, or written by
+ * someone else into the notebook file).
+ */
+function hiddenFound(call: IToolCall): string[] {
+  const found = [...call.hidden];
+  const text = `${formatArgs(call.args)}\n${call.detail ?? ''}`;
+  for (const code of hiddenCharacters(text)) {
+    if (!found.some(h => h === code || h.startsWith(`${code} `))) {
+      found.push(code);
+    }
+  }
+  return found;
+}
+
 /** The card for one tool call. */
 export function renderToolCard(
   call: IToolCall,
@@ -102,6 +126,10 @@ export function renderToolCard(
 
   const body = el(doc, 'div', 'co-ToolCard-body');
   card.appendChild(body);
+  const warning = hiddenWarning(hiddenFound(call));
+  if (warning) {
+    body.appendChild(el(doc, 'div', 'co-ToolCard-hidden', warning));
+  }
   card.addEventListener('toggle', () => options.onToggle?.(card.open));
   if (call.status === 'waiting') {
     // The approval card below shows the arguments and the change while it
@@ -123,18 +151,19 @@ export function renderToolCard(
       doc,
       'args',
       'Arguments',
-      el(doc, 'pre', 'co-ToolCard-pre', formatArgs(call.args))
+      el(doc, 'pre', 'co-ToolCard-pre', markHidden(formatArgs(call.args)))
     )
   );
   if (call.detail) {
-    if (isUnifiedDiff(call.detail)) {
-      const stats = diffStats(parseDiff(call.detail));
+    const detail = markHidden(call.detail);
+    if (isUnifiedDiff(detail)) {
+      const stats = diffStats(parseDiff(detail));
       body.appendChild(
         section(
           doc,
           'change',
           `Change (+${stats.added} −${stats.removed})`,
-          renderDiff(call.detail, doc)
+          renderDiff(detail, doc)
         )
       );
     } else {
@@ -143,7 +172,7 @@ export function renderToolCard(
           doc,
           'change',
           'Details',
-          el(doc, 'pre', 'co-ToolCard-pre', call.detail)
+          el(doc, 'pre', 'co-ToolCard-pre', detail)
         )
       );
     }
@@ -154,7 +183,7 @@ export function renderToolCard(
         doc,
         'result',
         'Result',
-        el(doc, 'pre', 'co-ToolCard-pre', call.result || '(empty)')
+        el(doc, 'pre', 'co-ToolCard-pre', markHidden(call.result) || '(empty)')
       )
     );
   }

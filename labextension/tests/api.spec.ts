@@ -116,7 +116,8 @@ describe('tool-call bundle', () => {
       duration: 1.5,
       result: 'boom',
       detail: null,
-      needsApproval: true
+      needsApproval: true,
+      hidden: []
     });
   });
 });

@@ -213,3 +213,35 @@ describe('renderToolCard', () => {
     expect(seen).toEqual([true, false]);
   });
 });
+
+describe('hidden characters', () => {
+  it('are marked and warned about, also on a card no kernel marked', () => {
+    // A saved notebook's card: raw bidi controls, no `hidden` from a kernel.
+    const detail = DIFF.replace(
+      '+new line',
+      "+access = 'user' # \u202e } \u2066if admin"
+    );
+    const card = render(bundle({ detail, args: { path: 'a\u200bb.md' } }));
+    const warning = card.querySelector('.co-ToolCard-hidden')!;
+    expect(warning.textContent).toContain('U+202E');
+    expect(warning.textContent).toContain('U+2066');
+    expect(warning.textContent).toContain('U+200B');
+    const text = card.textContent ?? '';
+    expect(text).toContain("access = 'user' # ⟨U+202E⟩ } ⟨U+2066⟩if admin");
+    expect(text).toContain('a⟨U+200B⟩b.md');
+    expect(text).not.toMatch(/[\u202e\u2066\u200b]/);
+  });
+
+  it('names what the kernel found once, and nothing when there is nothing', () => {
+    const marked = render(
+      bundle({
+        detail: DIFF.replace('+new line', '+x ⟨U+202E⟩'),
+        hidden: ['U+202E RIGHT-TO-LEFT OVERRIDE']
+      })
+    );
+    expect(marked.querySelector('.co-ToolCard-hidden')!.textContent).toContain(
+      'U+202E RIGHT-TO-LEFT OVERRIDE.'
+    );
+    expect(render(bundle()).querySelector('.co-ToolCard-hidden')).toBeNull();
+  });
+});

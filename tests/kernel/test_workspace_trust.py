@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from co_kernel.frontend import TRUST_TOOL
+from co_kernel.frontend._stdin import QUESTION_MARK
 from tests.kernel_harness import CoKernel, WidgetClicker, html_text
 
 INSTRUCTION = "PROJECT-INSTRUCTION-7f3a: answer in pirate speak"
@@ -145,7 +146,7 @@ def test_the_console_asks_yes_or_no(start_kernel, model_server, workspace: Path,
     result = kernel.execute("hello", mode="console", on_input=_answer("maybe", "y"))
     assert result.status == "ok", result.text()
     prompts = [m["content"]["prompt"] for m in result.of_type("input_request")]
-    assert prompts == ["Trust this folder? [y]es / [n]o: "] * 2
+    assert prompts == [QUESTION_MARK + "Trust this folder? [y]es / [n]o: "] * 2
     assert "Please answer y (yes) or n (no)." in result.stdout
     assert INSTRUCTION in _sent(model_server)
     assert _records(co_home)

@@ -142,6 +142,12 @@
   border-radius: var(--jp-border-radius);
 }
 
+.co-ToolCard-hidden {
+  color: var(--jp-warn-color0);
+  font-weight: 600;
+  margin: 2px 0 4px;
+}
+
 .co-ToolCard-hint {
   margin: 4px 0;
   color: var(--jp-warn-color0);
