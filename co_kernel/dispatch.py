@@ -115,7 +115,7 @@ class CellDispatcher:
         self._session: ChatSession | None = None
         self._kernel = kernel
         # Every output of every cell passes the session's redactor (API keys, tokens).
-        self.redacting = RedactingPublisher(KernelPublisher(shell), self.redact)
+        self.redacting = RedactingPublisher(KernelPublisher(shell, self._image_hosts), self.redact)
         self.pending = PendingApprovals(self.redact)
         """The calls waiting for approval, for pages that lack their card (issue 27)."""
         if kernel is not None:
@@ -172,6 +172,11 @@ class CellDispatcher:
             from .telemetry import Redactor
 
             return Redactor.from_settings(None).redact(text)
+
+    def _image_hosts(self) -> list[str]:
+        """The hosts whose images load without a click; none before a session exists."""
+        session = self._session
+        return session.settings.image_hosts if session is not None else []
 
     @property
     def current_session(self) -> ChatSession | None:

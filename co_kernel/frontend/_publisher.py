@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from ._safe_html import safe_bundle
@@ -47,9 +47,14 @@ class Publisher(Protocol):
 
 
 class KernelPublisher:
-    """Publishes through an IPython shell's display publisher (parent header included)."""
+    """Publishes through an IPython shell's display publisher (parent header included).
 
-    def __init__(self, shell: Any) -> None:
+    ``image_hosts`` gives the hosts whose images load without a click (the person's
+    ``image_hosts`` setting), asked at each display so a changed setting applies at once.
+    """
+
+    def __init__(self, shell: Any, image_hosts: Callable[[], Iterable[str]] = tuple) -> None:
+        self._image_hosts = image_hosts
         self._pub = shell.display_pub
         self._shell = shell
         self._kernel = getattr(shell, "kernel", None)
@@ -63,7 +68,7 @@ class KernelPublisher:
         update: bool = False,
     ) -> None:
         # The last stop before the wire: no Markdown leaves unrendered (``_safe_html``).
-        data = safe_bundle(data)
+        data = safe_bundle(data, self._image_hosts())
         transient = {"display_id": display_id} if display_id else None
         tag = {**(metadata or {}).get(OUTPUT_TAG, {})}
         tag["request"] = self._pub.parent_header.get("msg_id")
