@@ -60,7 +60,8 @@ class ImageTarget:
     """Where an image's ``src`` leads, as a browser reads it."""
 
     kind: Literal["local", "remote", "blocked"]
-    """local: a path beside the notebook; remote: leaves the page; blocked: not an image URL."""
+    """local: a path beside the notebook or inline data; remote: leaves the page; blocked:
+    not an image URL."""
     url: str
     """The URL as the browser reads it (what Co writes back)."""
     host: str = ""
@@ -74,7 +75,10 @@ def image_target(src: str) -> ImageTarget:
     url = url.replace("\\", "/")
     scheme = _SCHEME.match(url)
     if scheme:
-        if scheme.group(0).lower() not in ("http:", "https:"):
+        name = scheme.group(0).lower()
+        if name in ("data:", "blob:"):  # inline data (a figure Co drew) sends nothing
+            return ImageTarget("local", url)
+        if name not in ("http:", "https:"):
             return ImageTarget("blocked", url)
     elif not url.startswith("/"):
         # A relative path has no ":" in its first segment (as ``_safe_html._link_ok``).
