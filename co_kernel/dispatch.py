@@ -115,7 +115,9 @@ class CellDispatcher:
         self._session: ChatSession | None = None
         self._kernel = kernel
         # Every output of every cell passes the session's redactor (API keys, tokens).
-        self.redacting = RedactingPublisher(KernelPublisher(shell, self._image_hosts), self.redact)
+        self.redacting = RedactingPublisher(
+            KernelPublisher(shell), self.redact, image_hosts=self._image_hosts
+        )
         self.pending = PendingApprovals(self.redact)
         """The calls waiting for approval, for pages that lack their card (issue 27)."""
         if kernel is not None:

