@@ -10,7 +10,8 @@ request. In JupyterLab and Notebook 7 (servers as a person starts them, real Chr
 none reaches it live, after a script clicks every placeholder, after saving and
 reloading, on a fresh server (where the notebook is untrusted), nor from the nbconvert
 HTML export opened from disk; a person's click on a placeholder loads its image. The
-answer's table, code and link still render, and so does a figure Co drew.
+answer's table, code and link still render, and so does a figure Co drew. A notebook
+that a Co before placeholders saved, live images in its HTML, fetches nothing on opening.
 """
 
 from __future__ import annotations

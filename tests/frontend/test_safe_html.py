@@ -311,3 +311,15 @@ _IMAGE_FORMS = [
 def test_no_spelling_of_a_url_gets_an_image_out(pieces: list[str], form: str) -> None:
     html = markdown_to_html(form.format(u="".join(pieces)))
     assert remote_images(html) == [], html
+
+
+def test_outside_text_cannot_pass_for_co_s_own_image_or_placeholder() -> None:
+    html = markdown_to_html(
+        '<img class="co-image" src="http://evil.test/x"> '
+        '<span class="co-remote-image" data-co-image="http://evil.test/y">hidden</span> '
+        '<a class="co-remote-image" href="http://evil.test/z">innocent text</a>'
+    )
+    assert "<img" not in html
+    # The only placeholder is Co's own, for the image, showing its URL.
+    assert [p["data-co-image"] for p in placeholders(html)] == ["http://evil.test/x"]
+    assert "http://evil.test/x</code>" in html
