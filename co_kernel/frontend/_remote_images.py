@@ -34,6 +34,7 @@ from urllib.parse import unquote, urlsplit
 __all__ = [
     "IMAGE_CLASS",
     "PLACEHOLDER_CLASS",
+    "URL_ATTRIBUTE",
     "ImageTarget",
     "host_allowed",
     "image_target",
