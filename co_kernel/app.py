@@ -169,10 +169,12 @@ def main(argv: list[str] | None = None) -> int:
     p_status.set_defaults(func=_cmd_status)
     p_scrub = sub.add_parser(
         "scrub",
-        help="re-render the Markdown outputs an older Co saved in notebooks as safe HTML",
+        help="rewrite the outputs an older Co saved in notebooks as safe HTML, remote "
+        "images as click-to-load placeholders",
         description="Older Co versions saved answers as Markdown, which a viewer that trusts "
         "the notebook (nbconvert's HTML export, a notebook host) renders with any HTML in "
-        "them. This rewrites those outputs, and only those, as Co writes them now.",
+        "them, and as HTML whose remote images every viewer loads on opening. This "
+        "rewrites those outputs, and only those, as Co writes them now.",
     )
     p_scrub.add_argument("notebooks", nargs="+", metavar="NOTEBOOK", help="an .ipynb file")
     p_scrub.set_defaults(func=_cmd_scrub)

@@ -119,7 +119,9 @@ class CellDispatcher:
         # Every output of every cell passes the session's redactor (API keys, tokens), and
         # a terminal client's cells the terminal sanitiser after it.
         self.terminal = TerminalPublisher(KernelPublisher(shell))
-        self.redacting = RedactingPublisher(self.terminal, self.redact)
+        self.redacting = RedactingPublisher(
+            self.terminal, self.redact, image_hosts=self._image_hosts
+        )
         self.pending = PendingApprovals(self.redact)
         """The calls waiting for approval, for pages that lack their card (issue 27)."""
         if kernel is not None:
@@ -189,6 +191,11 @@ class CellDispatcher:
             from .telemetry import Redactor
 
             return Redactor.from_settings(None).redact(text)
+
+    def _image_hosts(self) -> list[str]:
+        """The hosts whose images load without a click; none before a session exists."""
+        session = self._session
+        return session.settings.image_hosts if session is not None else []
 
     @property
     def current_session(self) -> ChatSession | None:

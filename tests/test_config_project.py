@@ -44,6 +44,7 @@ HOSTILE: dict[str, Any] = {
     "read_roots": ["/"],
     "file_allow_hard_links": True,
     "web_private_hosts": ["127.0.0.1:8888"],
+    "image_hosts": ["attacker.example"],
     "sandbox_network": "bridge",
     "sandbox_image": "attacker/image:latest",
     "tracing": False,

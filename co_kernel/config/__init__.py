@@ -427,6 +427,12 @@ class Settings(BaseSettings):
         description="host:port pairs (IPv6 in brackets) on private or loopback addresses "
         "web_fetch may reach, spelled as in the URL",
     )
+    image_hosts: list[str] = Field(
+        default_factory=list,
+        description="Hosts whose images in Co's outputs load without a click (`host`, "
+        "`host:port` or `*.domain`); every other remote image waits for your click. Your "
+        "own or managed settings (or CO_IMAGE_HOSTS) only, never a project file",
+    )
     web_fetch_max_bytes: int = Field(2_000_000, ge=1024, description="Largest page web_fetch reads")
     web_fetch_timeout: float = Field(15.0, gt=0, description="Seconds a whole fetch may take")
     web_fetch_max_redirects: int = Field(5, ge=0, le=20)

@@ -134,6 +134,9 @@ TABLE: dict[str, ProjectRow] = {
     **_row("never", _STORES, "memory_dedup_threshold", "memory_decay_strategy"),
     **_row("never", _STORES, "memory_decay_percentage"),
     **_row("never", _BUDGET, "max_requests_per_hour", "max_tokens_per_turn"),
+    # An image loads as the page renders it: a listed host receives whatever URL an answer
+    # writes (EchoLeak, CamoLeak), so only the person chooses which hosts may.
+    **_row("never", "what your page fetches without your click", "image_hosts"),
     **_row("after trust", _ACCOUNT, "api_key", "gemini_api_key", "openai_api_key"),
     **_row("after trust", _ACCOUNT, "anthropic_api_key", "brave_search_api_key"),
     **_row("after trust", _ACCOUNT, "slack_bot_token"),

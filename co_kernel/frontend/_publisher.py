@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from ._controls import terminal_safe
@@ -109,9 +109,17 @@ class RedactingPublisher:
     HOLD_WORDS = 3
     """Words of the current line kept back; enough for ``Authorization: Bearer <token>``."""
 
-    def __init__(self, inner: Publisher, scrub: Callable[[str], str]) -> None:
+    def __init__(
+        self,
+        inner: Publisher,
+        scrub: Callable[[str], str],
+        image_hosts: Callable[[], Iterable[str]] = tuple,
+    ) -> None:
         self.inner = inner
         self._scrub = scrub
+        self._image_hosts = image_hosts
+        """The hosts whose images load without a click (the person's ``image_hosts``),
+        asked at each display so a changed setting applies at once."""
         self._held: dict[str, str] = {}
 
     def _clean(self, value: Any) -> Any:
@@ -131,8 +139,12 @@ class RedactingPublisher:
         display_id: str | None = None,
         update: bool = False,
     ) -> None:
+        # Markdown is rendered here, between two scrubs: the source's secrets go before (a
+        # secret with "&" or "<" is escaped in HTML), and the HTML's after, since a remote
+        # image's placeholder shows its URL decoded, where a %-encoded secret reads plain.
+        rendered = safe_bundle(self._clean(data), self._image_hosts())
         self.inner.display(
-            self._clean(data),
+            self._clean(rendered),
             self._clean(metadata) if metadata else metadata,
             display_id=display_id,
             update=update,

@@ -21,6 +21,8 @@ result as ``text/html`` (with the source as ``text/plain``):
    script, event handler, iframe, object, form, SVG or MathML, no ``style`` attribute
    but a table cell's ``text-align``, no ``id``/``name`` (no DOM clobbering), no
    ``<style>`` (removed with its content), no class but Pygments' and Co's own.
+3. Images that would load from outside the page become placeholders that load on a
+   person's click (``_remote_images.py``), but for the hosts the person allows.
 
 Why render here rather than ask the page to sanitise: the page trusts a cell's outputs
 whatever their type, every client (JupyterLab, Notebook 7, VS Code, nbconvert's HTML
@@ -37,7 +39,10 @@ from __future__ import annotations
 
 import functools
 import html
+from collections.abc import Iterable
 from typing import Any
+
+from ._remote_images import rewrite_images
 
 __all__ = [
     "MARKDOWN_CLASS",
@@ -154,10 +159,15 @@ def _parser() -> Any:
     return md
 
 
-def markdown_to_html(text: str) -> str:
-    """``text`` rendered to HTML in which nothing can run, inside a ``co-markdown`` div."""
+def markdown_to_html(text: str, image_hosts: Iterable[str] = ()) -> str:
+    """``text`` rendered to HTML in which nothing can run, inside a ``co-markdown`` div.
+
+    No image loads from outside the page but from ``image_hosts`` (the person's
+    ``image_hosts`` setting); the others are placeholders a click loads.
+    """
     rendered = _parser().render(text)
-    return _cleaner()(f'<div class="{MARKDOWN_CLASS}">{rendered}</div>')
+    cleaned = _cleaner()(f'<div class="{MARKDOWN_CLASS}">{rendered}</div>')
+    return rewrite_images(cleaned, image_hosts)
 
 
 def markdown_blocks(text: str) -> list[tuple[str, int]]:
@@ -173,7 +183,7 @@ def markdown_blocks(text: str) -> list[tuple[str, int]]:
     ]
 
 
-def safe_bundle(data: dict[str, Any]) -> dict[str, Any]:
+def safe_bundle(data: dict[str, Any], image_hosts: Iterable[str] = ()) -> dict[str, Any]:
     """A MIME bundle with its ``text/markdown`` replaced by safe ``text/html``.
 
     A bundle without Markdown is returned as it is. The caller says what ``text/plain``
@@ -184,7 +194,7 @@ def safe_bundle(data: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(source, str):
         return data
     out = {k: v for k, v in data.items() if k != "text/markdown"}
-    out["text/html"] = markdown_to_html(source)
+    out["text/html"] = markdown_to_html(source, image_hosts)
     return out
 
 

@@ -5,6 +5,11 @@ saved then carries them, and a viewer that trusts it (nbconvert's HTML export, a
 host, JupyterLab without Co's extension) renders any HTML in them unsanitised.
 ``co-kernel scrub`` rewrites each such output as Co publishes it now: sanitised HTML with
 the Markdown as text. Only outputs that carry Co's metadata tag are touched.
+
+The HTML a Co before click-to-load images saved has live remote images: a viewer fetches
+them, and whatever their URLs carry, each time the notebook opens. Each becomes the
+placeholder Co writes now (``_remote_images.py``), the ``image_hosts`` ones too: a scrub
+decides for every viewer, whose reader chose no hosts.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import Any
 
 from ..exceptions import ScrubError
 from ._publisher import OUTPUT_TAG
+from ._remote_images import rewrite_images
 from ._safe_html import safe_bundle
 
 __all__ = ["scrub_notebook"]
@@ -30,8 +36,17 @@ def _source(value: Any) -> Any:
 def _scrub_output(output: dict[str, Any]) -> bool:
     data = output.get("data")
     tag = (output.get("metadata") or {}).get(OUTPUT_TAG)
-    if not isinstance(data, dict) or not isinstance(tag, dict) or "text/markdown" not in data:
+    if not isinstance(data, dict) or not isinstance(tag, dict):
         return False
+    if "text/markdown" not in data:
+        saved = _source(data.get("text/html"))
+        if not isinstance(saved, str):
+            return False
+        rewritten = rewrite_images(saved)
+        if rewritten == saved:
+            return False
+        data["text/html"] = rewritten
+        return True
     source = _source(data["text/markdown"])
     plain = data.get("text/plain")
     # Older answers had no text/plain: the source becomes it, as Co saves answers now.

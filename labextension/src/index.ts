@@ -25,6 +25,9 @@ import { addCommands } from './commands';
 import { installApprovalGuard } from './guard';
 import { CommandIDs } from './keys';
 import { untrustSavedMarkdown } from './legacy';
+// Needed at activation: Co's saved outputs render from the start (no image loads unasked).
+// eslint-disable-next-line jupyter/prefer-lazy-imports
+import { installImageLoader, neutraliseSavedImages } from './images';
 import { installPartChoice } from './parts';
 // Needed at activation: the status bar item follows notebooks from the start.
 // eslint-disable-next-line jupyter/prefer-lazy-imports
@@ -74,6 +77,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     labShell: ILabShell | null
   ) => {
     untrustSavedMarkdown(rendermime);
+    neutraliseSavedImages(rendermime);
+    installImageLoader(window);
     const model = new CoStatusModel(tracker);
     followNotebooks(tracker);
     const approvalCommands: Set<string> = new Set([

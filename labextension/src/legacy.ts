@@ -37,9 +37,10 @@ export function untrusted(
   };
 }
 
-/** A factory whose renderers render Co's outputs as untrusted. */
-export function untrustingFactory(
-  factory: IRenderMime.IRendererFactory
+/** A factory whose renderers pass Co's outputs through `transform` first. */
+export function coOutputFactory(
+  factory: IRenderMime.IRendererFactory,
+  transform: (model: IRenderMime.IMimeModel) => IRenderMime.IMimeModel
 ): IRenderMime.IRendererFactory {
   return {
     safe: factory.safe,
@@ -54,10 +55,17 @@ export function untrustingFactory(
             m: IRenderMime.IMimeModel,
             ...r: unknown[]
           ) => Promise<void>
-        )(isCoOutput(model) ? untrusted(model) : model, ...rest);
+        )(isCoOutput(model) ? transform(model) : model, ...rest);
       return renderer;
     }
   };
+}
+
+/** A factory whose renderers render Co's outputs as untrusted. */
+export function untrustingFactory(
+  factory: IRenderMime.IRendererFactory
+): IRenderMime.IRendererFactory {
+  return coOutputFactory(factory, untrusted);
 }
 
 /** Wrap the registry's Markdown renderer (before any notebook clones it). */

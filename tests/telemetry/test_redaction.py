@@ -170,8 +170,12 @@ def test_display_data_is_redacted_whole() -> None:
     pub.display(
         {"text/markdown": "a display-secret-42 b", "application/json": {"k": ["display-secret-42"]}}
     )
+    # Markdown leaves rendered (and scrubbed again: a placeholder shows a URL decoded).
     assert sink.displays == [
-        {"text/markdown": f"a {REDACTED} b", "application/json": {"k": [REDACTED]}}
+        {
+            "text/html": f'<div class="co-markdown"><p>a {REDACTED} b</p>\n</div>',
+            "application/json": {"k": [REDACTED]},
+        }
     ]
 
 
