@@ -10,8 +10,13 @@ outside goes through one of these two functions instead:
 - ``inert_code(text)``: a code span (names, paths, values, command lines): its backtick
   fence is longer than any backtick run in the text, and it is padded with a space where
   CommonMark would otherwise read a backtick or strip a space at an end;
-- ``inert_text(text)``: plain prose (a description, an error, a memory) with every ASCII
-  punctuation character backslash-escaped, which CommonMark defines as a literal.
+- ``inert_block(text)``: a fenced code block, for what must be read whole however long
+  (a command line a folder would run): the page scrolls it instead of cutting it;
+- ``inert_text(text)``: plain prose (a description, an error, a memory) with every
+  character that can open Markdown structure backslash-escaped (CommonMark reads an
+  escaped punctuation character as itself): the inline ones anywhere, those that open a
+  block (``#``, ``-``, ``1.``, ...) at the start of a line. The rest stays as it is, so the
+  source still reads well as plain text (a console, ``text/plain``).
 
 Both show a line break and other control characters as visible symbols (``␊``) in a code
 span, since a code span cannot hold a blank line or a line that starts a block; prose keeps
@@ -22,11 +27,15 @@ its lines as hard line breaks inside one paragraph. Inside a GFM table cell, pas
 from __future__ import annotations
 
 import re
-import string
 
-__all__ = ["inert_code", "inert_text"]
+__all__ = ["escaped_forms", "inert_block", "inert_code", "inert_text"]
 
-_PUNCTUATION = frozenset(string.punctuation)
+_INLINE = frozenset("\\`*_~[]<>&$|")
+"""Escaped anywhere: escapes, code, emphasis, strikethrough, links and images, HTML and
+autolinks, entities, math, table cells (``>`` too: a quote where a line starts)."""
+_LINE_START = re.compile(r"^(?:[#+=-]|\d+(?=[.)]))")
+"""What opens a block at a line's start once the above are escaped: a heading, a list item,
+a thematic break or setext underline (``-``, ``=``), an ordered list item (its ``.``/``)``)."""
 _BACKTICKS = re.compile("`+")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n|\u2028|\u2029|\x85")
 
@@ -75,12 +84,39 @@ def inert_code(text: object, *, limit: int | None = None, table: bool = False) -
     return f"{fence}{body}{fence}"
 
 
+def inert_block(text: object, *, indent: str = "") -> str:
+    """``text`` as a fenced code block that no line of it can close, its lines kept and
+    their control characters made visible; ``indent`` starts every line but the first
+    (a list item's continuation)."""
+    lines = [_controls_visible(line) for line in _LINE_BREAK.split(str(text))]
+    longest = max((len(run) for run in _BACKTICKS.findall("".join(lines))), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"\n{indent}".join([fence, *lines, fence])
+
+
+def _escape_inline(text: str) -> str:
+    return "".join("\\" + c if c in _INLINE else c for c in text)
+
+
+def _escape_start(match: re.Match[str]) -> str:
+    opener = match.group()
+    # "12." is escaped at its dot: a digit has no escape of its own.
+    return opener + "\\" if opener[0].isdigit() else "\\" + opener
+
+
+def escaped_forms(text: str) -> set[str]:
+    """How ``text`` can appear in Markdown that went through ``inert_text``: as it is, and
+    escaped mid-line and at a line's start. A redactor looks for a secret in each form."""
+    inline = _escape_inline(text)
+    return {text, inline, _LINE_START.sub(_escape_start, inline)}
+
+
 def inert_text(text: object, *, limit: int | None = None, table: bool = False) -> str:
-    """``text`` as plain prose in which nothing is Markdown: every ASCII punctuation
-    character escaped, line breaks kept as hard breaks within one paragraph (blank lines
+    """``text`` as plain prose in which nothing is Markdown structure, cut to ``limit``
+    characters if given; line breaks kept as hard breaks within one paragraph (blank lines
     and indentation dropped, as they would start a new block). ``table``: one line."""
-    lines = [line.strip() for line in _LINE_BREAK.split(_cut(str(text), limit))]
+    lines = [line.strip() for line in _LINE_BREAK.split(_cut(str(text), limit).replace("\t", " "))]
     lines = [_controls_visible(line) for line in lines if line]
-    escaped = ["".join("\\" + c if c in _PUNCTUATION else c for c in line) for line in lines]
+    escaped = [_LINE_START.sub(_escape_start, _escape_inline(line)) for line in lines]
     # A backslash at the end of a line is CommonMark's hard line break; a table row is one line.
     return (" " if table else "\\\n").join(escaped)

@@ -12,6 +12,7 @@ project. For runs nobody watches, name the folder in the setting `trusted_folder
 
 from __future__ import annotations
 
+from ..inert import inert_code
 from . import MagicContext, MagicError
 
 USAGE = "%trust [show|revoke]"
@@ -29,7 +30,7 @@ def _show(ctx: MagicContext) -> str:
         trusted_folders=settings.trusted_folders,
         policy=settings.trust_policy,
     )
-    folder = f"`{trust.folder}`"
+    folder = inert_code(trust.folder)
     state = {
         "trusted": f"**trusted** ({trust.source})",
         "nothing": "brings no Co settings or files, so there is nothing to trust",
@@ -39,17 +40,21 @@ def _show(ctx: MagicContext) -> str:
     }[trust.status]
     lines = [f"This folder {folder} {state}."]
     if trust.changed:
-        lines += ["", "Changed since you trusted it:", *(f"- `{c}`" for c in trust.changed)]
+        lines += [
+            "",
+            "Changed since you trusted it:",
+            *(f"- {inert_code(c)}" for c in trust.changed),
+        ]
     if trust.files:
         lines += ["", "Files that decide its trust (hashed):"]
-        lines += [f"- `{name}`" for name in trust.files]
+        lines += [f"- {inert_code(name)}" for name in trust.files]
     held = session.loaded.held
     if held and not trust.trusted:
         lines += ["", "Once trusted it would bring:", *(f"- {line}" for line in held)]
     others = sorted(trust_records())
     if others:
-        lines += ["", f"Folders you trust ({trust_record_path()}):"]
-        lines += [f"- `{name}`" for name in others]
+        lines += ["", f"Folders you trust ({inert_code(trust_record_path())}):"]
+        lines += [f"- {inert_code(name)}" for name in others]
     return "\n".join(lines)
 
 
@@ -63,10 +68,10 @@ async def run(ctx: MagicContext, args: str) -> str:
     if word == "revoke":
         if forget_folder(session.workspace):
             return (
-                f"You no longer trust `{session.workspace}`: its settings and files are off "
+                f"You no longer trust {inert_code(session.workspace)}: its settings and files are off "
                 "from this cell on."
             )
-        return f"`{session.workspace}` was not trusted by a decision of yours; nothing changed."
+        return f"{inert_code(session.workspace)} was not trusted by a decision of yours; nothing changed."
     if word:
         raise MagicError(f"%trust takes show or revoke, not '{args.strip()}'.")
     settings = session.settings
@@ -76,10 +81,10 @@ async def run(ctx: MagicContext, args: str) -> str:
         )
     before = folder_trust(session.workspace, trusted_folders=settings.trusted_folders)
     if before.status == "nothing":
-        return f"`{before.folder}` brings no Co settings or files: there is nothing to trust."
+        return f"{inert_code(before.folder)} brings no Co settings or files: there is nothing to trust."
     trust_folder(session.workspace)
     return (
-        f"✅ You trust `{before.folder}` as its files are now: its settings and files apply "
+        f"✅ You trust {inert_code(before.folder)} as its files are now: its settings and files apply "
         "from this cell on. A change to them asks again; `%trust revoke` withdraws it."
     )
 
