@@ -78,7 +78,8 @@ def format_tools(
                 held_back.append(code(name))
                 continue
             rows.append((code(name), build.name, _approval(name, needs, auto_confirm, rules)))
-    missing = [(b.name, b.reason or "not configured") for b in builds if b.toolset is None]
+    # A build's reason is Co's Markdown, its outside parts already inert.
+    missing = [(b.name, Md(b.reason or "not configured")) for b in builds if b.toolset is None]
     parts = []
     if rows:
         parts.append(

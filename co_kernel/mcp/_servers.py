@@ -419,10 +419,11 @@ class McpManager:
                 }
                 builds.append(ToolsetBuild(label, server.exposed, approval=approval))
             else:
-                builds.append(ToolsetBuild(label, reason=self.state_text(server)))
+                builds.append(ToolsetBuild(label, reason=inert_text(self.state_text(server))))
         return builds
 
     def state_text(self, server: McpServer) -> str:
+        """The server's state in words (plain text: it may quote the server's output)."""
         if server.state == "connected":
             count = sum(1 for s in self.offered().values() if s is server)
             return f"connected, {count} tool{'s' if count != 1 else ''}"
