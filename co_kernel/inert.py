@@ -95,7 +95,15 @@ def inert_block(text: object, *, indent: str = "") -> str:
 
 
 def _escape_inline(text: str) -> str:
-    return "".join("\\" + c if c in _INLINE else c for c in text)
+    out = []
+    for i, c in enumerate(text):
+        # An underscore inside a word (snake_case, a_path) can neither open nor close
+        # emphasis in CommonMark: left as it is, the source stays readable.
+        inside = (
+            c == "_" and 0 < i < len(text) - 1 and text[i - 1].isalnum() and text[i + 1].isalnum()
+        )
+        out.append("\\" + c if c in _INLINE and not inside else c)
+    return "".join(out)
 
 
 def _escape_start(match: re.Match[str]) -> str:
