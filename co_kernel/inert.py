@@ -41,13 +41,13 @@ _LINE_BREAK = re.compile(r"\r\n|\r|\n|\u2028|\u2029|\x85")
 
 
 def _visible(char: str) -> str:
-    """A control character as a symbol one can read (``␊``, ``␉``, ``\\x9b``)."""
+    """A control character as a symbol one can read (``␊``, ``␉``, ``\\x9b``, ``\\u2028``)."""
     code = ord(char)
     if code < 0x20:
         return chr(0x2400 + code)
     if code == 0x7F:
         return "␡"
-    return f"\\x{code:02x}"
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
 def _controls_visible(text: str) -> str:
