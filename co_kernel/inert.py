@@ -30,12 +30,13 @@ import re
 
 __all__ = ["escaped_forms", "inert_block", "inert_code", "inert_text"]
 
-_INLINE = frozenset("\\`*_~[]<>&$|")
+_INLINE = frozenset("\\`*_~[]<>&$|#")
 """Escaped anywhere: escapes, code, emphasis, strikethrough, links and images, HTML and
-autolinks, entities, math, table cells (``>`` too: a quote where a line starts)."""
-_LINE_START = re.compile(r"^(?:[#+=-]|\d+(?=[.)]))")
-"""What opens a block at a line's start once the above are escaped: a heading, a list item,
-a thematic break or setext underline (``-``, ``=``), an ordered list item (its ``.``/``)``)."""
+autolinks, entities, math, table cells; ``>`` and ``#`` too (a quote or a heading where a
+line starts, and a heading's closing ``#`` at its end)."""
+_LINE_START = re.compile(r"^(?:[+=-]|\d+(?=[.)]))")
+"""What opens a block at a line's start once the above are escaped: a list item, a
+thematic break or setext underline (``-``, ``=``), an ordered list item (its ``.``/``)``)."""
 _BACKTICKS = re.compile("`+")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n|\u2028|\u2029|\x85")
 
