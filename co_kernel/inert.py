@@ -30,10 +30,13 @@ import re
 
 __all__ = ["escaped_forms", "inert_block", "inert_code", "inert_text"]
 
-_INLINE = frozenset("\\`*_~[]<>&$|#")
-"""Escaped anywhere: escapes, code, emphasis, strikethrough, links and images, HTML and
-autolinks, entities, math, table cells; ``>`` and ``#`` too (a quote or a heading where a
-line starts, and a heading's closing ``#`` at its end)."""
+_INLINE = frozenset("\\`*_[]<>&|#")
+"""Escaped anywhere: escapes, code, emphasis, links and images, HTML and autolinks,
+entities, table cells; ``>`` and ``#`` too (a quote or a heading where a line starts, and a
+heading's closing ``#`` at its end)."""
+_PAIRED = frozenset("~$")
+"""Escaped where the text has two: strikethrough takes ``~~``, math a ``$`` at each end, so
+a lone one (``~5 tokens``, ``${VAR}``) stays as written."""
 _LINE_START = re.compile(r"^(?:[+=-]|\d+(?=[.)]))")
 """What opens a block at a line's start once the above are escaped: a list item, a
 thematic break or setext underline (``-``, ``=``), an ordered list item (its ``.``/``)``)."""
@@ -95,7 +98,9 @@ def inert_block(text: object, *, indent: str = "") -> str:
     return f"\n{indent}".join([fence, *lines, fence])
 
 
-def _escape_inline(text: str) -> str:
+def _escape_inline(text: str, whole: str | None = None) -> str:
+    """``text`` escaped; ``whole``: all the text it is a line of (pairs count across lines)."""
+    escaped = _INLINE | {c for c in _PAIRED if (text if whole is None else whole).count(c) > 1}
     out = []
     for i, c in enumerate(text):
         # An underscore inside a word (snake_case, a_path) can neither open nor close
@@ -103,7 +108,7 @@ def _escape_inline(text: str) -> str:
         inside = (
             c == "_" and 0 < i < len(text) - 1 and text[i - 1].isalnum() and text[i + 1].isalnum()
         )
-        out.append("\\" + c if c in _INLINE and not inside else c)
+        out.append("\\" + c if c in escaped and not inside else c)
     return "".join(out)
 
 
@@ -116,8 +121,11 @@ def _escape_start(match: re.Match[str]) -> str:
 def escaped_forms(text: str) -> set[str]:
     """How ``text`` can appear in Markdown that went through ``inert_text``: as it is, and
     escaped mid-line and at a line's start. A redactor looks for a secret in each form."""
-    inline = _escape_inline(text)
-    return {text, inline, _LINE_START.sub(_escape_start, inline)}
+    forms = {text}
+    # Whether a lone ``~`` or ``$`` is escaped depends on the text around it: both ways.
+    for inline in (_escape_inline(text, whole=""), _escape_inline(text, whole="~~$$")):
+        forms |= {inline, _LINE_START.sub(_escape_start, inline)}
+    return forms
 
 
 def inert_text(text: object, *, limit: int | None = None, table: bool = False) -> str:
@@ -126,6 +134,7 @@ def inert_text(text: object, *, limit: int | None = None, table: bool = False) -
     and indentation dropped, as they would start a new block). ``table``: one line."""
     lines = [line.strip() for line in _LINE_BREAK.split(_cut(str(text), limit).replace("\t", " "))]
     lines = [_controls_visible(line) for line in lines if line]
-    escaped = [_LINE_START.sub(_escape_start, _escape_inline(line)) for line in lines]
+    whole = "\n".join(lines)
+    escaped = [_LINE_START.sub(_escape_start, _escape_inline(line, whole)) for line in lines]
     # A backslash at the end of a line is CommonMark's hard line break; a table row is one line.
     return (" " if table else "\\\n").join(escaped)
