@@ -34,9 +34,10 @@ _INLINE = frozenset("\\`*_[]<>&|#")
 """Escaped anywhere: escapes, code, emphasis, links and images, HTML and autolinks,
 entities, table cells; ``>`` and ``#`` too (a quote or a heading where a line starts, and a
 heading's closing ``#`` at its end)."""
-_PAIRED = frozenset("~$")
-"""Escaped where the text has two: strikethrough takes ``~~``, math a ``$`` at each end, so
-a lone one (``~5 tokens``, ``${VAR}``) stays as written."""
+_PAIRED = frozenset("$")
+"""Escaped where the text has two (math takes a ``$`` at each end): a lone one (``${VAR}``,
+``$5``) stays as written. A ``~`` is escaped only next to another (strikethrough is
+``~~``), so ``~5 tokens`` stays too."""
 _LINE_START = re.compile(r"^(?:[+=-]|\d+(?=[.)]))")
 """What opens a block at a line's start once the above are escaped: a list item, a
 thematic break or setext underline (``-``, ``=``), an ordered list item (its ``.``/``)``)."""
@@ -108,7 +109,8 @@ def _escape_inline(text: str, whole: str | None = None) -> str:
         inside = (
             c == "_" and 0 < i < len(text) - 1 and text[i - 1].isalnum() and text[i + 1].isalnum()
         )
-        out.append("\\" + c if c in escaped and not inside else c)
+        tilde = c == "~" and "~" in text[max(i - 1, 0) : i] + text[i + 1 : i + 2]
+        out.append("\\" + c if (c in escaped and not inside) or tilde else c)
     return "".join(out)
 
 
@@ -122,8 +124,8 @@ def escaped_forms(text: str) -> set[str]:
     """How ``text`` can appear in Markdown that went through ``inert_text``: as it is, and
     escaped mid-line and at a line's start. A redactor looks for a secret in each form."""
     forms = {text}
-    # Whether a lone ``~`` or ``$`` is escaped depends on the text around it: both ways.
-    for inline in (_escape_inline(text, whole=""), _escape_inline(text, whole="~~$$")):
+    # Whether a lone ``$`` is escaped depends on the text around it: both ways.
+    for inline in (_escape_inline(text, whole=""), _escape_inline(text, whole="$$")):
         forms |= {inline, _LINE_START.sub(_escape_start, inline)}
     return forms
 
