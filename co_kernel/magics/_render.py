@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterable, Sequence
 
@@ -28,8 +29,25 @@ def cell(value: object, limit: int = 80) -> str:
     """A value inside a Markdown table cell: Co's own ``Md`` as it is (a ``|`` escaped,
     which GFM undoes inside a code span), anything else as inert text cut to ``limit``."""
     if isinstance(value, Md):
-        return value.replace("\\\n", " ").replace("\n", " ").replace("|", "\\|")
+        text = " ".join(value.replace("\\\n", " ").split())
+        return _cut_markdown(text, limit).replace("|", "\\|")
     return inert_text(" ".join(str(value).split()), limit=limit, table=True)
+
+
+def _cut_markdown(text: str, limit: int) -> str:
+    """Co's one-line Markdown cut to ``limit`` characters (``…``) where a cut breaks
+    nothing: never inside a code span (it would open one to the end of the row) nor
+    between a backslash and the character it escapes."""
+    if len(text) <= limit:
+        return text
+    cut = limit - 1
+    for span in re.finditer(r"(`+)(?:.*?[^`])??\1(?!`)", text):
+        if span.start() < cut < span.end():
+            cut = span.start()
+            break
+    escapes = len(text[:cut]) - len(text[:cut].rstrip("\\"))
+    cut -= escapes % 2  # an odd run of backslashes ends in an escape: keep it whole
+    return text[:cut] + "…"
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
