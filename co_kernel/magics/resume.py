@@ -41,7 +41,7 @@ async def run(ctx: MagicContext, args: str) -> str:
     except (sqlite3.Error, OSError, DatabaseTooNew) as exc:
         store = session.store
         raise MagicError(store.failure(exc) if store else str(exc)) from None
-    where = f" of {inert_code(info.notebook)}" if info.notebook else ""
+    where = f" of {inert_text(info.notebook)}" if info.notebook else ""
     lines = [
         f"Resumed conversation `{short_id(info.id)}`{where}: {len(session.turns)} turn(s), "
         f"last used {when(info.updated)}."

@@ -430,7 +430,7 @@ class LocalRuntime:
                 return
             if frontend is not None:
                 frontend.on_status(
-                    f"Loading local model {inert_code(self.spec.label)} ({human_size(self.spec.size)})…"
+                    f"Loading local model {inert_text(self.spec.label)} ({human_size(self.spec.size)})…"
                 )
             try:
                 address = await self.server.start()
