@@ -38,9 +38,10 @@ _PAIRED = frozenset("$")
 """Escaped where the text has two (math takes a ``$`` at each end): a lone one (``${VAR}``,
 ``$5``) stays as written. A ``~`` is escaped only next to another (strikethrough is
 ``~~``), so ``~5 tokens`` stays too."""
-_LINE_START = re.compile(r"^(?:[+=-]|\d+(?=[.)]))")
-"""What opens a block at a line's start once the above are escaped: a list item, a
-thematic break or setext underline (``-``, ``=``), an ordered list item (its ``.``/``)``)."""
+_LINE_START = re.compile(r"^(?:[+-](?=\s|$)|[=-](?=[\s=-]*$)|\d{1,9}(?=[.)](?:\s|$)))")
+"""What opens a block at a line's start once the above are escaped: a list item (``-``,
+``+``, ``1.``, ``1)`` and a space), a thematic break or setext underline (a line of ``-`` or
+``=``). ``-5``, ``1.7 s`` open nothing and stay as written."""
 _BACKTICKS = re.compile("`+")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n|\u2028|\u2029|\x85")
 
