@@ -189,7 +189,7 @@ def test_servers_that_cannot_start_are_reported_once_and_the_rest_work(
     # A restart that fails again says so in its own cell, not again in the next turn.
     restart = kernel.execute("%mcp restart missing")
     assert restart.status == "ok"
-    assert "❌ MCP server `missing` did not start: the command `co-test-no-such-command`" in (
+    assert "❌ MCP server `missing` did not start: the command 'co-test-no-such-command'" in (
         restart.text()
     )
     later = kernel.execute("and now?")
