@@ -18,8 +18,11 @@ DISPLAY_NAME = "Co"
 
 
 def kernelspec_dict(python: str | None = None) -> dict[str, object]:
+    # -P (Python 3.11+): `-m` would put the working directory, the notebook's folder, first
+    # on sys.path, so a `nh3.py` or `co_kernel/` planted beside a notebook would run in the
+    # kernel before any of Co's code could stop it.
     return {
-        "argv": [python or sys.executable, "-m", "co_kernel", "-f", "{connection_file}"],
+        "argv": [python or sys.executable, "-P", "-m", "co_kernel", "-f", "{connection_file}"],
         "display_name": DISPLAY_NAME,
         "language": "co",
         "interrupt_mode": "signal",
@@ -103,8 +106,14 @@ def _cmd_trust(args: argparse.Namespace) -> int:
     if args.show or trust.status in ("nothing", "refused"):
         if trust.status == "trusted":
             print(f"{folder}: trusted ({trust.source}).")
+        elif trust.status == "nothing" and args.show:
+            print(f"{folder}: brings no Co settings or files.")
         elif trust.status == "nothing":
-            print(f"{folder}: brings no Co settings or files; nothing to trust.")
+            # Still worth a record: %%python imports the folder's modules only once trusted.
+            trust_folder(folder, {})
+            print(
+                f"{folder}: brings no Co settings or files; trusted, so %%python imports its modules."
+            )
         else:
             notice = trust_notice(trust, loaded.held, co_paths().settings_file, can_ask=False)
             print(notice.replace("**", ""))

@@ -35,8 +35,8 @@ from .frontend import (
 )
 from .inert import inert_text
 from .magics import MagicContext, MagicError, RunPrompt, find_magic, parse_magic
-from .notebook import CellRecord, NotebookContext, expand_references
-from .trust_gate import TrustGate
+from .notebook import CellRecord, FolderImports, NotebookContext, expand_references
+from .trust_gate import TrustGate, trusts_code
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -128,6 +128,11 @@ class CellDispatcher:
             self.notebook.page.register(kernel.comm_manager)
         # An approved edit goes to the page where the person approved it: its undo reverts it.
         self.pending.decided_from = self.notebook.page.prefer
+        # `import mymod` in the person's Python finds the notebook's folder once it is
+        # trusted; nothing else in the kernel ever does (notebook/_imports.py says why).
+        FolderImports(
+            lambda: self.notebook.namespace, self._code_folder, self._trusts_code
+        ).install()
         self.approvers: dict[str, Approver] = {}
         self._warned_settings = False
         self.warmup: Any = None
@@ -157,6 +162,14 @@ class CellDispatcher:
                 session.open_audit_log()
             except Exception:
                 log.debug("building the session ahead of the first cell failed", exc_info=True)
+
+    def _code_folder(self) -> Path | None:
+        session = self._session
+        return session.workspace if session is not None else None
+
+    def _trusts_code(self, folder: Path) -> bool:
+        session = self._session
+        return session is not None and session.workspace == folder and trusts_code(session)
 
     @property
     def session(self) -> ChatSession:
@@ -305,6 +318,7 @@ class CellDispatcher:
                 cell_id=request.cell_id,
                 frontend=frontend,
                 attachments=[image.binary() for image in expanded.images],
+                typed=prompt,
             )
         finally:
             frontend.cleanup()

@@ -20,6 +20,7 @@ from IPython.core.history import HistoryManager
 from traitlets import Type
 
 from . import __version__
+from .config import paths, tighten_private_files
 from .dispatch import INTERRUPTED, CellDispatcher, CellRequest, Outcome
 from .frontend import TERMINAL_METADATA
 from .labstatus import LAB_STATUS_KEY, lab_status
@@ -106,6 +107,9 @@ class CoKernel(IPythonKernel):
         self._cell_replied = threading.Event()
         """Set while no main-shell cell is running, or once its execute_reply went out."""
         self._cell_replied.set()
+        # Co's folders are the user's alone: what an older Co (or a library, with the
+        # umask's mode) left readable to others is narrowed before this kernel writes there.
+        tighten_private_files(paths().folders)
         # History is kept per notebook (jupyter_server names it), else per folder.
         scope = os.environ.get("JPY_SESSION_NAME") or os.getcwd()
         self._history = CellHistory(history_path(), scope, self._kernel_id())

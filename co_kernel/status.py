@@ -329,7 +329,7 @@ def _trust_text(trust: FolderTrust, held: int) -> str:
     if trust.status == "trusted":
         return f"trusted ({trust.source})"
     if trust.status == "nothing":
-        return "nothing to trust (no .co/ files)"
+        return "no .co/ files (`%trust show`: whether %%python imports its modules)"
     if trust.status == "refused":
         return "not trusted (trust_policy never)"
     why = "files changed since you trusted it" if trust.status == "changed" else "not trusted"

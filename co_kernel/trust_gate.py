@@ -14,7 +14,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .config import FolderTrust, folder_trust, paths, trust_folder, trust_notice
+from .config import (
+    FolderTrust,
+    folder_trust,
+    paths,
+    trust_folder,
+    trust_notice,
+    trusted_for_code,
+)
 from .frontend import (
     KernelStdin,
     PendingApprovals,
@@ -29,13 +36,23 @@ if TYPE_CHECKING:
     from .frontend import JupyterKernel
     from .turn import ChatSession
 
-__all__ = ["TrustGate", "current_trust"]
+__all__ = ["TrustGate", "current_trust", "trusts_code"]
 
 
 def current_trust(session: ChatSession) -> FolderTrust:
     """The workspace's trust as the files and the user's settings say now."""
     settings = session.settings
     return folder_trust(
+        session.workspace,
+        trusted_folders=settings.trusted_folders,
+        policy=settings.trust_policy,
+    )
+
+
+def trusts_code(session: ChatSession) -> bool:
+    """Whether the person's Python may import the workspace's own modules now."""
+    settings = session.settings
+    return trusted_for_code(
         session.workspace,
         trusted_folders=settings.trusted_folders,
         policy=settings.trust_policy,

@@ -4,7 +4,7 @@ Each test kernel would otherwise spend about 1.8 s of CPU importing ipykernel, p
 and Co before it answers: the largest share of the suite's CPU on a 2-core machine. A
 fork server (one per pytest process) imports all that once, single-threaded, and forks a
 child per kernel. The child is a real kernel process: it gets the launch's environment,
-working directory and its own session (process group), then runs ``python -m co_kernel``'s
+working directory and its own session (process group), then runs ``python -P -m co_kernel``'s
 ``__main__``, then joins its threads and runs its atexit handlers as the interpreter's
 exit does, but skips finalization (``_exit_without_finalizing``).
 
@@ -104,8 +104,8 @@ def _preload() -> None:
 
 
 def is_kernel_command(cmd: list[str]) -> bool:
-    """``python -m co_kernel ...`` as the kernelspec starts it (any python path)."""
-    return len(cmd) >= 3 and cmd[1:3] == ["-m", KERNEL_MODULE]
+    """``python -P -m co_kernel ...`` as the kernelspec starts it (any python path)."""
+    return len(cmd) >= 4 and cmd[1:4] == ["-P", "-m", KERNEL_MODULE]
 
 
 # --- the server process ------------------------------------------------------------------
@@ -253,13 +253,19 @@ def _become_kernel(launch: dict[str, Any]) -> None:
     # What jupyter_client's launcher tells a kernel: its parent, which it polls and
     # outlives by no more than a moment (here the fork server, which ends with the tests).
     os.environ["JPY_PARENT_PID"] = str(os.getppid())
-    # `python -m` puts the working directory first on the path; PYTHONPATH comes next.
-    extra = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    sys.path[:] = [launch["cwd"], *extra, *(p for p in sys.path[1:] if p not in extra)]
+    # As `python -P -m` makes it: PYTHONPATH first (its empty and relative parts resolved
+    # against the working directory, as Python does), and no working directory of its own.
+    # The server runs under -P too (sys.flags.safe_path, which IPython reads, is inherited).
+    extra = [
+        os.path.normpath(os.path.join(launch["cwd"], p))
+        for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    ]
+    base = [p for p in sys.path if p not in _SERVER_PATH]
+    sys.path[:] = [*dict.fromkeys(extra), *(p for p in base if p not in extra)]
     # IPKernelApp read JPY_PARENT_PID when the server imported it: say it on the command line.
     sys.argv = [
         launch["argv"][0],
-        *launch["argv"][3:],
+        *launch["argv"][4:],
         f"--IPKernelApp.parent_handle={os.getppid()}",
     ]
     import runpy
@@ -285,11 +291,12 @@ def _become_program(launch: dict[str, Any]) -> None:
     try:
         if isinstance(program, list):  # -m module
             sys.argv = [program[1], *launch["argv"]]
-            sys.path[0] = launch["cwd"]
+            # What `python -m` puts first (the server, under -P, has no such entry).
+            sys.path.insert(0, launch["cwd"])
             runpy.run_module(program[1], run_name="__main__", alter_sys=True)
         else:
             sys.argv = [program, *launch["argv"]]
-            sys.path[0] = os.path.dirname(os.path.abspath(program))
+            sys.path.insert(0, os.path.dirname(os.path.abspath(program)))
             runpy.run_path(program, run_name="__main__")
         code = 0
     except SystemExit as exc:
@@ -327,7 +334,13 @@ def _exit_without_finalizing(code: int) -> None:
     os._exit(code)
 
 
+_SERVER_PATH: frozenset[str] = frozenset()
+"""The entries of the server's own PYTHONPATH (this checkout), not a kernel's."""
+
+
 def main() -> None:
+    global _SERVER_PATH
+    _SERVER_PATH = frozenset(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)
     _preload()
     # What the server imported is shared with every child, page by page, until written:
     # frozen, the collector never scans it (scanning writes to each object's header),
@@ -374,7 +387,7 @@ class ForkServer:
         env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"  # as the kernelspec sets it
         argv = [str(to_server_r), str(from_server_w), str(listener.fileno())]
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "tests.kernel_forkserver", *argv],
+            [sys.executable, "-P", "-m", "tests.kernel_forkserver", *argv],
             pass_fds=(to_server_r, from_server_w, listener.fileno()),
             cwd=REPO,
             env=env,

@@ -27,7 +27,7 @@ def test_install_writes_kernelspec_with_logo(tmp_path: Path) -> None:
     spec_dir = tmp_path / "share" / "jupyter" / "kernels" / "co"
     spec = json.loads((spec_dir / "kernel.json").read_text())
     assert spec["display_name"] == "Co"
-    assert spec["argv"][1:] == ["-m", "co_kernel", "-f", "{connection_file}"]
+    assert spec["argv"][1:] == ["-P", "-m", "co_kernel", "-f", "{connection_file}"]
     assert spec["interrupt_mode"] == "signal"
     for logo in ("logo-32x32.png", "logo-64x64.png", "logo-svg.svg"):
         assert (spec_dir / logo).stat().st_size > 100

@@ -38,6 +38,7 @@ HOSTILE: dict[str, Any] = {
     "replay_approvals": True,
     "permissions_accept_project": True,
     "allow_yolo": True,
+    "outbound_always_ask": False,
     "mcp_allowed_servers": ["repo-server"],
     "trust_policy": "never",
     "read_roots": ["/"],

@@ -49,7 +49,7 @@ from ._permissions import (
     merge_permission_layers,
     save_user_rule,
 )
-from ._private import private_file
+from ._private import private_file, private_folder, tighten_private_files
 from ._project import TABLE as PROJECT_TABLE
 from ._project import ProjectRow, project_layer, project_secret_name, readme_table
 from ._protected import credential_files, is_protected, is_protected_name, protected_paths
@@ -62,6 +62,7 @@ from ._trust import (
     trust_notice,
     trust_record_path,
     trust_records,
+    trusted_for_code,
 )
 
 if TYPE_CHECKING:
@@ -104,16 +105,19 @@ __all__ = [
     "parse_model_string",
     "paths",
     "private_file",
+    "private_folder",
     "project_layer",
     "project_secret_name",
     "protected_paths",
     "readme_table",
     "save_user_rule",
     "suggested",
+    "tighten_private_files",
     "trust_folder",
     "trust_notice",
     "trust_record_path",
     "trust_records",
+    "trusted_for_code",
 ]
 
 APP_NAME = "co"
@@ -142,6 +146,11 @@ class CoPaths:
     @property
     def settings_file(self) -> Path:
         return self.config_dir / "settings.json"
+
+    @property
+    def folders(self) -> tuple[Path, Path, Path]:
+        """Every folder Co keeps files in for the user (all private: ``_private``)."""
+        return (self.config_dir, self.data_dir, self.cache_dir)
 
 
 def paths() -> CoPaths:
@@ -404,6 +413,11 @@ class Settings(BaseSettings):
     web_allowed_domains: list[str] = Field(
         default_factory=list,
         description="When set, web_fetch only reaches these domains (and their subdomains)",
+    )
+    outbound_always_ask: bool = Field(
+        False,
+        description="Every call that reaches the network (web_fetch, web_search, MCP tools "
+        "that reach the open world) asks, also for a URL you gave and under `%yolo`",
     )
     web_blocked_domains: list[str] = Field(
         default_factory=list, description="Domains (and subdomains) web tools never reach"

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..exceptions import CredentialError
+from ._private import private_folder
 from ._project import PROJECT_SECRET, project_secret_name
 
 __all__ = [
@@ -89,7 +90,7 @@ def _paths() -> tuple[Path, Path, Path]:
 
 def write_private(path: Path, data: bytes) -> None:
     """Write a file readable by its owner only, atomically (never a half-written store)."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    private_folder(path.parent)
     tmp = path.with_name(f".{path.name}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:

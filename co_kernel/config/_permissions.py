@@ -27,6 +27,7 @@ from pydantic import (
 )
 
 from ._managed import MANAGED, managed_settings_file
+from ._private import private_folder
 
 __all__ = [
     "KINDS",
@@ -201,10 +202,10 @@ def save_user_rule(rule: PermissionRule) -> Path:
     listed = layer.setdefault(rule.kind, [])
     if rule.rule not in listed:
         listed.append(rule.rule)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    private_folder(target.parent)
     temporary = target.with_name(f".{target.name}.tmp")
     # The file may hold API keys: only its owner reads it, as a new settings file.
-    mode = target.stat().st_mode & 0o777 if target.exists() else 0o600
+    mode = target.stat().st_mode & 0o700 if target.exists() else 0o600
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     with os.fdopen(fd, "w", encoding="utf-8") as out:
         json.dump(data, out, indent=2)

@@ -110,7 +110,7 @@ TABLE: dict[str, ProjectRow] = {
     **_row("never", "where your secrets are stored", "credential_store"),
     **_row("never", _UNASKED, "approval_mode", "replay_approvals", "permissions_accept_project"),
     **_row("never", "which folders you trust", "trusted_folders"),
-    **_row("never", _UNASKED, "allow_yolo"),
+    **_row("never", _UNASKED, "allow_yolo", "outbound_always_ask"),
     **_row("never", _ADMIN, "mcp_allowed_servers", "trust_policy"),
     "sandbox": ProjectRow(
         "project",

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..inert import inert_block, inert_code
+from ._private import private_folder
 
 __all__ = [
     "FolderTrust",
@@ -44,6 +45,7 @@ __all__ = [
     "trust_notice",
     "trust_record_path",
     "trust_records",
+    "trusted_for_code",
 ]
 
 TrustStatus = Literal["trusted", "untrusted", "changed", "nothing", "refused"]
@@ -187,7 +189,7 @@ def _records() -> dict[str, Any]:
 
 def _write_records(folders: dict[str, Any]) -> None:
     path = trust_record_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_folder(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=".trusted-", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -245,6 +247,23 @@ def folder_trust(
         return FolderTrust(real, "changed", files, changed=_diff(before, files))
     when = str(record.get("trusted_at", ""))[:10]
     return FolderTrust(real, "trusted", files, source=f"your decision of {when}".strip())
+
+
+def trusted_for_code(
+    folder: Path, *, trusted_folders: list[str] | None = None, policy: str = "ask"
+) -> bool:
+    """Whether Python may import the folder's own modules (``%%python``'s ``import mymod``).
+
+    Only by the person's act: a folder that brings no Co files counts as trusted for its
+    settings (it has none), but its ``.py`` files are code nobody chose, so here it needs
+    the person's record (``%trust``) or the ``trusted_folders`` setting too.
+    """
+    trust = folder_trust(folder, trusted_folders=trusted_folders, policy=policy)
+    if trust.status != "nothing":
+        return trust.status == "trusted"
+    if policy == "never":
+        return False
+    return _named_by_setting(trust.folder, trusted_folders) or str(trust.folder) in _records()
 
 
 def trust_folder(folder: Path, files: dict[str, str] | None = None) -> FolderTrust:

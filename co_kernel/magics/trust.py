@@ -8,6 +8,11 @@ trusted or not. Any later change to those files makes the folder untrusted again
 look and trust it again. `%trust revoke` withdraws it; `%trust show` says what is trusted
 and what the folder would bring. The record is kept in your data folder, never in the
 project. For runs nobody watches, name the folder in the setting `trusted_folders`.
+
+Trust also lets your Python import the folder's own modules: `import mymod` in a
+`%%python` cell finds the `mymod.py` beside the notebook only in a trusted folder (also one
+without Co files). Until then the import fails and says to trust the folder, so a module
+someone put there never runs unasked; Co itself never imports anything from the folder.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ _WORDS = ("show", "revoke")
 
 
 def _show(ctx: MagicContext) -> str:
-    from ..config import folder_trust, trust_record_path, trust_records
+    from ..config import folder_trust, trust_record_path, trust_records, trusted_for_code
 
     session = ctx.session
     settings = session.settings
@@ -33,12 +38,23 @@ def _show(ctx: MagicContext) -> str:
     folder = inert_code(trust.folder)
     state = {
         "trusted": f"**trusted** ({trust.source})",
-        "nothing": "brings no Co settings or files, so there is nothing to trust",
+        "nothing": "brings no Co settings or files",
         "untrusted": "**not trusted**: its settings and files are off (`%trust` to trust it)",
         "changed": "**not trusted any more**: files changed since you trusted it",
         "refused": "**not trusted**: your administrator's `trust_policy` is `never`",
     }[trust.status]
     lines = [f"This folder {folder} {state}."]
+    if trust.status == "nothing":
+        code = trusted_for_code(
+            session.workspace,
+            trusted_folders=settings.trusted_folders,
+            policy=settings.trust_policy,
+        )
+        lines.append(
+            "You trust it: `%%python` imports its modules."
+            if code
+            else "`%%python` imports its modules only once you trust it (`%trust`)."
+        )
     if trust.changed:
         lines += [
             "",
@@ -80,9 +96,12 @@ async def run(ctx: MagicContext, args: str) -> str:
             "Your administrator's `trust_policy` is `never`: project folders are not trusted."
         )
     before = folder_trust(session.workspace, trusted_folders=settings.trusted_folders)
-    if before.status == "nothing":
-        return f"{inert_code(before.folder)} brings no Co settings or files: there is nothing to trust."
     trust_folder(session.workspace)
+    if before.status == "nothing":
+        return (
+            f"✅ You trust {inert_code(before.folder)}: it brings no Co settings or files, and "
+            "`%%python` imports its modules from this cell on. `%trust revoke` withdraws it."
+        )
     return (
         f"✅ You trust {inert_code(before.folder)} as its files are now: its settings and files apply "
         "from this cell on. A change to them asks again; `%trust revoke` withdraws it."

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..config import McpServerSpec, expand_vars
+from ..config import McpServerSpec, expand_vars, private_file
 from ..inert import inert_code, inert_text
 
 if TYPE_CHECKING:
@@ -306,7 +306,8 @@ class McpManager:
         offset = 0
         try:
             await self._import_client()
-            log_path.parent.mkdir(parents=True, exist_ok=True)
+            # The server's stderr may print a token: the user's alone (0600 in 0700).
+            private_file(log_path)
             offset = log_path.stat().st_size if log_path.exists() else 0
             connection = self._open(server, log_path)
         except KeyError as exc:

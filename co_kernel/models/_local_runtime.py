@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..config import private_file
 from ..exceptions import ProviderNotConfigured
 from ..inert import inert_code, inert_text
 
@@ -293,7 +294,7 @@ class LlamaServerProcess:
                 "with `%model`."
             )
         self.stop()
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        private_file(self.log_path)  # llama.cpp's log names the person's model files
         config = {
             "path": str(self.spec.path),
             "context": self.context,
@@ -305,7 +306,8 @@ class LlamaServerProcess:
         started = time.monotonic()
         with self.log_path.open("wb") as log:
             self._proc = subprocess.Popen(
-                [sys.executable, str(script), json.dumps(config)],
+                # -P: only the standard library and xllamacpp, never a file beside the script.
+                [sys.executable, "-P", str(script), json.dumps(config)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=log,

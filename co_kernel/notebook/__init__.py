@@ -25,6 +25,7 @@ from ._images import (
     model_accepts_images,
     prepare_image,
 )
+from ._imports import FolderImports
 from ._page import NOTEBOOK_TARGET, NotebookPage, PageError
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "NOTEBOOK_TARGET",
     "CellRecord",
     "Expanded",
+    "FolderImports",
     "ModelImage",
     "NotebookCell",
     "NotebookContext",

@@ -3,7 +3,8 @@
 Permission rules (``_rules``) say which rule, if any, decides a call; ``_approval``
 decides a call without asking when rules, session yolo or a safe shell command allow it
 (read-only options: ``_shell_options``; git repositories that could run commands:
-``_git_repo``), and labels every decision for the tool-call card. Both read a shell
+``_git_repo``), and labels every decision for the tool-call card; ``_outbound`` sends
+requests the person did not choose to the card. Both read a shell
 command as the shell does (``_shell_parse``: its simple commands; ``_shell_programs``:
 wrappers, opaque programs, writing options).
 """
@@ -35,6 +36,7 @@ from ._approval import (
 from ._parts import ALL_PARTS_REJECTED, accepted_parts, partial_label
 
 if TYPE_CHECKING:
+    from ._outbound import OUTBOUND, OutboundGate, outbound_floor
     from ._rules import (
         PermissionGate,
         accept_project_rules,
@@ -51,11 +53,13 @@ __all__ = [
     "APPROVED_ALL",
     "DENIED",
     "INTERRUPTED",
+    "OUTBOUND",
     "RECORDED",
     "SAFE_PREFIX",
     "TIMED_OUT",
     "YOLO",
     "ApprovalDecision",
+    "OutboundGate",
     "PermissionGate",
     "accept_project_rules",
     "accepted_parts",
@@ -67,6 +71,7 @@ __all__ = [
     "is_safe_command",
     "narrowest_rule",
     "normalise_args",
+    "outbound_floor",
     "partial_label",
     "pending_project_rules",
     "project_rules_notice",
@@ -86,9 +91,16 @@ _RULES = frozenset(
 )
 
 
+_OUTBOUND = frozenset({"OUTBOUND", "OutboundGate", "outbound_floor"})
+
+
 def __getattr__(name: str) -> Any:
     # The rules load pydantic-ai's capabilities: with the first agent or magic that needs
     # them, not with the package (kernel start imports it for the decision labels).
+    if name in _OUTBOUND:
+        from . import _outbound
+
+        return getattr(_outbound, name)
     if name not in _RULES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from . import _rules

@@ -235,7 +235,9 @@ def _shell_guards_allow(command: str, deps: CoDeps) -> bool:
     )
 
 
-def auto_decision(tool_name: str, args: dict[str, Any], deps: CoDeps) -> str | None:
+def auto_decision(
+    tool_name: str, args: dict[str, Any], deps: CoDeps, *, outbound: bool | None = None
+) -> str | None:
     """How a call is decided without asking, as its card label, or None to ask.
 
     A ``deny`` rule refuses (``denied by rule …``) even under yolo, and an ``ask`` rule
@@ -243,13 +245,22 @@ def auto_decision(tool_name: str, args: dict[str, Any], deps: CoDeps) -> str | N
     everything (unless ``allow_yolo`` is off); an ``ask`` rule asks; an ``allow`` rule
     approves (``allowed by rule …``) what the guards let through; else a safe shell
     command runs (``safe-prefix``).
+
+    ``outbound`` is set for a request the outbound gate sent here (``_outbound``): True
+    when it is a floor (it repeats private text, or ``outbound_always_ask``), which only a
+    deny rule decides without asking; False when yolo may approve it but no project
+    file's allow rule may.
     """
-    from ..config import MANAGED
+    from ..config import MANAGED, PROJECT
     from ._rules import rule_for
 
     rule = rule_for(tool_name, args, deps)
     if rule is not None and rule.kind == "deny":
         return f"{DENIED} by rule `{rule.rule}` ({rule.source})"
+    if outbound:
+        return None
+    if outbound is not None and rule is not None and rule.source == PROJECT:
+        rule = None  # a cloned folder does not choose where the person's data goes
     if rule is not None and rule.kind == "ask" and rule.source == MANAGED:
         return None
     if deps.auto_confirm and deps.settings.allow_yolo:

@@ -51,7 +51,7 @@ from urllib.parse import urlsplit
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ApprovalRequired
 
-from ..config import KINDS, PROJECT, PermissionRule, paths
+from ..config import KINDS, PROJECT, PermissionRule, paths, private_folder
 from ..inert import inert_code
 from ._shell_parse import parse_line
 
@@ -299,9 +299,11 @@ def accept_project_rules(deps: CoDeps) -> list[PermissionRule]:
         accepted = _accepted(deps)
         accepted[_project_key(deps)] = _digest(rules)
         target = _accepted_file()
-        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_folder(target.parent)
         temporary = target.with_name(f".{target.name}.tmp")
-        temporary.write_text(json.dumps(accepted, indent=1), encoding="utf-8")
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(json.dumps(accepted, indent=1))
         temporary.replace(target)
     return rules
 

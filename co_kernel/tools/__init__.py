@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..inert import inert_code, inert_text
+from ._outbound import OutboundLedger, describe_request, outbound_ledger, result_text
 
 if TYPE_CHECKING:
     from pydantic_ai.toolsets import AbstractToolset
@@ -27,11 +28,15 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "OutboundLedger",
     "ToolError",
     "ToolErrorGuard",
     "ToolErrorKind",
     "ToolsetBuild",
     "collect_toolsets",
+    "describe_request",
+    "outbound_ledger",
+    "result_text",
 ]
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -139,8 +139,14 @@ async def check_url(
     allowed_domains: Sequence[str] = (),
     blocked_domains: Sequence[str] = (),
     private_hosts: Sequence[str] = (),
+    resolve: bool = True,
 ) -> Target:
-    """Check one URL (one hop) and resolve its host; raises FetchRefused."""
+    """Check one URL (one hop) and resolve its host; raises FetchRefused.
+
+    Without ``resolve`` only what needs no DNS query is checked (a name is not looked up:
+    the query itself would tell the name's server the URL's host before anyone approved
+    it); an address literal is checked all the same.
+    """
     try:
         parts = urlsplit(url.strip())
         port_given = parts.port
@@ -162,7 +168,13 @@ async def check_url(
         raise FetchRefused(
             f"'{host}' is not on the allowed domains list (web_allowed_domains)", url
         )
-    addresses = await _resolve(host, port)
+    if resolve:
+        addresses = await _resolve(host, port)
+    else:
+        try:
+            addresses = [str(ipaddress.ip_address(host))]
+        except ValueError:
+            return Target(url, scheme, host, port, ())
     spelled = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"  # IPv6 in brackets
     exempt = spelled in {h.strip().casefold() for h in private_hosts}
     if not exempt:
@@ -197,26 +209,34 @@ async def fetch(
     blocked_domains: Sequence[str] = (),
     private_hosts: Sequence[str] = (),
     user_agent: str = "Co/0.1 (Jupyter kernel assistant)",
+    may_follow: Callable[[str, str], str | None] | None = None,
 ) -> Fetched:
-    """GET a URL through the guard, following redirects with every hop checked."""
+    """GET a URL through the guard, following redirects with every hop checked.
+
+    ``may_follow(from_url, to_url)`` says why a redirect may not be followed (None: it
+    may), before anything is sent to its target.
+    """
     import httpx
 
-    lists = {
-        "allowed_domains": allowed_domains,
-        "blocked_domains": blocked_domains,
-        "private_hosts": private_hosts,
-    }
+    def check(hop: str) -> Awaitable[Target]:
+        return check_url(
+            hop,
+            allowed_domains=allowed_domains,
+            blocked_domains=blocked_domains,
+            private_hosts=private_hosts,
+        )
+
     current = url
     async with asyncio.timeout(timeout):
         # The first hop is checked before a client (and its TLS context) is made.
-        target: Target | None = await check_url(current, **lists)
+        target: Target | None = await check(current)
         async with httpx.AsyncClient(
             trust_env=False,  # an environment proxy would connect where the guard did not check
             follow_redirects=False,
             timeout=timeout,
         ) as client:
             for _ in range(max_redirects + 1):
-                target = target or await check_url(current, **lists)
+                target = target or await check(current)
                 pinned, headers, extensions = _pinned(target, current)
                 headers |= {"User-Agent": user_agent, "Accept-Encoding": "gzip, identity"}
                 request = client.build_request(
@@ -226,7 +246,11 @@ async def fetch(
                 try:
                     location = response.headers.get("location")
                     if response.status_code in _REDIRECTS and location:
-                        current, target = urljoin(current, location), None  # check that hop
+                        following = urljoin(current, location)
+                        refused = may_follow(current, following) if may_follow else None
+                        if refused is not None:
+                            raise FetchRefused(refused, following)
+                        current, target = following, None  # check that hop
                         continue
                     return await _read(response, current, max_bytes)
                 finally:

@@ -1,8 +1,12 @@
 """Web: ``web_search`` through the Brave Search API and ``web_fetch`` as readable Markdown.
 
 Each tool follows ``web_policy``: allow (runs), ask (approval) or deny (not offered).
-``web_search`` is offered only with ``brave_search_api_key``. ``web_fetch`` goes through
-the SSRF guard (``_ssrf.py``) on every hop; refusals are audited as ``policy-denied``.
+``web_search`` is offered only with ``brave_search_api_key``; its query goes to the search
+provider. ``web_fetch`` goes through the SSRF guard (``_ssrf.py``) on every hop; refusals
+are audited as ``policy-denied``. Under ``allow`` a fetch still asks unless the person
+chose its URL (``_outbound.py``, decided by ``permissions.OutboundGate``): both tools note
+the links they return as chosen for the rest of the turn, and a redirect to another host
+is followed only to a URL that would run without asking.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import html
 import re
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypedDict
 from urllib.parse import urlsplit
 
@@ -20,6 +25,7 @@ from ..deps import CoDeps  # at run time: pydantic-ai reads the tools' annotatio
 from ..exceptions import FetchRefused
 from . import ToolsetBuild
 from ._audit import record_access
+from ._outbound import outbound_ledger, urls_in
 from ._paging import result, text_pages
 from ._ssrf import Fetched, check_url, domain_in, fetch
 
@@ -61,6 +67,8 @@ def _listed(url: str, settings: Settings) -> bool:
 
 async def web_search(ctx: RunContext[CoDeps], query: str, page: int = 1) -> dict[str, Any]:
     """Search the web (Brave Search). Returns titles, URLs and snippets.
+
+    The query is sent to Brave Search: never put private text in it.
 
     Args:
         query: What to search for.
@@ -120,9 +128,12 @@ async def web_search(ctx: RunContext[CoDeps], query: str, page: int = 1) -> dict
     more = about.get("more_results_available") if isinstance(about, dict) else None
     has_more = bool(more) if more is not None else len(raw) >= SEARCH_COUNT
     has_more = has_more and page <= _BRAVE_MAX_OFFSET
+    # What the results link to may be fetched this turn without asking.
+    outbound_ledger(ctx.deps).note_links([h["url"] for h in hits], ctx.deps.turn_index)
+    sent = f"(query sent to Brave Search, {urlsplit(base).hostname})"
     if not hits:
-        return result(f'No web results for "{query}" (page {page}).', count=0, page=page)
-    lines = [f'Web results for "{query}" (page {page}):', ""]
+        return result(f'No web results for "{query}" (page {page}) {sent}.', count=0, page=page)
+    lines = [f'Web results for "{query}" (page {page}) {sent}:', ""]
     start = (page - 1) * SEARCH_COUNT
     for n, hit in enumerate(hits, start=start + 1):
         lines.append(f"{n}. **{hit['title'] or hit['url']}**\n   {hit['url']}")
@@ -168,6 +179,7 @@ async def web_fetch(ctx: RunContext[CoDeps], url: str, page: int = 1) -> dict[st
                 timeout=settings.web_fetch_timeout,
                 max_redirects=settings.web_fetch_max_redirects,
                 private_hosts=settings.web_private_hosts,
+                may_follow=_redirect_rule(ctx.deps),
                 **_domain_lists(settings),
             )
         except FetchRefused as exc:
@@ -190,6 +202,9 @@ async def web_fetch(ctx: RunContext[CoDeps], url: str, page: int = 1) -> dict[st
         if got.status >= 400:
             raise ToolFailed(f"{got.url} answered HTTP {got.status}.")
         title, markdown = _to_markdown(got)
+        # The page's links may be fetched this turn without asking (a page's own choice
+        # of link cannot carry what Co read: the model only picks among them).
+        outbound_ledger(ctx.deps).note_links([got.url, *urls_in(markdown)], ctx.deps.turn_index)
         cache[url] = (title, text_pages(markdown, settings.web_fetch_page_chars), got.truncated)
         while len(cache) > _CACHED_PAGES:
             cache.popitem(last=False)
@@ -214,13 +229,46 @@ async def web_fetch(ctx: RunContext[CoDeps], url: str, page: int = 1) -> dict[st
     )
 
 
+def _site(url: str) -> tuple[str, int | None]:
+    """Host (``www.`` aside) and port of a URL: a redirect within them stays on the site."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").rstrip(".").casefold().removeprefix("www.")
+    try:
+        port = parts.port
+    except ValueError:
+        return host, -1
+    return host, port if port not in (80, 443) else None
+
+
+def _redirect_rule(deps: CoDeps) -> Callable[[str, str], str | None]:
+    """Which redirects a fetch follows: within its host (``www.`` aside), or to a URL that
+    would run without asking; any other target is a new request the person decides on."""
+    ledger = outbound_ledger(deps)
+
+    def refused(current: str, target: str) -> str | None:
+        if _site(target) == _site(current) or ledger.chosen(target, deps.turn_index):
+            return None
+        if ledger.allowlisted(target):
+            return None
+        return (
+            f"the page redirects to {target}, another host that you did not give; nothing "
+            "was sent there (fetch that URL to ask the user)"
+        )
+
+    return refused
+
+
 async def _precheck_fetch(ctx: RunContext[CoDeps], url: str, page: int = 1) -> None:
-    # Under `ask`, refuse a guarded URL before the person is asked about it.
+    # Refuse a guarded URL before the person is asked about it. No DNS query: a lookup
+    # of the host would already tell its name server about the URL.
     if ctx.tool_call_approved:
         return
     settings = ctx.deps.settings
     try:
-        await check_url(url, private_hosts=settings.web_private_hosts, **_domain_lists(settings))
+        await check_url(
+            url, private_hosts=settings.web_private_hosts, resolve=False,
+            **_domain_lists(settings),
+        )  # fmt: skip
     except FetchRefused as exc:
         record_access(
             ctx.deps, tool="web_fetch", action="fetch", target=exc.url,
@@ -249,9 +297,7 @@ def build(settings: Settings) -> list[ToolsetBuild]:
         builds.append(ToolsetBuild("web_fetch", reason="`web_policy.fetch` is deny"))
     else:
         ask = policy.fetch == "ask"
-        tool = Tool(
-            web_fetch, requires_approval=ask, args_validator=_precheck_fetch if ask else None
-        )
+        tool = Tool(web_fetch, requires_approval=ask, args_validator=_precheck_fetch)
         builds.append(
             ToolsetBuild("web_fetch", FunctionToolset([tool]), approval={"web_fetch": ask})
         )

@@ -147,12 +147,19 @@ def build_agent(
     from pydantic_ai import Agent, DeferredToolRequests, RunContext
 
     from ..deps import CoDeps
-    from ..permissions import PermissionGate
-    from ..tools import ToolErrorGuard
+    from ..permissions import OutboundGate, PermissionGate
+    from ..tools import ToolErrorGuard, outbound_ledger
     from ..tools.memory import memory_prompt
     from ._govern import GovernHistory
 
     config_dir = paths().config_dir
+
+    def memories(deps: CoDeps, prompt: str) -> str:
+        # The memories sent with a prompt are private text, like a recalled memory.
+        found = memory_prompt(deps, prompt)
+        if found:
+            outbound_ledger(deps).note_private("memory", found)
+        return found
 
     async def instructions(ctx: RunContext[CoDeps]) -> str:
         # async: a sync function would cost a thread hop on every request
@@ -167,13 +174,16 @@ def build_agent(
         toolsets=toolsets,
         # ToolErrorGuard: every toolset's failures become readable tool errors, never a
         # dead turn. GovernHistory: trimming and windowing before each model request.
-        # PermissionGate: ask and deny rules reach tools that never ask (permissions/_rules).
+        # OutboundGate: requests the person did not choose ask (permissions/_outbound),
+        # before PermissionGate so its card says why. PermissionGate: ask and deny rules
+        # reach tools that never ask (permissions/_rules).
         # Telemetry's (instrumentation, rate limits) come first; Instrumentation orders
         # itself outermost either way.
         capabilities=[
             *capabilities,
             ToolErrorGuard(),
-            GovernHistory(turn_context=memory_prompt),
+            GovernHistory(turn_context=memories),
+            OutboundGate(),
             PermissionGate(),
         ],
         retries=settings.tool_retries,

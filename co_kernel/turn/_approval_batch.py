@@ -8,6 +8,9 @@ A call that touches several cells (``ToolCallView.parts``) may be approved in pa
 cells the person accepted reach the tool as the call's metadata (``{"accepted": [...]}``,
 ``RunContext.tool_call_metadata``) and its label names them (``partial_label``), which is
 also how a replay applies the same cells. Yolo, rules and "Approve all" take whole calls.
+
+A request the outbound gate sent here (``permissions._outbound``) that repeats private
+text is a floor: yolo and allow rules do not approve it, and a headless run denies it.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import TYPE_CHECKING, Any, cast
 from ..inert import inert_code, inert_text
 from ..permissions import (
     ALL_PARTS_REJECTED,
+    DENIED,
     INTERRUPTED,
     accepted_parts,
     auto_decision,
@@ -25,6 +29,7 @@ from ..permissions import (
     denial_message,
     is_refusal,
     normalise_args,
+    outbound_floor,
     partial_label,
     record_decision,
     replayed_decision,
@@ -37,6 +42,12 @@ if TYPE_CHECKING:
     from ._events import TurnEvents
 
 __all__ = ["decide_batch"]
+
+_UNSEEN_OUTBOUND = (
+    "This request was not sent: it repeats text read from the user's private data, or the "
+    "settings make every outbound request ask (outbound_always_ask), and a headless run "
+    "cannot show it to anyone. Do not retry it; say what you wanted to send and where."
+)
 
 
 async def decide_batch(requests: DeferredToolRequests, events: TurnEvents) -> DeferredToolResults:
@@ -55,21 +66,30 @@ async def decide_batch(requests: DeferredToolRequests, events: TurnEvents) -> De
         view.parts = _parts(meta)
         events.shown_calls.add(call_id)
         accepted: list[int] | None = None
-        label = auto_decision(call.tool_name, normalise_args(call.args), deps)
+        floor = outbound_floor(meta)
+        headless = getattr(frontend, "kind", "") == "headless"
+        label = auto_decision(call.tool_name, normalise_args(call.args), deps, outbound=floor)
         if label is None:
             label = replayed_decision(call_id, call.tool_name, call.args, deps)
             accepted = accepted_parts(label) if label is not None else None
+        if label is None and floor and headless:
+            # Nobody sees a headless run's card: a request that repeats private text (or
+            # that `outbound_always_ask` holds) is not sent on a policy's word.
+            label = DENIED
+            view.decision = label
+            frontend.on_tool_call(view)
+            events.decisions[call_id] = label
+            results.approvals[call_id] = ToolDenied(_UNSEEN_OUTBOUND)
+            continue
         if label is not None:
             view.decision = label
             frontend.on_tool_call(view)
         else:
             label, accepted = await _ask(view, timeout, events)
-            headless = getattr(frontend, "kind", "") == "headless"
             record_decision(call_id, label, deps, by_policy=headless)
         events.decisions[call_id] = label
         if is_refusal(label):
             # A headless run's policy answered: the model must not think the user did.
-            headless = getattr(frontend, "kind", "") == "headless"
             policy = deps.settings.approval_mode if headless else None
             message = denial_message(label, timeout, policy=policy)
             results.approvals[call_id] = ToolDenied(

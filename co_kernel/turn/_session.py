@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..deps import CoDeps
 from ..exceptions import ConfigError
 from ..inert import inert_code, inert_text
+from ..tools import outbound_ledger
 from ._compact import CompactReport, SessionUsage, auto_compact, compact_session
 from ._history_processors import govern_history
 from ._persistence import SessionPersistence, TurnRecord
@@ -65,6 +66,9 @@ class ChatSession:
             notebook_path=notebook_path,
             project_trusted=loaded.trust is None or loaded.trust.trusted,
         )
+        # The person's own domain allowlist: never one a project file set.
+        if not loaded.origins.get("web_allowed_domains", "").startswith("project"):
+            outbound_ledger(self.deps).person_domains = list(loaded.settings.web_allowed_domains)
         self.telemetry = SessionTelemetry(
             loaded.settings, kernel_id=kernel_id, settings_files=loaded.files
         )
@@ -198,6 +202,8 @@ class ChatSession:
         self.turns = []
         self.compaction_usage = SessionUsage()
         self.deps.todos.clear()
+        domains = outbound_ledger(self.deps).person_domains
+        outbound_ledger(self.deps, fresh=True).person_domains = domains
         self.deps.session_id = uuid.uuid4().hex
         self._saved.start_new()
         return old
@@ -213,6 +219,10 @@ class ChatSession:
         self.deps.todos = old.deps.todos
         self.deps.auto_confirm = old.deps.auto_confirm
         self.deps.session_rules = old.deps.session_rules
+        # What the person gave and what Co read belong to the conversation, which goes on.
+        domains = outbound_ledger(self.deps).person_domains
+        self.deps.extras["outbound"] = outbound_ledger(old.deps)
+        outbound_ledger(self.deps).person_domains = domains
         self._saved.continue_from(old._saved)
 
     def sent_view(self) -> list[ModelMessage]:
@@ -232,6 +242,9 @@ class ChatSession:
         stored, self.compaction_usage = self._saved.load(session_id)
         self.history = stored.messages
         self.turns = stored.turns
+        ledger = outbound_ledger(self.deps)
+        for turn in self.turns:
+            ledger.note_person_text(turn.prompt)
         return stored.info
 
     def save(
@@ -287,11 +300,14 @@ class ChatSession:
         cell_id: str | None,
         frontend: FrontendProtocol,
         attachments: Sequence[Any] = (),
+        typed: str | None = None,
     ) -> TurnResult | None:
         """Run one turn; re-running the last turn's cell replaces that turn.
 
         ``attachments``: what goes with the prompt's text, such as the images of `@name`
-        figures (pydantic-ai ``BinaryContent``)."""
+        figures (pydantic-ai ``BinaryContent``). ``typed``: the cell as the person wrote
+        it, before `@name` references were expanded (default ``prompt``): its URLs are
+        the ones they gave."""
         refusal = _refusal(prompt, self.settings.max_prompt_chars)
         if refusal:
             frontend.on_notice(refusal, "error")
@@ -312,6 +328,14 @@ class ChatSession:
         start = len(self.history)
         turn_number = len(self.turns)
         self.deps.turn_index = turn_number + 1
+        ledger = outbound_ledger(self.deps)
+        ledger.note_person_text(prompt if typed is None else typed)
+        if typed is not None and typed != prompt:
+            # What `@name` and `{name}` put into the prompt is the notebook's data, not the
+            # person's words: its lines are private text.
+            own = set(typed.splitlines())
+            added = [line for line in prompt.splitlines() if line not in own]
+            ledger.note_private("@references", "\n".join(added))
         await self._before_turn(frontend)
         with self.telemetry.turn(
             session_id=self.deps.session_id,

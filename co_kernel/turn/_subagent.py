@@ -115,7 +115,7 @@ def _build_agent(
 ) -> Any:
     from pydantic_ai import Agent, DeferredToolRequests
 
-    from ..permissions import PermissionGate
+    from ..permissions import OutboundGate, PermissionGate
     from ..tools import ToolErrorGuard
     from ..tools.skills import prompt_entries as skill_entries
     from ..tools.subagents import prompt_entries as subagent_entries
@@ -148,6 +148,8 @@ def _build_agent(
             *(capabilities() if capabilities else ()),
             ToolErrorGuard(),
             GovernHistory(),
+            # The turn's outbound rule holds for a subagent too (it shares the ledger).
+            OutboundGate(),
             PermissionGate(),
         ],
         retries=settings.tool_retries,

@@ -34,7 +34,10 @@ def home(tmp_path: Path) -> Path:
     (config / "google_client_secrets.json").write_text(json.dumps({"secret": CLIENT}))
     (home / "notes.txt").write_text("an ordinary file\n")
     if os.getuid() == 0:
-        os.chown(home, SANDBOX_UID, SANDBOX_UID)
+        # The person's files are theirs, the uid cells run as: only the mask hides them
+        # (Co's start makes what it owns private, which would hide a root-owned copy anyway).
+        for path in (home, *home.rglob("*")):
+            os.chown(path, SANDBOX_UID, SANDBOX_UID)
     return home
 
 

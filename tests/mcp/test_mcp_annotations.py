@@ -52,6 +52,47 @@ def test_each_approval_mode_runs_exactly_the_tools_it_should(
         assert listing.count("asks first (no hint)") == 3
 
 
+def test_an_open_world_tool_asks_even_from_a_trusted_server(
+    start_kernel, model_server, tmp_path: Path
+):
+    calls = tmp_path / "calls.jsonl"
+    entry = _server(calls, "trust")
+    entry["args"].append("--open-world")
+    kernel = start_kernel(mcp_env({"hints": entry}))
+    model_server.extend(
+        [
+            {"tool_calls": [{"name": "hints_peek", "arguments": {"key": "k"}}]},
+            {"tool_calls": [{"name": "hints_send", "arguments": {"to": "x", "text": "hi"}}]},
+            {"expect": {"tool_result_contains": "denied"}, "text": "done"},
+        ]
+    )
+    result = kernel.execute("peek, then send", mode="headless", timeout=120)
+    assert result.status == "ok", result.text()
+    assert model_server.errors == []
+    assert _ran(calls) == ["peek"], "the open-world tool asked, and the headless run denied it"
+
+
+def test_a_tool_that_may_send_asks_when_its_arguments_repeat_private_text(
+    start_kernel, model_server, tmp_path: Path, workspace: Path
+):
+    (workspace / "notes.txt").write_text("Payroll login: Zebra-Quartz-1187\n")
+    calls = tmp_path / "calls.jsonl"
+    kernel = start_kernel(mcp_env({"hints": _server(calls, "trust")}))
+    model_server.extend(
+        [
+            {"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]},
+            {"tool_calls": [{"name": "hints_plain", "arguments": {"key": "ok"}}]},
+            {"tool_calls": [{"name": "hints_plain", "arguments": {"key": "zebra-quartz-1187"}}]},
+            {"expect": {"tool_result_contains": "was not sent"}, "text": "done"},
+        ]
+    )
+    result = kernel.execute("read and store", mode="headless", timeout=120)
+    assert result.status == "ok", result.text()
+    assert model_server.errors == []
+    ran = [json.loads(line)["arguments"] for line in calls.read_text().splitlines()]
+    assert ran == [{"key": "ok"}], "the call carrying the file's secret did not run"
+
+
 def test_rules_apply_on_top_of_annotations(start_kernel, model_server, tmp_path: Path):
     """A deny rule stops a read-only tool; an allow rule lets one the server did not mark."""
     calls = tmp_path / "calls.jsonl"

@@ -119,16 +119,19 @@ def test_a_refused_path_is_a_tool_error_not_a_prompt(start_kernel, model_server,
 
 
 def test_web_search_and_fetch_in_a_cell(start_kernel, model_server):
+    site = LocalServer({"/article": lambda s: (200, {"Content-Type": "text/html"}, ARTICLE)})
+    # The fetched page is one of the results: a link a search gave this turn runs unasked.
+    found = json.loads(json.dumps(BRAVE_RESULTS))
+    found["web"]["results"].append({"title": "Article", "url": f"{site.url}/article"})
     brave = LocalServer(
         {
             "/res/v1/web/search": lambda s: (
                 200,
                 {"Content-Type": "application/json"},
-                json.dumps(BRAVE_RESULTS).encode(),
+                json.dumps(found).encode(),
             )
         }
     )
-    site = LocalServer({"/article": lambda s: (200, {"Content-Type": "text/html"}, ARTICLE)})
     try:
         model_server.extend(
             [

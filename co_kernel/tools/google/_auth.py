@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ...config import CredentialStore, paths
+from ...config import CredentialStore, paths, private_folder
 from ...exceptions import CredentialError, GoogleAuthUnavailable
 
 if TYPE_CHECKING:
@@ -282,7 +282,7 @@ def _read_token(settings: Settings, path: Path | None) -> str:
 
 def save_token(creds: Any, path: Path) -> Path:
     """Write authorized-user credentials readable by their owner only (0600)."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    private_folder(path.parent)
     tmp = path.with_name(f".{path.name}.tmp")
     # Created with 0600 from the start: the refresh token is never readable by others, not
     # even between open and chmod.

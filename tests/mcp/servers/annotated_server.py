@@ -2,7 +2,8 @@
 
 ``peek`` is marked read-only, ``wipe`` destructive, ``odd`` read-only *and* destructive
 (contradictory hints: Co asks), ``plain`` has no hints; one resource, ``memo://today``,
-and one prompt, ``poem``, which ``--no-resources`` leaves out. Every call is appended as a JSON
+and one prompt, ``poem``, which ``--no-resources`` leaves out; ``--open-world`` adds
+``send``, marked read-only but reaching the open world (``openWorldHint``). Every call is appended as a JSON
 line (tool, arguments) to the file named by ``--calls``, so a test sees what ran.
 Run: ``python annotated_server.py NAME --calls F``.
 """
@@ -22,6 +23,7 @@ def main() -> None:
     parser.add_argument("name")
     parser.add_argument("--calls", type=Path, required=True)
     parser.add_argument("--no-resources", action="store_true")
+    parser.add_argument("--open-world", action="store_true")
     options = parser.parse_args()
     server = MCPServer(options.name)
 
@@ -49,6 +51,13 @@ def main() -> None:
     def plain(key: str) -> str:
         """No hints at all."""
         return record("plain", key=key)
+
+    if options.open_world:
+
+        @server.tool(annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=True))
+        def send(to: str, text: str) -> str:
+            """Post a message to someone outside."""
+            return record("send", to=to, text=text)
 
     if not options.no_resources:
 
