@@ -9,7 +9,9 @@ ask, safe shell commands run). How a pattern matches depends on the tool:
   (``_shell_parse``). ``ask`` and ``deny`` rules match the whole line or any one simple
   command in it (through pipes, lists, subshells, substitutions, here-documents), as
   written or as run (``/bin/rm``, ``\\rm``, ``'rm'``, ``env rm``, ``FOO=1 rm`` are ``rm``):
-  ``deny run_shell_command(rm*)`` catches ``ls && command rm x``. A line with an opaque
+  ``deny run_shell_command(rm*)`` catches ``ls && command rm x``, and a program that
+  stands in for another (``_shell_programs.SYNONYMS``) meets the rules on that one too:
+  ``unlink x`` is also read as ``rm x``. A line with an opaque
   command (``sh -c``, ``eval``, ``xargs``, ``find -exec``, ``python -c``, ``$CMD``, or
   one the parser cannot read: ``_shell_programs``) is matched by every ``ask`` and
   ``deny`` rule of the tool and allowed by none. An allow glob covers only a line of one
@@ -54,6 +56,7 @@ from pydantic_ai.exceptions import ApprovalRequired
 from ..config import KINDS, PROJECT, PermissionRule, paths, private_folder
 from ..inert import inert_code
 from ._shell_parse import parse_line
+from ._shell_programs import SYNONYMS
 
 if TYPE_CHECKING:
     from pydantic import JsonValue
@@ -183,6 +186,8 @@ def _shell_matches(pattern: str, command: str, kind: str) -> bool:
     texts = [command]
     for part in line.commands:
         texts += [part.text, " ".join(part.words), " ".join(part.argv)]
+        if part.argv and part.argv[0] in SYNONYMS:  # `unlink x` meets the rules on `rm`
+            texts.append(" ".join((SYNONYMS[part.argv[0]], *part.argv[1:])))
     return any(fnmatch.fnmatchcase(t, pattern) for t in texts if t)
 
 

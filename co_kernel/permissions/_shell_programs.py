@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Word", "classify"]
+__all__ = ["SYNONYMS", "Word", "classify"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,22 @@ class _Wrapper:
     """``NAME=value`` words before the command (``env``)."""
     numbers: bool = False
     """``-N`` is an option (``nice -10``)."""
+
+
+SYNONYMS: dict[str, str] = {
+    "unlink": "rm",
+    "rmdir": "rm",
+    "shred": "rm",
+    "srm": "rm",
+    "wipe": "rm",
+    "trash": "rm",
+    "trash-put": "rm",
+}
+"""Programs that do what another does under another name, for ``ask`` and ``deny`` rules:
+``deny run_shell_command(rm*)`` also stops ``unlink x``, ``rmdir d`` and ``shred -u x``
+(read as ``rm x``, ``rm d``, ``rm -u x``). ``find -delete`` and code in an interpreter
+are opaque, which every ``ask`` and ``deny`` rule stops already; ``git rm`` and
+``git clean`` are git's own subcommands, which a rule names as such (``git clean*``)."""
 
 
 def _set(text: str) -> frozenset[str]:

@@ -6,11 +6,15 @@ copy go in with ``put_archive`` (files the host deleted are removed); after it t
 container's workspace comes back with ``get_archive`` and what the command created,
 changed or deleted is applied on the host. Protected files (``config.protected_paths``,
 ``.env*``) are never sent, and never overwritten or deleted from the container's side.
-``.co`` and ``.git`` (``CONTROL_PATHS``) go in owned by root, so the sandbox user cannot
-change them, an empty root-owned folder stands in for each one the host lacks, and nothing
-under them ever comes back. What comes back is checked: a link that resolves outside the
-workspace, a FIFO or a device is left out with a note, set-uid and set-gid bits are
-dropped, and a hard link comes back as a hard link to its other half.
+``.co`` and ``.git`` (``CONTROL_PATHS``), every nested repository and what git on the host
+reads or runs from them (``_git_controls``: ``gitdir:`` targets, hooks folders, included
+configs) go in owned by root, so the sandbox user cannot change them, an empty root-owned
+folder stands in for a top-level one the host lacks, and nothing under them ever comes
+back: a change the command made there anyway (a repository it made, under any name) is
+reported instead. What comes back is checked by the rules bind mode applies too
+(``_hazards``): a link that resolves outside the workspace, a FIFO or a device is left out
+with a note, set-uid and set-gid bits are dropped; a hard link comes back as a hard link
+to its other half.
 
 What the container holds is tracked per path: the host's (kind, size, mtime) when it was
 sent, which says what changed on the host, and a digest of the content, which says what
@@ -28,39 +32,52 @@ import posixpath
 import stat
 import tarfile
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
 from ..exceptions import SandboxUnavailable
+from ._git_controls import GIT_NAME, guarded_paths, repository_names
+from ._hazards import CONTROL_PATHS, leads_inside, link_note, special_kind, without_setid
 
-__all__ = ["CONTROL_PATHS", "WorkspaceCopy"]
+__all__ = ["WorkspaceCopy"]
 
 log = logging.getLogger(__name__)
-
-CONTROL_PATHS = (".co", ".git")
-"""What, at the workspace's top, Co or git run or obey on the host: the sandbox may read
-them, never create or change them. ``.co`` holds Co's project settings, instructions, agents
-and skills. ``.git`` whole, not only ``config`` and ``hooks``: a command able to rename
-``.git`` could put a new one (config, hooks) in its place, and ``config.worktree``,
-``modules/*/config`` and ``modules/*/hooks`` give power as well; Codex's workspace-write
-sandbox keeps ``.git`` read-only for the same reasons. Left writable: ``.gitattributes``
-(it only names filters and diff drivers, which must be defined in the protected config)
-and ``.gitmodules`` (git never runs an ``update = !command`` from it, only from
-``.git/config``); both are ordinary files of a project. Nested repositories (``sub/.git``)
-are not covered."""
 
 _NOTES_SHOWN = 20
 """Copy-back notes shown per command; the rest are counted."""
 
 
-def _is_control(rel: str) -> bool:
-    """Whether ``rel`` (relative to the workspace) lies in one of ``CONTROL_PATHS``."""
-    return rel.split("/", 1)[0] in CONTROL_PATHS
+def _under(rel: str, roots: set[str]) -> str | None:
+    """The one of ``roots`` that ``rel`` is or lies in."""
+    parts = rel.split("/")
+    for i in range(1, len(parts) + 1):
+        if (head := "/".join(parts[:i])) in roots:
+            return head
+    return None
+
+
+def _repositories(paths: Collection[str], folders: Collection[str]) -> set[str]:
+    """The ``.git`` entries among ``paths`` and the ``folders`` that are bare repositories
+    (``HEAD``, ``objects``, ``refs`` among ``paths``)."""
+    found = {rel for rel in paths if rel.rsplit("/", 1)[-1] == GIT_NAME}
+    children: dict[str, set[str]] = {}
+    for rel in paths:
+        parent, _, name = rel.rpartition("/")
+        children.setdefault(parent, set()).add(name)
+    found |= {rel for rel in folders if rel and repository_names(children.get(rel, ()))}
+    return found
 
 
 Fingerprint = tuple[str, int, int]
 """A host path's kind ("f", "d" or "l"), size and mtime (ns); folders are ("d", 0, 0)."""
+
+
+def _tar_mode(member: tarfile.TarInfo) -> int:
+    """A tar member's file type and mode as ``os.stat`` gives them."""
+    kinds = {tarfile.FIFOTYPE: stat.S_IFIFO, tarfile.CHRTYPE: stat.S_IFCHR}
+    kinds[tarfile.BLKTYPE] = stat.S_IFBLK
+    return kinds.get(member.type, stat.S_IFREG) | stat.S_IMODE(member.mode)
 
 
 def _fingerprint(st: os.stat_result) -> Fingerprint | None:
@@ -105,6 +122,21 @@ class WorkspaceCopy:
         self.sent: dict[str, tuple[Fingerprint, str]] = {}
         self.placed: set[str] = set()  # root-owned stand-ins for control paths the host lacks
         self.made: set[str] = set()  # links copied back onto the host
+        self.controls: set[str] = set(CONTROL_PATHS)  # read-only: see _find_controls
+
+    def _is_control(self, rel: str) -> bool:
+        """Whether ``rel`` lies in what git or Co on the host reads or runs: a top-level
+        ``CONTROL_PATHS``, any ``.git``, or what ``_find_controls`` found."""
+        return GIT_NAME in rel.split("/") or _under(rel, self.controls) is not None
+
+    def _find_controls(self, current: dict[str, Fingerprint]) -> None:
+        """Those of the host's ``current`` paths that git on the host reads or runs
+        (``_git_controls``): repositories, ``gitdir:`` targets, hooks folders and the
+        files their configs name. They go in root-owned and never come back."""
+        folders = [rel for rel, fp in current.items() if fp[0] == "d"]
+        repositories = _repositories(current, folders)
+        root = os.path.realpath(self.workspace)
+        self.controls = set(CONTROL_PATHS) | repositories | guarded_paths(root, repositories)
 
     def reset(self) -> None:
         """A new container: its workspace is empty."""
@@ -157,12 +189,13 @@ class WorkspaceCopy:
         """Send what changed on the host since the last copy; remove what the host removed."""
         protected = self._protected()
         current = self.scan(protected)
+        self._find_controls(current)
         gone = sorted(rel for rel in self.sent if rel not in current)
         if gone:
-            mine = [rel for rel in gone if not _is_control(rel)]
+            mine = [rel for rel in gone if not self._is_control(rel)]
             if mine:
                 self._exec(api, container_id, ["rm", "-rf", "--", *mine])
-            control = [rel for rel in gone if _is_control(rel)]
+            control = [rel for rel in gone if self._is_control(rel)]
             if control:
                 # Root owns them (and has no capabilities: a folder without its write bit
                 # keeps its files; the container's copy never comes back anyway).
@@ -202,7 +235,9 @@ class WorkspaceCopy:
             st = os.lstat(path)
             info.mtime = int(st.st_mtime)
             info.mode = stat.S_IMODE(st.st_mode)
-            if _is_control(rel):  # readable, not writable, by the sandbox user (no capabilities)
+            if self._is_control(
+                rel
+            ):  # readable, not writable, by the sandbox user (no capabilities)
                 info.uid, info.gid = 0, 0
                 info.mode = info.mode & ~0o022 | 0o444 | (0o111 if info.mode & 0o100 else 0)
             if fp[0] == "d":
@@ -239,28 +274,78 @@ class WorkspaceCopy:
         notes: list[str] = []
         chunks, _ = api.get_archive(container_id, f"{self.workdir}/.")
         seen: set[str] = set()
+        refused: set[str] = set()
         with tempfile.TemporaryFile() as archive:
             for chunk in chunks:
                 archive.write(chunk)
             archive.seek(0)
             with tarfile.open(fileobj=archive, mode="r") as tar:
+                members: list[tuple[str, tarfile.TarInfo]] = []
                 for member in tar:
                     rel = posixpath.normpath(member.name)
                     if rel == "." or rel.startswith(("/", "../")) or rel == "..":
                         continue
-                    if self._is_protected(rel, protected) or _is_control(rel):
-                        continue
-                    seen.add(rel)
-                    self._receive(tar, member, rel, notes)
+                    if not self._is_protected(rel, protected):
+                        members.append((rel, member))
+                # A repository the command made under another name (a bare one, or the
+                # old .git moved away) is git's as much as a .git is.
+                made = _repositories(
+                    [rel for rel, _ in members], [rel for rel, m in members if m.isdir()]
+                )
+                for rel, member in members:
+                    root = _under(rel, made)
+                    if root is None and not self._is_control(rel):
+                        seen.add(rel)
+                        self._receive(tar, member, rel, notes)
+                    elif self._unchanged(member, rel):
+                        seen.add(rel)
+                    else:
+                        refused.add(root or self._control_root(rel))
         for rel in sorted(set(self.sent) - seen, reverse=True):  # children before parents
-            if _is_control(rel):
+            if self._is_control(rel):
                 del self.sent[rel]  # moved away in the container: the next push sends it again
             else:
                 self._delete(rel)
         self._recheck_links(notes)
+        notes[:0] = [
+            f"[copy mode: {rel} is what git or Co on the host reads or runs; the command's "
+            "changes to it were not copied back]"
+            for rel in sorted(refused)
+        ]
         if len(notes) > _NOTES_SHOWN:
             notes[_NOTES_SHOWN:] = [f"[copy mode: {len(notes) - _NOTES_SHOWN} more left out]"]
         return notes
+
+    def _control_root(self, rel: str) -> str:
+        """The control path ``rel`` lies in: the ``.git`` on its way, or one found."""
+        parts = rel.split("/")
+        if GIT_NAME in parts:
+            return "/".join(parts[: parts.index(GIT_NAME) + 1])
+        return _under(rel, self.controls) or rel
+
+    def _unchanged(self, member: tarfile.TarInfo, rel: str) -> bool:
+        """Whether the container holds ``rel`` as it was sent (or as the stand-in made for
+        a missing control path). A file by its size and whole-second mtime, as sent: its
+        content is never read (a repository's packs are big), nor ever copied back."""
+        if rel in self.placed:
+            return True
+        old = self.sent.get(rel)
+        if old is None:
+            return False
+        if member.isdir():
+            return old[0][0] == "d"
+        if member.issym():
+            return old[0][0] == "l" and old[1] == member.linkname
+        kind, size, mtime_ns = old[0]
+        return (
+            member.isfile()
+            and kind == "f"
+            and (member.size, int(member.mtime))
+            == (
+                size,
+                mtime_ns // 1_000_000_000,
+            )
+        )
 
     def _host_path(self, rel: str) -> str | None:
         """Where ``rel`` lies on the host, if no link on the way leads out of its folder."""
@@ -274,11 +359,7 @@ class WorkspaceCopy:
         return os.path.join(root, rel)
 
     def _inside(self, rel: str, target: str) -> bool:
-        """Whether the link ``rel`` -> ``target`` resolves inside the workspace on the host
-        (through the links already there)."""
-        root = os.path.realpath(self.workspace)
-        where = os.path.realpath(os.path.join(root, os.path.dirname(rel), target))
-        return where == root or where.startswith(root.rstrip("/") + "/")
+        return leads_inside(os.path.realpath(self.workspace), rel, target)
 
     def _receive(
         self, tar: tarfile.TarFile, member: tarfile.TarInfo, rel: str, notes: list[str]
@@ -295,10 +376,7 @@ class WorkspaceCopy:
         if member.issym():
             if old is None or old[1] != member.linkname:
                 if not self._inside(rel, member.linkname):
-                    notes.append(
-                        f"[copy mode: the link {rel} -> {member.linkname} leads outside the "
-                        "workspace; not copied back]"
-                    )
+                    notes.append(link_note("copy mode", rel, member.linkname, "not copied back"))
                     return
                 path = self._host_path(rel)
                 if path is not None:
@@ -306,8 +384,8 @@ class WorkspaceCopy:
                     self._record(rel, path, member.linkname)
                     self.made.add(rel)
             return
-        if member.ischr() or member.isblk() or member.isfifo():
-            kind = "FIFO" if member.isfifo() else "device"
+        kind = special_kind(_tar_mode(member))
+        if kind:
             notes.append(f"[copy mode: {rel} is a {kind}; not copied back]")
             return
         if not (member.isfile() or member.islnk()):
@@ -323,7 +401,7 @@ class WorkspaceCopy:
         if path is None:
             return
         # Never set-uid or set-gid: the file would run as the kernel's user or group.
-        mode = stat.S_IMODE(member.mode) & ~(stat.S_ISUID | stat.S_ISGID)
+        mode = without_setid(member.mode)
 
         def write(tmp: str) -> None:
             if first is not None:
@@ -350,17 +428,14 @@ class WorkspaceCopy:
                 with contextlib.suppress(OSError):
                     os.unlink(path)
                 self.made.discard(rel)
-                notes.append(
-                    f"[copy mode: the link {rel} -> {target} leads outside the workspace; "
-                    "removed from the host]"
-                )
+                notes.append(link_note("copy mode", rel, target, "removed from the host"))
 
     def _first_half(self, member: tarfile.TarInfo, digest: str) -> str | None:
         """The host file a hard link's other half came back as, when it holds the same
         content; None when the link must come back as a file of its own."""
         target = posixpath.normpath(member.linkname)
         entry = self.sent.get(target)
-        if entry is None or entry[0][0] != "f" or entry[1] != digest or _is_control(target):
+        if entry is None or entry[0][0] != "f" or entry[1] != digest or self._is_control(target):
             return None
         path = self._host_path(target)
         try:

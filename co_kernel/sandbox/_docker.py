@@ -10,8 +10,14 @@ read-only mounts. ``.co`` and ``.git`` (``_copy.CONTROL_PATHS``: what Co or git 
 or obey on the host) are mounted read-only over themselves; one that does not exist yet
 gets an empty folder as its mount point (Linux mounts only over what exists), removed
 again with the container when it is still empty and no other kernel's container mounts it.
+So are the nested repositories and what git on the host reads or runs from any repository
+in the workspace (``_bind_checks``, ``_git_controls``: ``gitdir:`` targets,
+``core.hooksPath``, included configs), found by a bounded walk when the container is created.
 A mount covers the inode it was put over, so when one of those files is replaced (renamed
-over), appears or goes, the container is recreated before the next command.
+over), appears or goes, the container is recreated before the next command. After each
+command (``BindChecks.after_command``) what it changed is checked by copy mode's rules
+(``_hazards``): set-id bits cleared, FIFOs, devices and links leading outside removed, a
+repository it made moved out of the workspace, each reported in its output.
 With ``sandbox_workspace = copy`` (``auto`` when ``DOCKER_HOST`` names a remote engine)
 nothing is mounted: the workspace is copied in before each command and the command's
 changes copied back after it (``_copy.WorkspaceCopy``), secret files and control paths left
@@ -55,7 +61,9 @@ import docker.errors  # type: ignore[import-untyped]
 from docker.types import DriverConfig, Mount  # type: ignore[import-untyped]
 
 from ..exceptions import SandboxUnavailable
-from ._copy import CONTROL_PATHS, WorkspaceCopy
+from ._bind_checks import BindChecks
+from ._copy import WorkspaceCopy
+from ._hazards import CONTROL_PATHS, WALK_LIMIT
 from ._protocol import (
     EOF,
     GRACE_SECONDS,
@@ -217,7 +225,7 @@ _GIT_TRUST = {
     "GIT_CONFIG_VALUE_0": WORKDIR,
 }
 
-_MASK_WALK_LIMIT = 50_000
+_MASK_WALK_LIMIT = WALK_LIMIT
 """Workspace entries searched for ``.env*`` files to mask when the container is created."""
 
 Secrets = dict[str, tuple[int, int, bool]]
@@ -314,6 +322,11 @@ def _controls_in(workspace: Path, *, mark: bool = False) -> Controls:
                 token = b""  # no user xattrs here (or not the user's): the inode must do
         found[name] = (st.st_dev, st.st_ino, token)
     return found
+
+
+_SLACK_NS = 50_000_000
+"""How far before a command's start a change still counts as the command's: file times come
+from the kernel's coarse clock, a tick behind the one Python reads."""
 
 
 def _workspace_mode(setting: str, docker_host: str) -> str:
@@ -588,6 +601,7 @@ class DockerSandbox:
         self._container_id: str | None = None
         self._hidden: Secrets = {}  # what the container's masks cover
         self._controls: Controls = {}  # what its read-only mounts of CONTROL_PATHS cover
+        self._checks: BindChecks | None = None  # bind mode: git's paths, the looks after
         self._placeholders: set[Path] = set()  # mount points this sandbox made for them
         self._lock = threading.Lock()
         self._generation = 0  # bumped by close(): runs in flight become "interrupted"
@@ -610,6 +624,7 @@ class DockerSandbox:
             await asyncio.to_thread(self._ensure_container, status)
         generation = self._generation
         marker = secrets.token_hex(8)
+        since = time.time_ns() - _SLACK_NS
         started = loop.time()
         launch = _Launch(
             loop, functools.partial(self._start_exec, command, marker, status), max_output
@@ -635,10 +650,12 @@ class DockerSandbox:
             await asyncio.shield(self._abort(start, launch.reader, marker, launch.queue))
             if start.done() and not start.cancelled() and start.exception() is None:
                 await asyncio.shield(self._copy_back(generation))  # what it did before
+                await asyncio.shield(self._clean(since))
             raise
         buffer = launch.buffer
         duration = loop.time() - started
         copy_note = await self._copy_back(generation)
+        cleaned = await self._clean(since)
 
         interrupted = generation != self._generation
         exhausted = (
@@ -662,6 +679,7 @@ class DockerSandbox:
             notes.append("[the sandbox could no longer start processes; it was recreated]")
         if copy_note:
             notes.append(copy_note)
+        notes += cleaned
         notes += self._hints(buffer.text(), exit_code, timed_out)
         for line in notes:
             piece = buffer.note(line)
@@ -788,6 +806,8 @@ class DockerSandbox:
             elif bound and _controls_in(self.workspace.resolve()) != self._controls:
                 # .co or .git replaced or removed on the host: the new one would be writable.
                 reason = ".co or .git in the workspace changed"
+            elif bound and self._checks is not None and (changed := self._checks.changed()):
+                reason = changed
             if reason is not None:
                 status(f"{reason}; recreating the sandbox…")
                 with contextlib.suppress(docker.errors.DockerException):
@@ -813,9 +833,13 @@ class DockerSandbox:
             self._ensure_image(client, status)
             self._reap_orphans(client)
             hidden: Secrets = {}
+            checks = None
             if self._copy is None:
                 hidden = _secrets_in(workspace, _secret_paths(workspace, self.settings, walk=True))
                 self._place_controls(workspace)
+                checks = BindChecks(workspace, hidden)
+                if checks.cut:
+                    status(checks.cut_message(checks.cut))
             controls = _controls_in(workspace, mark=True) if self._copy is None else {}
             container = client.containers.create(
                 self.image,
@@ -829,7 +853,7 @@ class DockerSandbox:
                 working_dir=WORKDIR,
                 # In copy mode root owns .git: git must trust it to read it.
                 environment={"HOME": "/tmp", **({} if self._copy is None else _GIT_TRUST)},
-                mounts=self._mounts(workspace, hidden, controls),
+                mounts=self._mounts(workspace, hidden, controls, checks),
                 network_mode=self.network,
                 cap_drop=["ALL"],
                 security_opt=["no-new-privileges"],
@@ -857,20 +881,27 @@ class DockerSandbox:
             ) from e
         self._hidden = hidden
         self._controls = controls
+        if self._checks is not None:
+            self._checks.close()
+        self._checks = checks
+        if checks is not None:
+            checks.start()
         if self._copy is not None:
             with self._copy_lock:
                 self._copy.reset()
         return str(container.id)
 
-    def _mounts(self, workspace: Path, hidden: Secrets, controls: Controls) -> list[Mount]:
-        """Bind mode: the workspace, the control paths read-only over themselves and the
-        masks over its secrets. Copy mode: an empty tmpfs volume,
+    def _mounts(
+        self, workspace: Path, hidden: Secrets, controls: Controls, checks: BindChecks | None
+    ) -> list[Mount]:
+        """Bind mode: the workspace, the control paths and git's (``BindChecks``) read-only
+        over themselves and the masks over its secrets. Copy mode: an empty tmpfs volume,
         as big as the copy limit (a volume, not a tmpfs mount: ``put_archive`` refuses a
         tmpfs on a read-only root)."""
         if self._copy is None:
             read_only = [
                 Mount(f"{WORKDIR}/{name}", str(workspace / name), type="bind", read_only=True)
-                for name in sorted(controls)
+                for name in [*sorted(controls), *(checks.mounts() if checks else [])]
             ]
             workspace_mount = Mount(WORKDIR, str(workspace), type="bind", read_only=False)
             return [workspace_mount, *read_only, *_masks(hidden)]
@@ -1016,6 +1047,9 @@ class DockerSandbox:
             api.remove_container(container_id, force=True, v=True)
 
     def _close_sync(self) -> None:
+        if self._checks is not None:
+            self._checks.close()
+            self._checks = None
         with self._lock:
             container_id, self._container_id = self._container_id, None
             client, self._client = self._client, None
@@ -1132,6 +1166,18 @@ class DockerSandbox:
         if notes is None:
             return "[copy mode: the container was removed; the command's file changes are lost]"
         return "\n".join(notes) or None
+
+    async def _clean(self, since_ns: int) -> list[str]:
+        """Bind mode: what the command left, dealt with (``BindChecks.after_command``); a
+        note instead when that failed."""
+        checks = self._checks
+        if checks is None:
+            return []
+        try:
+            return await asyncio.to_thread(checks.after_command, since_ns)
+        except OSError as e:
+            log.warning("checking what the command left in the workspace failed", exc_info=True)
+            return [f"[sandbox: checking what the command left in the workspace failed: {e}]"]
 
     def _pull(self) -> list[str] | None:
         """The copy-back notes; None when there was no container to copy from."""

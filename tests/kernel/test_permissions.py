@@ -240,3 +240,41 @@ def test_a_deny_rule_stops_every_spelling_of_the_command(
         assert decision.startswith("denied by rule `run_shell_command(rm*)`"), (command, card)
     assert (workspace / "victim.txt").read_text() == "keep me\n"
     assert (workspace / "control.txt").exists(), shown[-1]
+
+
+SYNONYM_SPELLINGS = [
+    "unlink victim.txt",
+    "/usr/bin/unlink victim.txt",
+    "env LC_ALL=C unlink victim.txt",
+    "true && unlink victim.txt",
+    "shred -u victim.txt",
+]
+
+
+def test_a_deny_rule_on_rm_stops_unlink_and_the_other_deleting_programs(
+    start_kernel, model_server, co_home: Path, workspace: Path
+):
+    """`unlink FILE` deletes as `rm FILE` does: the rule on rm stops it (docs/approvals.md
+    lists the programs)."""
+    user_settings(
+        co_home,
+        {"approval_mode": "approve", "permissions": {"deny": ["run_shell_command(rm*)"]}},
+    )
+    (workspace / "victim.txt").write_text("keep me\n")
+    kernel = start_kernel()
+    control = shell("touch control.txt")
+    model_server.extend(
+        [{"tool_calls": [shell(c)]} for c in SYNONYM_SPELLINGS]
+        + [{"tool_calls": [control]}, {"text": "done"}]
+    )
+
+    result = kernel.execute("delete victim.txt", mode="headless", timeout=240)
+
+    assert result.status == "ok", result.text()
+    shown = tool_cards(result)
+    assert len(shown) == len(SYNONYM_SPELLINGS) + 1, shown
+    for command, card in zip(SYNONYM_SPELLINGS, shown, strict=False):
+        decision = str(card.get("decision") or "")
+        assert decision.startswith("denied by rule `run_shell_command(rm*)`"), (command, card)
+    assert (workspace / "victim.txt").read_text() == "keep me\n"
+    assert (workspace / "control.txt").exists(), shown[-1]

@@ -416,3 +416,26 @@ def test_what_bash_deletes_a_deny_rule_refuses(scratch_container: Any) -> None:
     deleted = [lines[int(n.split()[1]) - 1] for n in text.splitlines() if n.startswith("DELETED")]
     assert len(deleted) >= 10, len(deleted)  # the run holds lines that do delete
     assert [c for c in deleted if kind(DENY_RM, c) != "deny"] == []
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "unlink victim.txt",
+        "/usr/bin/unlink victim.txt",
+        "env LC_ALL=C unlink victim.txt",
+        "ls && \\unlink victim.txt",
+        "echo $(unlink victim.txt)",
+        "shred -u victim.txt",
+        "trash-put victim.txt",
+    ],
+)
+def test_a_deny_rule_on_rm_stops_the_programs_that_delete_under_another_name(
+    command: str,
+) -> None:
+    """``unlink`` deletes a file as ``rm`` does: ``deny rm*`` must not be a matter of
+    spelling the deletion otherwise. A synonym is a program, not a word: printed or named
+    as a file, it is nothing to deny."""
+    assert kind(DENY_RM, command) == "deny", command
+    assert kind(DENY_RM, f"echo {shlex.quote(command)}") is None
+    assert kind(DENY_RM, "ls unlink.txt shred") is None
