@@ -35,6 +35,7 @@ from .frontend import (
     terminal_safe,
     terminal_width,
 )
+from .inert import inert_text
 from .magics import MagicContext, MagicError, RunPrompt, find_magic, parse_magic
 from .notebook import CellRecord, FolderImports, NotebookContext, expand_references
 from .trust_gate import TrustGate, trusts_code
@@ -319,7 +320,7 @@ class CellDispatcher:
         self._warned_settings = True
         problems = self.session.loaded.problems
         if problems:
-            lines = "\n".join(f"- {p}" for p in problems)
+            lines = "\n".join(f"- {inert_text(p)}" for p in problems)
             # Ignored values, and secrets still written in a settings file.
             self.show_markdown(f"⚠️ Settings need attention:\n{lines}")
 

@@ -20,6 +20,7 @@ from .config import (
     load_settings,
     paths,
 )
+from .inert import inert_text
 
 if TYPE_CHECKING:
     from .turn import SessionProtocol
@@ -480,17 +481,18 @@ def _sandbox_rows(
         report.add("sandbox", "container", f"{container.get('name')}: {container.get('status')}")
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def format_status(report: StatusReport, *, markdown: bool) -> str:
     if markdown:
         lines = ["| area | item | value |", "|---|---|---|"]
-        lines += [f"| {a} | {_cell(i)} | {_cell(v)} |" for a, i, v in report.rows]
+        # Rows and problems are plain text that quotes outside names (a server's, a
+        # model's, a folder's): inert in Co's Markdown.
+        lines += [
+            f"| {a} | {inert_text(i, table=True)} | {inert_text(v, table=True)} |"
+            for a, i, v in report.rows
+        ]
         if report.problems:
             lines.append("\n**Settings problems**")
-            lines += [f"- {p}" for p in report.problems]
+            lines += [f"- {inert_text(p)}" for p in report.problems]
         return "\n".join(lines)
     width = max((len(f"{a}.{i}") for a, i, _ in report.rows), default=10)
     lines = [f"{f'{a}.{i}':<{width}}  {v}" for a, i, v in report.rows]

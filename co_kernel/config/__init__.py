@@ -590,7 +590,7 @@ class LoadedSettings:
     trust: FolderTrust | None = None
     """Whether the project folder's files apply (None: no project folder)."""
     held: list[str] = field(default_factory=list)
-    """While the folder is not trusted: what it asks for, one Markdown line each."""
+    """While the folder is not trusted: what it asks for, one Markdown list item each."""
     origins: dict[str, str] = field(default_factory=dict)
     """Setting -> the layer that set it (``managed (<path>)``, ``user (<path>)``,
     ``project (<path>)``, ``environment (CO_X)``); a setting absent is at its default."""

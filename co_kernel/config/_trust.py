@@ -24,7 +24,6 @@ import contextlib
 import hashlib
 import json
 import os
-import re
 import stat
 import tempfile
 import time
@@ -32,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..inert import inert_block, inert_code
 from ._private import private_folder
 
 __all__ = [
@@ -308,20 +308,16 @@ _FILE_KINDS = (
 )
 
 
-def _shown(value: Any, limit: int = _SHOWN) -> str:
-    """A value from the folder as one inline code span: nothing in it is read as Markdown
-    (a link or an image would fetch), however many backticks or lines it holds."""
+def _shown(value: Any, limit: int | None = _SHOWN) -> str:
+    """A value from the folder as one inert code span (a JSON value as JSON), cut to
+    ``limit`` characters; None shows it whole."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    text = " ".join(text.split())
-    if len(text) > limit:
-        text = text[: limit - 1] + "…"
-    longest = max((len(run) for run in re.findall("`+", text)), default=0)
-    fence = "`" * (longest + 1)
-    return f"{fence} {text} {fence}"
+    return inert_code(text, limit=limit)
 
 
 def describe_asks(folder: Path, held: dict[str, Any], secret_fields: frozenset[str]) -> list[str]:
-    """What the folder would do once trusted, one Markdown line each: every setting held
+    """What the folder would do once trusted, one Markdown list item each (lines after
+    the first indented for a ``- `` item): every setting held
     back (each MCP server's command line in full; keys named, never shown) and every file
     that would reach the prompt or the tools."""
     lines: list[str] = []
@@ -332,15 +328,18 @@ def describe_asks(folder: Path, held: dict[str, Any], secret_fields: frozenset[s
                     continue
                 if spec.get("command"):
                     argv = " ".join([str(spec["command"]), *map(str, spec.get("args") or [])])
+                    # Whole, however long: what it runs is decided by its end as much as
+                    # its start (`… | sh`); a block the card scrolls instead of cutting it.
                     lines.append(
-                        f"MCP server {_shown(server)} runs the program {_shown(argv, 4000)}"
+                        f"MCP server {_shown(server)} runs the program:\n\n  "
+                        + inert_block(argv, indent="  ")
                     )
                 else:
                     lines.append(f"MCP server {_shown(server)} at {_shown(spec.get('url'))}")
         elif name in secret_fields:
-            lines.append(f"`{name}`: a key of its own (not shown)")
+            lines.append(f"{_shown(name)}: a key of its own (not shown)")
         else:
-            lines.append(f"`{name}`: {_shown(value)}")
+            lines.append(f"{_shown(name)}: {_shown(value)}")
     base = folder / _POWER_DIR
     for entry, what in _FILE_KINDS:
         path = base / entry
@@ -352,7 +351,7 @@ def describe_asks(folder: Path, held: dict[str, Any], secret_fields: frozenset[s
 def trust_notice(trust: FolderTrust, held: list[str], user_file: Path, *, can_ask: bool) -> str:
     """What the first cell says about an untrusted folder: what it asks for, what changed
     since the person trusted it, and how to trust it (Markdown)."""
-    folder = _shown(str(trust.folder), 4000)
+    folder = _shown(str(trust.folder), None)
     if trust.status == "refused":
         return (
             f"This folder ({folder}) has Co settings or files, and your administrator's "
@@ -381,7 +380,7 @@ def trust_notice(trust: FolderTrust, held: list[str], user_file: Path, *, can_as
     lines.append("")
     lines.append(
         f"{how}; `%trust show` says what is trusted. For runs nobody watches (papermill, "
-        f"nbclient) add the folder to `trusted_folders` in your settings ({_shown(str(user_file), 4000)}) "
+        f"nbclient) add the folder to `trusted_folders` in your settings ({_shown(str(user_file), None)}) "
         "or to `CO_TRUSTED_FOLDERS`."
     )
     return "\n".join(lines)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from ..inert import inert_code
 from ..permissions import decision_label
 from ..turn import (
     ApprovalDecision,
@@ -92,7 +93,8 @@ class HeadlessFrontend(BaseFrontend):
         )
         who = f"{call.agent} › " if call.agent else ""
         text = (
-            f"Approval needed for `{who}{call.name}({short_args(call.args)})`: **{label}** ({why})"
+            f"Approval needed for {inert_code(f'{who}{call.name}({short_args(call.args)})')}: "
+            f"**{label}** ({why})"
         )
         self._pub.display({"text/markdown": text, "text/plain": text})
         return decision

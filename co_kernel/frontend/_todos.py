@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..inert import inert_text
 from ..turn import TodoView
 
 __all__ = ["MIME_TODOS", "todos_bundle", "todos_text"]
@@ -29,16 +30,12 @@ def todos_text(todos: Sequence[TodoView]) -> str:
     return "\n".join(lines)
 
 
-def _markdown_escape(text: str) -> str:
-    return "".join("\\" + c if c in "\\`*_[]<>#|~" else c for c in text)
-
-
 def todos_bundle(todos: Sequence[TodoView]) -> dict[str, Any]:
     """The checklist output: a GFM task list (the item in progress in bold)."""
     if todos:
         lines = [f"**Todos** · {_count(todos)}", ""]
         for todo in todos:
-            content = _markdown_escape(todo.content)
+            content = inert_text(todo.content)
             if todo.status == "completed":
                 lines.append(f"- [x] ~~{content}~~")
             elif todo.status == "in_progress":

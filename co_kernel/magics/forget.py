@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from ..inert import inert_text
 from . import MagicContext, MagicError
 
 USAGE = "%forget <id>"
@@ -36,7 +37,7 @@ async def run(ctx: MagicContext, args: str) -> str:
     finally:
         store.close()
     preview = memory.text if len(memory.text) <= 120 else memory.text[:119] + "…"
-    return f"Forgot memory {memory_id}: “{preview}”"
+    return f"Forgot memory {memory_id}: “{inert_text(preview)}”"
 
 
 def complete(ctx: MagicContext, arg_text: str) -> list[str]:

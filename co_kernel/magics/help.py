@@ -6,6 +6,7 @@ sent to the assistant; a cell starting with `!` runs in the sandbox.
 
 from __future__ import annotations
 
+from ..inert import inert_code
 from . import MAGICS, MagicContext, find_magic, magic_help
 
 USAGE = "%help [magic]"
@@ -18,9 +19,7 @@ async def run(ctx: MagicContext, args: str) -> str:
     for name in sorted(MAGICS):
         module = find_magic(name)
         summary = (module.__doc__ or "").strip().splitlines()[0]
-        # A pipe splits a table cell even inside a code span unless escaped (GFM).
-        usage = module.USAGE.replace("|", "\\|")
-        rows.append(f"| `{usage}` | {summary} |")
+        rows.append(f"| {inert_code(module.USAGE, table=True)} | {summary} |")
     rows.append("")
     rows.append(
         "A plain cell is a prompt to Co; a cell starting with `!` runs a shell command in the sandbox."

@@ -18,8 +18,9 @@ import difflib
 from typing import TYPE_CHECKING
 
 from ..exceptions import ConfigError
+from ..inert import inert_text
 from . import MagicContext, MagicError, RunPrompt
-from ._render import table
+from ._render import code, table
 
 if TYPE_CHECKING:
     from ..mcp import McpManager
@@ -58,16 +59,16 @@ def format_servers(manager: McpManager) -> str:
         names = spec.secret_names()
         # The names first: a long command line is cut at the end, not them.
         transport = f"{spec.transport}{f' ({names})' if names else ''}: {spec.describe()}"
-        rows.append((f"`{name}`", transport, spec.approval, manager.state_text(server)))
+        rows.append((code(name), transport, spec.approval, manager.state_text(server)))
         for tool, description in server.tools.items():
             if offered.get(tool) is server:
                 first_line = description.splitlines()[0] if description else ""
                 approval = "asks first" if server.asks(tool) else "runs without asking"
                 if spec.approval == "annotations":
                     approval += " (read-only hint)" if tool in server.read_only else " (no hint)"
-                tool_rows.append((f"`{tool}`", name, approval, first_line))
+                tool_rows.append((code(tool), name, approval, first_line))
             elif server.state == "connected":
-                unoffered.append(f"`{tool}` of `{name}`")
+                unoffered.append(f"{code(tool)} of {code(name)}")
     parts = [
         f"**MCP servers** ({len(rows)})\n\n"
         + table(["server", "transport", "approval", "state"], rows)
@@ -114,7 +115,7 @@ async def _reload(ctx: MagicContext) -> str:
     problems = [p for p in loaded.problems if any(name in p for name in _MCP_SETTINGS)]
     text = format_servers(session.mcp)
     if problems:
-        text += "\n\n**Ignored**\n" + "\n".join(f"- {p}" for p in problems)
+        text += "\n\n**Ignored**\n" + "\n".join(f"- {inert_text(p)}" for p in problems)
     return text
 
 
@@ -126,9 +127,7 @@ async def _prompts(manager: McpManager) -> str:
             arguments = ", ".join(
                 f"{a.name}{'' if a.required else '?'}" for a in prompt.arguments or []
             )
-            rows.append(
-                (f"`{server.name}`", f"`{prompt.name}`", arguments, prompt.description or "")
-            )
+            rows.append((code(server.name), code(prompt.name), arguments, prompt.description or ""))
     if not rows:
         return "No connected MCP server offers prompts."
     return (
@@ -197,9 +196,9 @@ async def run(ctx: MagicContext, args: str) -> str | RunPrompt:
         server = await manager.restart(name)
         if server.state == "connected":
             count = len(server.tools)
-            head = f"✅ MCP server `{name}` is connected again ({count} tool{'s' if count != 1 else ''})."
+            head = f"✅ MCP server {code(name)} is connected again ({count} tool{'s' if count != 1 else ''})."
         else:
-            head = f"❌ MCP server `{name}` did not start: {server.reason}"
+            head = f"❌ MCP server {code(name)} did not start: {inert_text(server.reason)}"
         return head + "\n\n" + format_servers(manager)
     close = difflib.get_close_matches(command, _SUBCOMMANDS, n=1)
     hint = f" Did you mean `%mcp {close[0]}`?" if close else ""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
+from ..inert import inert_text
 from . import MagicContext, MagicError
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ async def run(ctx: MagicContext, args: str) -> str:
     session = ctx.session
     current = session.model.name
     if not args:
-        lines = [f"Model: **{current}**" if current else "No model is configured."]
+        lines = [f"Model: **{inert_text(current)}**" if current else "No model is configured."]
         lines.append("")
         lines.append("Switch with `%model provider:model`. Providers:")
         lines += [f"- `{name}`: {what}" for name, what in PROVIDERS.items()]
@@ -84,7 +85,7 @@ async def run(ctx: MagicContext, args: str) -> str:
     if not probe.ok:
         raise MagicError(f"{probe.detail.rstrip('.')}. The model is unchanged ({unchanged}).")
     label = session.model.switch(value)
-    return f"Switched to **{label}**: {probe.detail}. The conversation is kept."
+    return f"Switched to **{inert_text(label)}**: {inert_text(probe.detail)}. The conversation is kept."
 
 
 def complete(ctx: MagicContext, arg_text: str) -> list[str]:

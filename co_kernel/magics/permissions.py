@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..inert import inert_code
 from . import MagicContext, MagicError
-from ._render import table
+from ._render import Md, code, table
 
 if TYPE_CHECKING:
     from ..config import RuleKind
@@ -32,7 +33,7 @@ async def run(ctx: MagicContext, args: str) -> str:
         accepted = session.rules.accept_project()
         if not accepted:
             return "No project allow rules are waiting: nothing to accept."
-        listed = "\n".join(f"- `allow {r.rule}`" for r in accepted)
+        listed = "\n".join(f"- {inert_code(f'allow {r.rule}')}" for r in accepted)
         return f"Accepted this project's allow rules (until they change):\n{listed}"
     if word:
         raise MagicError(f"%permissions takes nothing or `accept`, not '{args.strip()}'.")
@@ -47,9 +48,9 @@ async def run(ctx: MagicContext, args: str) -> str:
     rows = [
         (
             r.kind,
-            f"`{r.rule}`",
+            code(r.rule),
             r.source,
-            "waiting: `%permissions accept`" if r in pending else "in force",
+            Md("waiting: `%permissions accept`") if r in pending else "in force",
         )
         for r in sorted(rules, key=lambda r: order[r.kind])
     ]
@@ -78,7 +79,7 @@ async def add_rule(ctx: MagicContext, kind: RuleKind, args: str, usage: str) -> 
         detail = next((line.strip() for line in message if "Value error" in line), message[0])
         raise MagicError(detail.replace("Value error, ", "").split(" [type=")[0]) from None
     ctx.session.rules.add(rule)
-    said = f"`{kind} {rule.rule}` holds for this session"
+    said = f"{inert_code(f'{kind} {rule.rule}')} holds for this session"
     if save:
         try:
             where = save_user_rule(rule)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..inert import inert_code
 from . import MagicContext, MagicError
 
 USAGE = "%record [start | PATH | stop]"
@@ -42,10 +43,10 @@ async def run(ctx: MagicContext, args: str) -> str:
         if recorder.path is None:
             return (
                 "Not recording. `%record start` records the model's answers into "
-                f"`{_shown(ctx, _default_path(ctx))}`, `%record PATH` into another file."
+                f"{inert_code(_shown(ctx, _default_path(ctx)))}, `%record PATH` into another file."
             )
         return (
-            f"Recording into `{_shown(ctx, recorder.path)}`: {recorder.steps} step(s) so far. "
+            f"Recording into {inert_code(_shown(ctx, recorder.path))}: {recorder.steps} step(s) so far. "
             "`%record stop` ends it."
         )
     if word.lower() == "stop":
@@ -54,8 +55,9 @@ async def run(ctx: MagicContext, args: str) -> str:
             return "Not recording; nothing to stop."
         shown = _shown(ctx, path)
         return (
-            f"Stopped recording: {recorder.steps} step(s) in `{shown}`. Run the notebook "
-            f"again without the model with `CO_MODEL=replay:{shown}` or `%model replay:{shown}`."
+            f"Stopped recording: {recorder.steps} step(s) in {inert_code(shown)}. Run the "
+            f"notebook again without the model with {inert_code(f'CO_MODEL=replay:{shown}')} "
+            f"or {inert_code(f'%model replay:{shown}')}."
         )
     path = (
         _default_path(ctx)
@@ -75,8 +77,9 @@ async def run(ctx: MagicContext, args: str) -> str:
         raise MagicError(f"Cannot record into `{path}`: {exc.strerror or exc}.") from None
     shown = _shown(ctx, path)
     return (
-        f"Recording the model's answers into `{shown}` (a new script). `%record stop` ends "
-        f"it; `CO_MODEL=replay:{shown}` runs the notebook again from it."
+        f"Recording the model's answers into {inert_code(shown)} (a new script). "
+        f"`%record stop` ends it; {inert_code(f'CO_MODEL=replay:{shown}')} runs the notebook "
+        "again from it."
     )
 
 

@@ -16,6 +16,7 @@ import sqlite3
 from typing import TYPE_CHECKING
 
 from ..exceptions import DatabaseTooNew
+from ..inert import inert_block, inert_code, inert_text
 from . import MagicContext, MagicError
 from ._render import short_id, when
 
@@ -40,20 +41,20 @@ async def run(ctx: MagicContext, args: str) -> str:
     except (sqlite3.Error, OSError, DatabaseTooNew) as exc:
         store = session.store
         raise MagicError(store.failure(exc) if store else str(exc)) from None
-    where = f" of {info.notebook}" if info.notebook else ""
+    where = f" of {inert_text(info.notebook)}" if info.notebook else ""
     lines = [
         f"Resumed conversation `{short_id(info.id)}`{where}: {len(session.turns)} turn(s), "
         f"last used {when(info.updated)}."
     ]
     live = session.live_turns
     if live:
-        lines.append(f"\nIt ended with:\n> {live[-1].prompt.splitlines()[0][:200]}")
+        lines.append(f"\nIt ended with:\n> {inert_text(live[-1].prompt.splitlines()[0][:200])}")
     from ..tools.todos import format_todos, todos_from_history
 
     # In place: the list is shared with everything holding the session's deps.
     session.todos[:] = todos_from_history(session.history)
     if session.todos:
-        lines.append(f"\nIts todo list is back:\n```\n{format_todos(session.todos)}\n```")
+        lines.append(f"\nIts todo list is back:\n{inert_block(format_todos(session.todos))}")
     restored = await _restore_model(session, info.model)
     if restored:
         lines.append(f"\n{restored}")
@@ -78,15 +79,15 @@ async def _restore_model(session: SessionProtocol, stored: str | None) -> str | 
         origin = session.loaded.origins.get("model", "")
         if origin.startswith("managed"):
             return (
-                f"It was answered by `{stored}`; Co keeps **{current}**, the model your "
+                f"It was answered by {inert_code(stored)}; Co keeps **{inert_text(current)}**, the model your "
                 f"administrator set ({origin})."
             )
         if stored == default_model_string(session.settings):
             # It ran on the bundled model only because nothing was configured then; a model
             # configured or chosen since is the better one to go on with.
             return (
-                f"It was answered by `{stored}`, Co's small default model; Co keeps "
-                f"**{current}** (switch with `%model`)."
+                f"It was answered by {inert_code(stored)}, Co's small default model; Co keeps "
+                f"**{inert_text(current)}** (switch with `%model`)."
             )
         probe = await check_model(session, stored)
     except ConfigError as exc:
@@ -94,10 +95,11 @@ async def _restore_model(session: SessionProtocol, stored: str | None) -> str | 
     else:
         ok, detail = probe.ok, probe.detail
     if ok:
-        return f"Its model **{session.model.switch(stored)}** is in use again."
-    keep = f"keeps **{current}**" if current else "has no model set"
+        return f"Its model **{inert_text(session.model.switch(stored))}** is in use again."
+    keep = f"keeps **{inert_text(current)}**" if current else "has no model set"
     return (
-        f"Its model `{stored}` cannot be used now ({detail.rstrip('.')}), so Co {keep}; "
+        f"Its model {inert_code(stored)} cannot be used now ({inert_text(detail.rstrip('.'))}), "
+        f"so Co {keep}; "
         "switch with `%model`."
     )
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..exceptions import DatabaseTooNew
 from . import MagicContext, MagicError
-from ._render import short_id, table, when
+from ._render import Md, short_id, table, when
 
 USAGE = "%sessions [all|N]"
 
@@ -52,7 +52,7 @@ async def run(ctx: MagicContext, args: str) -> str:
             notebook += " (this notebook)"
         rows.append(
             (
-                f"`{short_id(info.id)}`{mark}",
+                Md(f"`{short_id(info.id)}`{mark}"),
                 when(info.updated),
                 notebook,
                 info.turns,

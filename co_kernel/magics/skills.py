@@ -9,8 +9,9 @@ be read are listed with the file and line of the problem.
 
 from __future__ import annotations
 
+from ..inert import inert_text
 from . import MagicContext, MagicError
-from ._render import table
+from ._render import code, table
 
 USAGE = "%skills"
 
@@ -39,14 +40,14 @@ async def run(ctx: MagicContext, args: str) -> str:
         # spelled out below it.
         rows = [
             (
-                f"`{s.name}`",
+                code(s.name),
                 s.description,
                 s.source,
-                f"`{s.path.relative_to(folders[s.source]).as_posix()}`",
+                code(s.path.relative_to(folders[s.source]).as_posix()),
             )
             for s in sorted(catalog.skills.values(), key=lambda s: s.name)
         ]
-        where = ", ".join(f"{source} `{_where(str(f), home)}`" for source, f in folders.items())
+        where = ", ".join(f"{source} {code(_where(str(f), home))}" for source, f in folders.items())
         parts.append(
             f"**Skills** ({len(rows)})\n\n"
             + table(["skill", "description", "from", "file"], rows)
@@ -54,17 +55,19 @@ async def run(ctx: MagicContext, args: str) -> str:
         )
     else:
         looked = " and ".join(
-            f"`{_where(str(folder), home)}/<name>/SKILL.md`" for folder in folders.values()
+            code(f"{_where(str(folder), home)}/<name>/SKILL.md") for folder in folders.values()
         )
         parts.append(f"No skills yet. Co looks for {looked}.")
     if catalog.shadowed:
-        hidden = ", ".join(f"`{s.name}` (`{_where(str(s.path), home)}`)" for s in catalog.shadowed)
+        hidden = ", ".join(
+            f"{code(s.name)} ({code(_where(str(s.path), home))})" for s in catalog.shadowed
+        )
         parts.append(f"Hidden by a project skill of the same name: {hidden}.")
     agents = discover_subagents(session.settings, session.project)
     if agents.agents:
         agent_rows = [
             (
-                f"`{a.name}`",
+                code(a.name),
                 a.description,
                 a.model or "session model",
                 ", ".join(a.tools) if a.tools is not None else "all of Co's",
@@ -85,7 +88,8 @@ async def run(ctx: MagicContext, args: str) -> str:
     problems = [*catalog.problems, *agents.problems]
     if problems:
         lines = "\n".join(
-            f"- `{_where(str(p.path), home)}:{p.line}`: {p.message}" for p in problems
+            f"- {code(f'{_where(str(p.path), home)}:{p.line}')}: {inert_text(p.message)}"
+            for p in problems
         )
         parts.append(f"**Skipped files** ({len(problems)})\n\n{lines}")
     return "\n\n".join(parts)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import KINDS
 from . import MagicContext, MagicError
-from ._render import table
+from ._render import Md, code, table
 
 if TYPE_CHECKING:
     from ..config import PermissionRule
@@ -32,17 +32,17 @@ def _tools_of(build: ToolsetBuild) -> dict[str, bool]:
     return {name: bool(getattr(tool, "requires_approval", False)) for name, tool in tools.items()}
 
 
-def _approval(name: str, needs: bool, auto_confirm: bool, rules: Sequence[PermissionRule]) -> str:
+def _approval(name: str, needs: bool, auto_confirm: bool, rules: Sequence[PermissionRule]) -> Md:
     """How a call of ``name`` is decided: by a rule naming the whole tool, else the
     default; rules with a pattern decide some of its calls."""
     named = [r for r in rules if fnmatch.fnmatchcase(name, r.tool)]
     whole = next((r for kind in KINDS for r in named if r.kind == kind and r.pattern is None), None)
     if whole is not None and whole.kind == "deny":
-        return f"never runs (rule `{whole}`)"
+        return Md(f"never runs (rule {code(whole)})")
     if whole is not None and whole.kind == "ask" and not auto_confirm:
-        text = f"asks first (rule `{whole}`)"
+        text = f"asks first (rule {code(whole)})"
     elif whole is not None and whole.kind == "allow":
-        text = f"runs without asking (rule `{whole}`)"
+        text = f"runs without asking (rule {code(whole)})"
     elif not needs:
         text = "runs without asking"
     elif auto_confirm:
@@ -51,7 +51,7 @@ def _approval(name: str, needs: bool, auto_confirm: bool, rules: Sequence[Permis
         text = "asks first"
     if any(r.pattern is not None for r in named):
         text += "; rules decide some calls"
-    return text
+    return Md(text)
 
 
 def format_tools(
@@ -75,10 +75,11 @@ def format_tools(
             continue
         for name, needs in sorted(_tools_of(build).items()):
             if offered is not None and name not in offered:
-                held_back.append(f"`{name}`")
+                held_back.append(code(name))
                 continue
-            rows.append((f"`{name}`", build.name, _approval(name, needs, auto_confirm, rules)))
-    missing = [(b.name, b.reason or "not configured") for b in builds if b.toolset is None]
+            rows.append((code(name), build.name, _approval(name, needs, auto_confirm, rules)))
+    # A build's reason is Co's Markdown, its outside parts already inert.
+    missing = [(b.name, Md(b.reason or "not configured")) for b in builds if b.toolset is None]
     parts = []
     if rows:
         parts.append(

@@ -17,6 +17,7 @@ someone put there never runs unasked; Co itself never imports anything from the 
 
 from __future__ import annotations
 
+from ..inert import inert_code
 from . import MagicContext, MagicError
 
 USAGE = "%trust [show|revoke]"
@@ -34,7 +35,7 @@ def _show(ctx: MagicContext) -> str:
         trusted_folders=settings.trusted_folders,
         policy=settings.trust_policy,
     )
-    folder = f"`{trust.folder}`"
+    folder = inert_code(trust.folder)
     state = {
         "trusted": f"**trusted** ({trust.source})",
         "nothing": "brings no Co settings or files",
@@ -55,17 +56,21 @@ def _show(ctx: MagicContext) -> str:
             else "`%%python` imports its modules only once you trust it (`%trust`)."
         )
     if trust.changed:
-        lines += ["", "Changed since you trusted it:", *(f"- `{c}`" for c in trust.changed)]
+        lines += [
+            "",
+            "Changed since you trusted it:",
+            *(f"- {inert_code(c)}" for c in trust.changed),
+        ]
     if trust.files:
         lines += ["", "Files that decide its trust (hashed):"]
-        lines += [f"- `{name}`" for name in trust.files]
+        lines += [f"- {inert_code(name)}" for name in trust.files]
     held = session.loaded.held
     if held and not trust.trusted:
         lines += ["", "Once trusted it would bring:", *(f"- {line}" for line in held)]
     others = sorted(trust_records())
     if others:
-        lines += ["", f"Folders you trust ({trust_record_path()}):"]
-        lines += [f"- `{name}`" for name in others]
+        lines += ["", f"Folders you trust ({inert_code(trust_record_path())}):"]
+        lines += [f"- {inert_code(name)}" for name in others]
     return "\n".join(lines)
 
 
@@ -79,10 +84,10 @@ async def run(ctx: MagicContext, args: str) -> str:
     if word == "revoke":
         if forget_folder(session.workspace):
             return (
-                f"You no longer trust `{session.workspace}`: its settings and files are off "
+                f"You no longer trust {inert_code(session.workspace)}: its settings and files are off "
                 "from this cell on."
             )
-        return f"`{session.workspace}` was not trusted by a decision of yours; nothing changed."
+        return f"{inert_code(session.workspace)} was not trusted by a decision of yours; nothing changed."
     if word:
         raise MagicError(f"%trust takes show or revoke, not '{args.strip()}'.")
     settings = session.settings
@@ -94,11 +99,11 @@ async def run(ctx: MagicContext, args: str) -> str:
     trust_folder(session.workspace)
     if before.status == "nothing":
         return (
-            f"✅ You trust `{before.folder}`: it brings no Co settings or files, and "
+            f"✅ You trust {inert_code(before.folder)}: it brings no Co settings or files, and "
             "`%%python` imports its modules from this cell on. `%trust revoke` withdraws it."
         )
     return (
-        f"✅ You trust `{before.folder}` as its files are now: its settings and files apply "
+        f"✅ You trust {inert_code(before.folder)} as its files are now: its settings and files apply "
         "from this cell on. A change to them asks again; `%trust revoke` withdraws it."
     )
 

@@ -7,7 +7,7 @@ them). Summaries written by `%compact` are counted on their own line.
 from __future__ import annotations
 
 from . import MagicContext, MagicError
-from ._render import table
+from ._render import Md, table
 
 USAGE = "%usage"
 
@@ -36,7 +36,7 @@ async def run(ctx: MagicContext, args: str) -> str:
         rows.append(
             (
                 "",
-                "*compaction summaries*",
+                Md("*compaction summaries*"),
                 "",
                 extra.requests,
                 f"{extra.input_tokens:,}",
@@ -46,7 +46,7 @@ async def run(ctx: MagicContext, args: str) -> str:
     requests = sum(t.requests for t in turns) + extra.requests
     tokens_in = sum(t.input_tokens for t in turns) + extra.input_tokens
     tokens_out = sum(t.output_tokens for t in turns) + extra.output_tokens
-    rows.append(("", "**total**", "", requests, f"{tokens_in:,}", f"{tokens_out:,}"))
+    rows.append(("", Md("**total**"), "", requests, f"{tokens_in:,}", f"{tokens_out:,}"))
     head = (
         f"**Usage** of conversation `{session.session_id[:8]}`: {requests} request(s), "
         f"{tokens_in:,} input and {tokens_out:,} output tokens."

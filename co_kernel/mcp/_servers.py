@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..config import McpServerSpec, expand_vars, private_file
+from ..inert import inert_code, inert_text
 
 if TYPE_CHECKING:
     from pydantic_ai.mcp import MCPToolset
@@ -54,7 +55,7 @@ class McpServer:
     state: ServerState = "stopped"
     """stopped (not started yet, or closed), connecting, connected or failed."""
     reason: str | None = None
-    """Why it failed, readable and free of secrets."""
+    """Why it failed, readable and free of secrets: plain text (shown through ``inert_text``)."""
     tools: dict[str, str] = field(default_factory=dict)
     """Tool names as the model sees them (prefixed) -> description."""
     connection: MCPToolset[Any] | None = None
@@ -234,13 +235,14 @@ class McpManager:
             task.add_done_callback(self._closing.discard)
         if was_connected:
             text = (
-                f"MCP server `{server.name}` {reason}. Its tools are no longer offered; "
-                f"`%mcp restart {server.name}` connects it again."
+                f"MCP server {inert_code(server.name)} {inert_text(reason)}. Its tools are no "
+                f"longer offered; {inert_code(f'%mcp restart {server.name}')} connects it again."
             )
         else:
             text = (
-                f"MCP server `{server.name}` could not start: {reason}. The session goes on "
-                f"without its tools; see `%mcp`, then `%mcp restart {server.name}`."
+                f"MCP server {inert_code(server.name)} could not start: {inert_text(reason)}. "
+                "The session goes on without its tools; see `%mcp`, then "
+                f"{inert_code(f'%mcp restart {server.name}')}."
             )
         self._say(server.name, text)
 
@@ -251,7 +253,8 @@ class McpManager:
         server.skipped.add(tool)
         self._say(
             server.name,
-            f"MCP server `{server.name}`: tool `{tool}` is not offered: {why}. "
+            f"MCP server {inert_code(server.name)}: tool {inert_code(tool)} is not offered: "
+            f"{inert_text(why)}. "
             f"Give the server another `prefix` in `mcp_servers`.",
         )
 
@@ -308,7 +311,7 @@ class McpManager:
             offset = log_path.stat().st_size if log_path.exists() else 0
             connection = self._open(server, log_path)
         except KeyError as exc:
-            self.fail(server, f"the environment variable `{exc.args[0]}` it names is not set")
+            self.fail(server, f"the environment variable '{exc.args[0]}' it names is not set")
             return
         except ImportError as exc:
             self.fail(server, f"the MCP client is not installed ({exc}); install co-kernel again")
@@ -324,7 +327,7 @@ class McpManager:
                 listed = await connection.list_tools()
                 resources = await connection.list_resources()
         except TimeoutError:
-            reason = f"it did not answer within {spec.start_timeout:g} s (setting `start_timeout`)"
+            reason = f"it did not answer within {spec.start_timeout:g} s (setting start_timeout)"
         except asyncio.CancelledError:
             if entered:
                 await _close_quietly(connection)
@@ -359,7 +362,7 @@ class McpManager:
             await _close_quietly(connection)
         tail = _stderr_tail(log_path, offset)
         if tail:
-            reason += f"; it wrote: `{tail}`"
+            reason += f"; it wrote: {tail}"
         self.fail(server, reason)
 
     def _open(self, server: McpServer, log_path: Path) -> MCPToolset[Any]:
@@ -417,10 +420,11 @@ class McpManager:
                 }
                 builds.append(ToolsetBuild(label, server.exposed, approval=approval))
             else:
-                builds.append(ToolsetBuild(label, reason=self.state_text(server)))
+                builds.append(ToolsetBuild(label, reason=inert_text(self.state_text(server))))
         return builds
 
     def state_text(self, server: McpServer) -> str:
+        """The server's state in words (plain text: it may quote the server's output)."""
         if server.state == "connected":
             count = sum(1 for s in self.offered().values() if s is server)
             return f"connected, {count} tool{'s' if count != 1 else ''}"
@@ -477,9 +481,9 @@ def _describe(exc: BaseException, spec: McpServerSpec) -> str:
         seen = seen.__cause__ or seen.__context__
     for item in chain:
         if isinstance(item, FileNotFoundError) and spec.command is not None:
-            return f"the command `{spec.command}` was not found"
+            return f"the command '{spec.command}' was not found"
         if isinstance(item, PermissionError) and spec.command is not None:
-            return f"the command `{spec.command}` cannot be run (permission denied)"
+            return f"the command '{spec.command}' cannot be run (permission denied)"
     text = ""
     for item in chain:
         text = " ".join(str(item).split())
@@ -506,4 +510,4 @@ def _stderr_tail(path: Path, offset: int) -> str:
     text = " ".join(data.decode("utf-8", errors="replace").split())
     if len(text) > _STDERR_TAIL_CHARS:
         text = "…" + text[-_STDERR_TAIL_CHARS:]
-    return text.replace("`", "'")
+    return text

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..config import private_file
 from ..exceptions import ProviderNotConfigured
+from ..inert import inert_code, inert_text
 
 if TYPE_CHECKING:
     from pydantic import JsonValue
@@ -193,7 +194,7 @@ def resolve_local_model(name: str, *, base_dir: Path) -> LocalModelSpec:
         known = f" It is not a known local model name either ({', '.join(CATALOGUE)})."
         looks_like_name = "/" not in name and not name.lower().endswith(".gguf")
         raise ProviderNotConfigured(
-            f"Local model file not found: `{path}`.{known if looks_like_name else ''} "
+            f"Local model file not found: {inert_code(path)}.{known if looks_like_name else ''} "
             + _fix_hint()
         )
     return _checked(path, path.stem, True, False, GENERIC_SAMPLING)
@@ -204,7 +205,7 @@ def _checked(
 ) -> LocalModelSpec:
     if path.is_dir():
         raise ProviderNotConfigured(
-            f"`{path}` is a folder, not a model file. Give the path of the `.gguf` file "
+            f"{inert_code(path)} is a folder, not a model file. Give the path of the `.gguf` file "
             f"inside it. {_fix_hint()}"
         )
     try:
@@ -213,11 +214,11 @@ def _checked(
         size = path.stat().st_size
     except OSError as exc:
         raise ProviderNotConfigured(
-            f"Cannot read the local model file `{path}`: {exc.strerror}. {_fix_hint()}"
+            f"Cannot read the local model file {inert_code(path)}: {exc.strerror}. {_fix_hint()}"
         ) from None
     if magic != GGUF_MAGIC:
         raise ProviderNotConfigured(
-            f"`{path}` is not a GGUF model file (it does not start with the GGUF signature). "
+            f"{inert_code(path)} is not a GGUF model file (it does not start with the GGUF signature). "
             "The local provider runs llama.cpp models in GGUF format: download the model's "
             f"`.gguf` file, or convert it with llama.cpp's converter. {_fix_hint()}"
         )
@@ -345,10 +346,10 @@ class LlamaServerProcess:
                 "port) or to another port."
             )
         return (
-            f"llama.cpp could not load the local model `{path}`: {reason}. The file may be "
+            f"llama.cpp could not load the local model {inert_code(path)}: {inert_text(reason)}. The file may be "
             "truncated or corrupt (download it again), or too large for this machine's "
             f"memory with `local_context` {self.context}. {_fix_hint()} "
-            f"Full log: `{self.log_path}`."
+            f"Full log: {inert_code(self.log_path)}."
         )
 
     def stop(self, *, kill: bool = False) -> None:
@@ -431,7 +432,7 @@ class LocalRuntime:
                 return
             if frontend is not None:
                 frontend.on_status(
-                    f"Loading local model {self.spec.label} ({human_size(self.spec.size)})…"
+                    f"Loading local model {inert_text(self.spec.label)} ({human_size(self.spec.size)})…"
                 )
             try:
                 address = await self.server.start()
@@ -453,7 +454,7 @@ def local_status_rows(
 ) -> list[tuple[str, str]]:
     """(item, value) rows about a local model, running or not."""
     rows = [
-        ("local model", f"{spec.label}: `{spec.path}`"),
+        ("local model", f"{spec.label}: {spec.path}"),
         ("local size", human_size(spec.size)),
     ]
     if server is not None and server.running:

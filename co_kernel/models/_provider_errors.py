@@ -27,6 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TypeGuard
 
+from ..inert import inert_code, inert_text
+
 __all__ = [
     "BACKOFF_BASE",
     "BACKOFF_CAP",
@@ -113,9 +115,14 @@ def _body_text(body: object) -> str:
 
 
 def _short(exc: BaseException) -> str:
+    """The exception's first line, as plain text (``_quoted`` puts it into a notice)."""
     cause = exc.__cause__ or exc
     text = str(cause).strip()
     return (text.splitlines()[0] if text else type(cause).__name__)[:200]
+
+
+def _quoted(exc: BaseException) -> str:
+    return inert_text(_short(exc))
 
 
 _KEY_HINTS = {
@@ -149,7 +156,9 @@ def classify_provider_error(exc: BaseException, *, provider: str, model: str) ->
     if isinstance(exc, ReplayMismatch):  # the script and the notebook differ: say where
         return ErrorAction(ProviderErrorKind.ABORT, exc.message)
     status = exc.status_code if isinstance(exc, x.ModelHTTPError) else None
-    detail = _body_text(exc.body) or _short(exc)
+    raw = _body_text(exc.body) or _short(exc)
+    # What the provider wrote is outside text: inert in the notice, as it is for the model.
+    detail = inert_text(raw)
     who = f"The {provider} provider"
     if status in (401, 403) or isinstance(exc, x.ModelAuthenticationError):
         fix = _KEY_HINTS.get(provider, "the provider's credentials")
@@ -163,7 +172,7 @@ def classify_provider_error(exc: BaseException, *, provider: str, model: str) ->
     if status == 404 or isinstance(exc, x.ModelNotFoundError):
         return ErrorAction(
             ProviderErrorKind.ABORT,
-            f"Model `{model}` was not found by the {provider} provider (HTTP 404): {detail}. "
+            f"Model {inert_code(model)} was not found by the {provider} provider (HTTP 404): {detail}. "
             "Pick an available model with `%model provider:model`",
             status=status,
         )
@@ -189,7 +198,7 @@ def classify_provider_error(exc: BaseException, *, provider: str, model: str) ->
     if isinstance(exc, x.ModelContextWindowExceededError):
         return ErrorAction(
             ProviderErrorKind.ABORT,
-            f"The conversation no longer fits `{model}`'s context window: {detail}. "
+            f"The conversation no longer fits {inert_code(model)}'s context window: {detail}. "
             "Start a new conversation or shorten it, then ask again",
             status=status,
         )
@@ -202,7 +211,7 @@ def classify_provider_error(exc: BaseException, *, provider: str, model: str) ->
             ProviderErrorKind.REFLECT,
             f"{who} rejected the request (HTTP {status or 400}): {detail}",
             status=status,
-            body=detail,
+            body=raw,
         )
     if status is not None and 400 <= status < 500:
         return ErrorAction(
@@ -225,12 +234,12 @@ def _transient(exc: BaseException, who: str, provider: str) -> str:
         return f"{who} did not answer in time (setting `request_timeout`)"
     if isinstance(exc, x.ModelConnectionError):
         if exc.phase in ("pool", "connect") or (exc.phase is None and _never_connected(exc)):
-            return f"Could not reach the {provider} provider ({_short(exc)})"
-        return f"Lost the connection to the {provider} provider ({_short(exc)})"
+            return f"Could not reach the {provider} provider ({_quoted(exc)})"
+        return f"Lost the connection to the {provider} provider ({_quoted(exc)})"
     if isinstance(exc, x.ModelServerError | x.ModelUnavailableError):
-        return f"{who} is unavailable ({_short(exc)})"
+        return f"{who} is unavailable ({_quoted(exc)})"
     # A malformed stream (invalid SSE chunk) and anything else a retry may cure.
-    return f"{who} sent a response Co could not read ({_short(exc)})"
+    return f"{who} sent a response Co could not read ({_quoted(exc)})"
 
 
 def _never_connected(exc: BaseException) -> bool:

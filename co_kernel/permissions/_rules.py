@@ -54,6 +54,7 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ApprovalRequired
 
 from ..config import KINDS, PROJECT, PermissionRule, paths, private_folder
+from ..inert import inert_code
 from ._shell_parse import parse_line
 from ._shell_programs import SYNONYMS
 
@@ -319,7 +320,7 @@ def project_rules_notice(deps: CoDeps, *, headless: bool) -> str | None:
     if not pending or deps.extras.get(_NOTICED) == _digest(pending):
         return None
     deps.extras[_NOTICED] = _digest(pending)
-    listed = "\n".join(f"- `allow {r.rule}`" for r in pending)
+    listed = "\n".join(f"- {inert_code(f'allow {r.rule}')}" for r in pending)
     how = (
         "a headless run applies them only with the setting `permissions_accept_project` "
         "(user settings or `CO_PERMISSIONS_ACCEPT_PROJECT`)"

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..inert import escaped_forms
+
 __all__ = ["REDACTED", "Redactor", "redact_value", "secret_env_names"]
 
 REDACTED = "[REDACTED]"
@@ -255,13 +257,21 @@ class Redactor:
 
     def __init__(self, literals: Iterable[str] = ()) -> None:
         # Longest first, so a secret that contains another is replaced whole.
-        unique = {s.strip() for s in literals if s and len(s.strip()) >= _MIN_LITERAL}
+        # Each in the forms Co's Markdown may give it too (``inert_text`` escapes ``_``,
+        # ``$``, ...): the outputs are redacted as Markdown source, before they are rendered.
+        unique = {
+            form
+            for s in literals
+            if s and len(s.strip()) >= _MIN_LITERAL
+            for form in escaped_forms(s.strip())
+        }
         self.literals: tuple[str, ...] = tuple(sorted(unique, key=len, reverse=True))
 
     def add(self, literals: Iterable[str]) -> None:
         """Learn more secrets (settings read again during the session, e.g. `%mcp reload`)."""
-        merged = Redactor([*self.literals, *literals]).literals
-        self.literals = merged
+        # Only the new ones get their escaped forms (the known ones have theirs already).
+        merged = set(self.literals) | set(Redactor(literals).literals)
+        self.literals = tuple(sorted(merged, key=len, reverse=True))
 
     @classmethod
     def from_settings(

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..exceptions import DatabaseTooNew
+from ..inert import inert_code, inert_text
 from ._audit import AuditEvent, AuditLog
 from ._redact import Redactor
 
@@ -119,7 +120,8 @@ class SessionTelemetry:
         self._broken = True
         reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
         self.problems.append(
-            f"Telemetry is off for this session: cannot write `{self.db_path}` ({reason}). "
+            f"Telemetry is off for this session: cannot write {inert_code(self.db_path)} "
+            f"({inert_text(reason)}). "
             "Turns run as usual; no spans or audit rows are recorded. Check the data "
             "directory (`CO_HOME`), or set `tracing` to false to silence this."
         )

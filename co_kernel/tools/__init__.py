@@ -17,6 +17,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..inert import inert_code, inert_text
 from ._outbound import OutboundLedger, describe_request, outbound_ledger, result_text
 
 if TYPE_CHECKING:
@@ -88,10 +89,12 @@ def _plugin_builds(settings: Settings) -> list[ToolsetBuild]:
             build = entry.load()(settings)
         except Exception as exc:
             log.debug("toolset plugin %s failed", entry.value, exc_info=True)
-            build = ToolsetBuild(entry.name, reason=f"plugin {entry.value} failed: {exc}")
+            build = ToolsetBuild(
+                entry.name, reason=f"plugin {inert_code(entry.value)} failed: {inert_text(exc)}"
+            )
         if not isinstance(build, ToolsetBuild):
             build = ToolsetBuild(
-                entry.name, reason=f"plugin {entry.value} returned no ToolsetBuild"
+                entry.name, reason=f"plugin {inert_code(entry.value)} returned no ToolsetBuild"
             )
         builds.append(build)
     return builds

@@ -29,7 +29,14 @@ from pydantic import BaseModel, Field
 from pydantic_ai import ApprovalRequired, ModelRetry, RunContext, ToolFailed
 
 from ..deps import CoDeps
-from ..notebook import NotebookCell, NotebookDocument, PageError, PythonRun, read_document
+from ..notebook import (
+    NotebookCell,
+    NotebookDocument,
+    PageError,
+    PythonRun,
+    cell_kind,
+    read_document,
+)
 from . import ToolsetBuild
 from ._errors import session_redactor
 from ._page_replay import REPLAYED_PAGE, CallPage, page_offered
@@ -190,6 +197,13 @@ def _cell_type(kind: CellKind) -> str:
     return "markdown" if kind == "markdown" else "code"
 
 
+def _runs_as(kind: CellKind | str, source: str) -> str:
+    """What a proposed cell is once in the notebook, by what it will run, whatever kind the
+    model named: a "prompt" whose text starts with `%%python` runs as Python under Run
+    All, so the card says python; `!` says shell, another `%` magic."""
+    return cell_kind("markdown" if kind == "markdown" else "code", source)
+
+
 def _diff(before: str | None, after: str | None, before_name: str, after_name: str) -> str:
     lines = difflib.unified_diff(
         (before or "").splitlines(),
@@ -320,7 +334,8 @@ async def insert_cells(ctx: RunContext[CoDeps], index: int, cells: list[NewCell]
         sources = [_full_source(c) for c in cells]
         pairs = list(zip(cells, sources, strict=True))
         parts = [
-            _diff(None, s, "", f"new cell {index + i} ({c.kind})") for i, (c, s) in enumerate(pairs)
+            _diff(None, s, "", f"new cell {index + i} ({_runs_as(c.kind, s)})")
+            for i, (c, s) in enumerate(pairs)
         ]
         new = [{"cell_type": _cell_type(c.kind), "source": s} for c, s in pairs]
         done = f"Inserted {len(new)} cell(s) at index {index}"
@@ -328,7 +343,10 @@ async def insert_cells(ctx: RunContext[CoDeps], index: int, cells: list[NewCell]
         def pick(accepted: list[int]) -> list[dict[str, Any]]:
             return [{"op": "insert", "index": index, "cells": [new[i] for i in accepted]}]
 
-        names = [f"cells[{i}] ({c.kind}: {_first_line(c.source)})" for i, c in enumerate(cells)]
+        names = [
+            f"cells[{i}] ({_runs_as(c.kind, s)}: {_first_line(c.source)})"
+            for i, (c, s) in enumerate(pairs)
+        ]
         changes = [{"op": "insert", "index": index, "cells": new}]
         return _Proposal("".join(parts), changes, done, parts, names, pick)
 
@@ -371,7 +389,10 @@ async def edit_cell(
         if after == cell.source and (kind is None or _cell_type(kind) == cell.cell_type):
             raise ModelRetry(f"Cell {cell.id} already holds exactly that text: nothing to change.")
         label = _label(cell)
-        detail = _diff(cell.source, after, label, f"{label} as {kind}" if kind else label)
+        # The new side is named by what the cell will run once changed (its new text can
+        # make a prompt cell Python), the old side by what it runs now.
+        runs = _runs_as(kind or cell.kind, after)
+        detail = _diff(cell.source, after, label, f"cell {cell.index} ({runs}, id {cell.id})")
         change: dict[str, Any] = {
             "op": "set",
             "id": cell.id,

@@ -15,6 +15,7 @@ from pydantic_ai.toolsets import FunctionToolset
 
 from ..deps import CoDeps  # at run time: pydantic-ai reads the tools' annotations
 from ..exceptions import TextFileError
+from ..inert import inert_code
 from . import ToolsetBuild
 from ._audit import record_access
 from ._paging import paginate, result
@@ -221,7 +222,9 @@ def build(settings: Settings) -> ToolsetBuild:
             "notes", reason="set `obsidian_vault_path` (CO_OBSIDIAN_VAULT_PATH) to your vault"
         )
     if not root.is_dir():
-        return ToolsetBuild("notes", reason=f"`obsidian_vault_path` {root} is not a folder")
+        return ToolsetBuild(
+            "notes", reason=f"`obsidian_vault_path` {inert_code(root)} is not a folder"
+        )
     toolset: FunctionToolset[Any] = FunctionToolset([search_notes, list_notes, read_note])
     return ToolsetBuild(
         "notes",

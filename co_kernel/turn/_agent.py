@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from ..config import paths
+from ..inert import inert_code
 from ._prompt import build_system_prompt
 
 if TYPE_CHECKING:
@@ -86,7 +87,7 @@ def build_session_agent(
         unavailable = None
         if not handle.supports_tools:
             unavailable = (
-                f"`{handle.label}` has no tool support, so Co offers it no tools. "
+                f"{inert_code(handle.label)} has no tool support, so Co offers it no tools. "
                 "Choose a tool-capable model with `%model` to use them."
             )
             builds = [replace(b, toolset=None, reason=b.reason or unavailable) for b in builds]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any, cast
 
+from ..inert import inert_code, inert_text
 from ..permissions import (
     ALL_PARTS_REJECTED,
     DENIED,
@@ -130,7 +131,8 @@ async def _ask(
     except Exception as exc:
         # A frontend that cannot ask (widgets or stdin broken) must not run the call.
         frontend.on_notice(
-            f"Could not ask for approval of `{view.name}` ({type(exc).__name__}: {exc}); "
+            f"Could not ask for approval of {inert_code(view.name)} "
+            f"({inert_text(f'{type(exc).__name__}: {exc}')}); "
             "the call was denied.",
             "error",
         )

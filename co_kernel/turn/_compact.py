@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..exceptions import CompactError, ConfigError
+from ..inert import inert_text
 from ._history_processors import SUMMARY_PREFIX, is_summary, turn_starts
 
 if TYPE_CHECKING:
@@ -344,7 +345,7 @@ async def auto_compact(session: Compactable, prompt: str, frontend: FrontendProt
         frontend.clear_status()
         frontend.on_notice(
             f"The conversation is near the context window (~{estimate:,} of "
-            f"{window:,} tokens) but Co could not compact it: {exc}. "
+            f"{window:,} tokens) but Co could not compact it: {inert_text(exc)}. "
             "Try `%compact` or `%clear`.",
             "warning",
         )

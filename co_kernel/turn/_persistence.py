@@ -14,6 +14,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from ..exceptions import DatabaseTooNew
+from ..inert import inert_code, inert_text
 from ..store import SessionConflict, SessionStore, TurnRow, session_store_path
 from ._compact import SessionUsage
 
@@ -189,7 +190,8 @@ class SessionPersistence:
             log.warning("saving session %s failed", deps.session_id, exc_info=True)
             if frontend is not None and not self._failed:
                 frontend.on_notice(
-                    f"Co could not save this conversation to {store.path} ({exc}); it "
+                    f"Co could not save this conversation to {inert_code(store.path)} "
+                    f"({inert_text(exc)}); it "
                     "continues in memory, but `%resume` will not find this turn.",
                     "warning",
                 )

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..exceptions import PageReplayMismatch
+from ..inert import inert_code, inert_text
 from ..models import ErrorAction, ProviderErrorKind, backoff_delay, classify_provider_error
 from ._approval_batch import decide_batch
 from ._events import TurnEvents
@@ -382,7 +383,9 @@ def _unusable_reply(detail: str) -> str:
     exceeded = re.match(r"Tool '([^']+)' exceeded max retries count of (\d+)", detail)
     if exceeded:
         name, count = exceeded.groups()
-        detail = f"its calls to `{name}` were still invalid after {count} corrections (setting `tool_retries`)"
+        detail = f"its calls to {inert_code(name)} were still invalid after {count} corrections (setting `tool_retries`)"
+    else:
+        detail = inert_text(detail)
     return f"The model's reply could not be used: {detail.rstrip('.')}. The turn stopped; ask again or rephrase."
 
 

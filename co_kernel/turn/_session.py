@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..deps import CoDeps
 from ..exceptions import ConfigError
+from ..inert import inert_code, inert_text
 from ..tools import outbound_ledger
 from ._compact import CompactReport, SessionUsage, auto_compact, compact_session
 from ._history_processors import govern_history
@@ -288,7 +289,7 @@ class ChatSession:
         # Skill and subagent files that could not be read, once each (`%skills` lists all).
         problems = new_definition_problems(self.deps)
         if problems:
-            lines = "\n".join(f"- `{p}`" for p in problems)
+            lines = "\n".join(f"- {inert_code(p)}" for p in problems)
             frontend.on_notice(f"Some skill or subagent files were skipped:\n{lines}", "warning")
         await self.mcp.before_turn(lambda text: frontend.on_notice(text, "warning"))
 
@@ -415,7 +416,7 @@ def _record_from_the_start(recorder: Recorder, deps: CoDeps, record_path: str) -
         try:
             recorder.start(record_to)
         except OSError as exc:
-            problem = str(exc)
+            problem = inert_text(exc)
     if problem is None:
         return None
-    return f"Co is not recording into `{record_to}` (setting `record_path`): {problem}."
+    return f"Co is not recording into {inert_code(record_to)} (setting `record_path`): {problem}."

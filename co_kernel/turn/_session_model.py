@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import parse_model_string, suggested
 from ..exceptions import ConfigError
+from ..inert import inert_code, inert_text
 
 if TYPE_CHECKING:
     from pydantic_ai import Agent
@@ -147,13 +148,13 @@ def _default_notice(handle: ModelHandle) -> str:
     if handle.provider == "ollama":
         return (
             f"No model is configured, and an Ollama server answers at "
-            f"`{(handle.base_url or '').removesuffix('/v1')}` "
-            f"(`OLLAMA_HOST`): Co is using its model **{handle.label}**. Choose another "
+            f"{inert_code((handle.base_url or '').removesuffix('/v1'))} "
+            f"(`OLLAMA_HOST`): Co is using its model **{inert_text(handle.label)}**. Choose another "
             "with `%model`, or set `model` in settings to keep one."
         )
     name = handle.local.spec.label if handle.local is not None else handle.label
     return (
-        f"No model is configured, so Co is using **{name}**, a very small local model "
+        f"No model is configured, so Co is using **{inert_text(name)}**, a very small local model "
         "that runs offline on this machine: expect short, simple answers and no tools. "
         "For a better assistant choose another model with `%model`, e.g. "
         "`%model ollama:qwen2.5-coder:1.5b`, `%model local:/path/to/model.gguf`, or "

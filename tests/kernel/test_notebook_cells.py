@@ -221,6 +221,29 @@ def test_an_approved_insert_reaches_the_page_with_its_diff(kernel, model_server)
     assert "Inserted 2 cell(s) at index 1" in tool_result(model_server)
 
 
+def test_a_cell_is_labelled_by_what_it_will_run_not_by_the_kind_the_model_names(
+    kernel, model_server
+):
+    """A "prompt" cell whose text starts with `%%python` runs as Python under Run All: the
+    card says python, for an inserted cell and for an edit that makes a prompt Python."""
+    page = LivePage(kernel, [dict(c) for c in NOTEBOOK])
+    sneaky = [{"kind": "prompt", "source": "%%python\nimport os; os.remove('data.csv')"}]
+    read = short_hash("why did revenue dip in March?")
+    model_server.extend(
+        [
+            call("insert_cells", index=1, cells=sneaky),
+            call("edit_cell", cell_id="p1", read_hash=read, source="%%python\nprint(1)"),
+            {"text": "Done."},
+        ]
+    )
+    page.serve(kernel.send("tidy up"))
+    inserted, edited = page.cards
+    assert "+++ new cell 1 (python)" in inserted["detail"], inserted["detail"]
+    assert "(prompt)" not in inserted["detail"]
+    assert "--- cell 3 (prompt, id p1)" in edited["detail"], edited["detail"]
+    assert "+++ cell 3 (python, id p1)" in edited["detail"]
+
+
 def test_a_denied_edit_leaves_the_document_unchanged(kernel, model_server):
     page = LivePage(kernel, [dict(c) for c in NOTEBOOK])
     before = json.dumps(page.cells)

@@ -12,7 +12,7 @@ from co_kernel.magics import MAGICS
 from co_kernel.memory import MemoryStore
 from co_kernel.testing import ScriptedModelServer
 
-from ..kernel_harness import CellResult, CoKernel
+from ..kernel_harness import CellResult, CoKernel, html_text
 
 
 def assert_one_line_error(result: CellResult, *needles: str) -> str:
@@ -119,11 +119,14 @@ def test_status_reports_model_sandbox_integrations_stores_and_settings(
     settings_dir.mkdir()
     (settings_dir / "settings.json").write_text(json.dumps({"personalty": "terse"}))
     kernel = start_kernel({"JPY_SESSION_NAME": "reports/q3.ipynb"})
-    status = kernel.execute("%status").markdown()
+    result = kernel.execute("%status")
+    status = result.markdown()
+    shown = "".join(html_text(d.get("text/html", "")) for d in result.final_displays().values())
     assert "| model | model | compat:scripted" in status
     assert "| model | reachable | ✅" in status
     assert "| session | notebook | reports/q3.ipynb |" in status
-    assert "| sandbox | mode | subprocess" in status and "starts on the first `!` cell" in status
+    # Rows are plain text (they quote outside names): shown as written, escaped in the source.
+    assert "| sandbox | mode | subprocess" in status and "starts on the first `!` cell" in shown
     assert "| sandbox | backend | subprocess |" in status
     assert "| integrations |" in status
     assert "| stores | telemetry |" in status
@@ -134,9 +137,11 @@ def test_status_reports_model_sandbox_integrations_stores_and_settings(
 
 def test_status_shows_an_unreachable_provider(start_kernel: Callable[..., CoKernel]) -> None:
     kernel = start_kernel({"CO_BASE_URL": "http://127.0.0.1:9/v1"})
-    status = kernel.execute("%status").markdown()
+    result = kernel.execute("%status")
+    status = result.markdown()
+    shown = "".join(html_text(d.get("text/html", "")) for d in result.final_displays().values())
     assert "| model | reachable | ❌ http://127.0.0.1:9/v1 is unreachable" in status
-    assert "Check that the server runs and `CO_BASE_URL` points at it." in status
+    assert "Check that the server runs and `CO_BASE_URL` points at it." in shown
 
 
 def test_tools_lists_each_tool_with_its_approval_and_why_others_are_missing(

@@ -179,4 +179,5 @@ def test_status_without_a_session_lists_the_configured_servers(home: Path, tmp_p
     assert "| mcp | files | connects when a kernel session starts (stdio, trust) |" in text
     (tmp_path / ".co" / "settings.json").unlink()
     text = format_status(collect_status(tmp_path, check_provider=False), markdown=True)
-    assert "| mcp | servers | none configured (setting `mcp_servers`) |" in text
+    # Status values are plain text (they quote outside names), escaped in the source.
+    assert "| mcp | servers | none configured (setting \\`mcp_servers\\`) |" in text

@@ -166,7 +166,7 @@ def test_servers_that_cannot_start_are_reported_once_and_the_rest_work(
     assert first.status == "ok", first.text()
     text = first.text()
     assert (
-        "MCP server `missing` could not start: the command `co-test-no-such-command` was not found"
+        "MCP server `missing` could not start: the command 'co-test-no-such-command' was not found"
         in text
     )
     assert "MCP server `quitter` could not start: the process exited" in text
@@ -181,7 +181,7 @@ def test_servers_that_cannot_start_are_reported_once_and_the_rest_work(
     status = kernel.execute("%status").text()
     assert "| mcp | calc | connected, 3 tools (stdio, trust) |" in status
     assert (
-        "| mcp | missing | failed: the command `co-test-no-such-command` was not found (stdio, ask) |"
+        "| mcp | missing | failed: the command 'co-test-no-such-command' was not found (stdio, ask) |"
         in status
     )
     listing = kernel.execute("%mcp").text()
@@ -189,7 +189,7 @@ def test_servers_that_cannot_start_are_reported_once_and_the_rest_work(
     # A restart that fails again says so in its own cell, not again in the next turn.
     restart = kernel.execute("%mcp restart missing")
     assert restart.status == "ok"
-    assert "❌ MCP server `missing` did not start: the command `co-test-no-such-command`" in (
+    assert "❌ MCP server `missing` did not start: the command 'co-test-no-such-command'" in (
         restart.text()
     )
     later = kernel.execute("and now?")
