@@ -19,6 +19,7 @@ from ._approval import (
     APPROVED_ALL,
     DENIED,
     INTERRUPTED,
+    OUTBOUND,
     RECORDED,
     SAFE_PREFIX,
     TIMED_OUT,
@@ -30,13 +31,14 @@ from ._approval import (
     is_refusal,
     is_safe_command,
     normalise_args,
+    outbound_floor,
     record_decision,
     replayed_decision,
 )
 from ._parts import ALL_PARTS_REJECTED, accepted_parts, partial_label
 
 if TYPE_CHECKING:
-    from ._outbound import OUTBOUND, OutboundGate, outbound_floor
+    from ._outbound import OutboundGate
     from ._rules import (
         PermissionGate,
         accept_project_rules,
@@ -91,7 +93,7 @@ _RULES = frozenset(
 )
 
 
-_OUTBOUND = frozenset({"OUTBOUND", "OutboundGate", "outbound_floor"})
+_OUTBOUND = frozenset({"OutboundGate"})
 
 
 def __getattr__(name: str) -> Any:

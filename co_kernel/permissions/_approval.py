@@ -21,7 +21,7 @@ import os
 import shlex
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ._parts import partial_label, split_partial
 from ._shell_options import COMMANDS, Parsed, parse_arguments, parse_find
@@ -39,6 +39,7 @@ __all__ = [
     "APPROVED_ALL",
     "DENIED",
     "INTERRUPTED",
+    "OUTBOUND",
     "RECORDED",
     "SAFE_PREFIX",
     "SHELL_TOOL",
@@ -51,6 +52,7 @@ __all__ = [
     "is_refusal",
     "is_safe_command",
     "normalise_args",
+    "outbound_floor",
     "record_decision",
     "replayed_decision",
 ]
@@ -346,3 +348,16 @@ def denial_message(label: str, timeout: float | None = None, *, policy: str | No
         "The user denied this action. Do not retry it as is; explain what you wanted to do "
         "and suggest an alternative."
     )
+
+
+OUTBOUND = "outbound"
+"""Key of a deferred call's metadata that says the outbound gate sent it to the card:
+``{"floor": bool}`` (whether yolo and allow rules may still approve it)."""
+
+
+def outbound_floor(metadata: object) -> bool | None:
+    """Whether a deferred call's metadata makes it a floor (None: the gate did not ask)."""
+    found = cast(dict[str, Any], metadata).get(OUTBOUND) if isinstance(metadata, dict) else None
+    if not isinstance(found, dict):
+        return None
+    return bool(cast(dict[str, Any], found).get("floor"))

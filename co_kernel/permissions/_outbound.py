@@ -34,7 +34,9 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ApprovalRequired
 
 from ..config import PROJECT
+from ..inert import inert_code
 from ..tools import describe_request, outbound_ledger, result_text
+from ._approval import OUTBOUND
 from ._rules import rule_for
 
 if TYPE_CHECKING:
@@ -45,11 +47,8 @@ if TYPE_CHECKING:
 
     from ..deps import CoDeps
 
-__all__ = ["OUTBOUND", "OutboundGate", "outbound_floor"]
+__all__ = ["OutboundGate"]
 
-OUTBOUND = "outbound"
-"""Key of a deferred call's metadata that says the outbound gate sent it to the card:
-``{"floor": bool}`` (whether yolo and allow rules may still approve it)."""
 _WEB_FETCH, _WEB_SEARCH = "web_fetch", "web_search"
 _NOT_PRIVATE = frozenset(
     {
@@ -65,14 +64,6 @@ _NOT_PRIVATE = frozenset(
 )
 """Tools whose results are not private text: the web's, Co's own definitions and lists,
 and a subagent's summary (its own tool results were noted as it ran)."""
-
-
-def outbound_floor(metadata: object) -> bool | None:
-    """Whether a deferred call's metadata makes it a floor (None: the gate did not ask)."""
-    found = cast(dict[str, Any], metadata).get(OUTBOUND) if isinstance(metadata, dict) else None
-    if not isinstance(found, dict):
-        return None
-    return bool(cast(dict[str, Any], found).get("floor"))
 
 
 def _hints(tool_def: ToolDefinition) -> dict[str, Any] | None:
@@ -135,7 +126,7 @@ def _mcp_decision(
     ledger = outbound_ledger(deps)
     text = json.dumps(args, ensure_ascii=False, sort_keys=True)
     reach = "reaches the open world" if open_world else "may change or send something"
-    intro = f"The MCP tool `{name}` {reach}; its arguments:"
+    intro = f"The MCP tool {inert_code(name)} {reach}; its arguments:"
     detail, repeats = describe_request(ledger, text, url=False, intro=intro)
     forced = deps.settings.outbound_always_ask
     if forced or repeats:
