@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ._server_code import over_bound_message, server_code
+
 __all__ = [
     "FolderTrust",
     "TrustStatus",
@@ -39,6 +41,7 @@ __all__ = [
     "fingerprint",
     "folder_trust",
     "forget_folder",
+    "narrow_servers",
     "trust_folder",
     "trust_notice",
     "trust_record_path",
@@ -65,6 +68,13 @@ def trust_record_path() -> Path:
     return paths().data_dir / _RECORD_NAME
 
 
+_SEEN: dict[str, tuple[tuple[int, int, int, int, int], str]] = {}
+"""Path -> (its stat when hashed, the digest): the folder is hashed again before every
+cell, and an MCP server's code may be hundreds of files, so a file whose size, times,
+inode and device are as they were is not read again. Any write changes ``st_ctime_ns``
+(which no program can set back), so a changed file is read again."""
+
+
 def _digest(path: Path) -> str | None:
     """SHA-256 of a regular file's content (links followed); None if it cannot be read.
 
@@ -79,6 +89,11 @@ def _digest(path: Path) -> str | None:
         return f"not a regular file ({stat.filemode(info.st_mode)})"
     if info.st_size > _MAX_HASHED:
         return f"large file: {info.st_size} bytes, modified {info.st_mtime_ns}"
+    key = str(path)
+    stamp = (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev)
+    seen = _SEEN.get(key)
+    if seen is not None and seen[0] == stamp:
+        return seen[1]
     sha = hashlib.sha256()
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
@@ -87,23 +102,28 @@ def _digest(path: Path) -> str | None:
                 sha.update(chunk)
     except OSError:
         return None
+    if len(_SEEN) > 4 * _MAX_FILES:
+        _SEEN.clear()
+    _SEEN[key] = (stamp, sha.hexdigest())
     return sha.hexdigest()
+
+
+def _project_servers(settings: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The project's MCP servers as its settings write them (name -> spec)."""
+    servers = settings.get("mcp_servers")
+    if not isinstance(servers, dict):
+        return {}
+    return {str(name): spec for name, spec in servers.items() if isinstance(spec, dict)}
 
 
 def _named_files(folder: Path, settings: dict[str, Any]) -> list[Path]:
     """Files outside ``.co/`` that the folder's settings make Co read or run: a replay
-    script (``model: replay:PATH``) and an MCP server's program or script in the folder."""
+    script (``model: replay:PATH``); MCP servers' code is ``_server_code``'s."""
     named: list[str] = []
     for key in ("model", "summarization_model", "replay_fallback_model"):
         value = settings.get(key)
         if isinstance(value, str) and value.startswith(_REPLAY):
             named.append(value[len(_REPLAY) :])
-    servers = settings.get("mcp_servers")
-    if isinstance(servers, dict):
-        for spec in servers.values():
-            if isinstance(spec, dict):
-                parts = [spec.get("command"), *(spec.get("args") or [])]
-                named.extend(p for p in parts if isinstance(p, str))
     root = folder.resolve()
     found: list[Path] = []
     for item in named:
@@ -114,6 +134,25 @@ def _named_files(folder: Path, settings: dict[str, Any]) -> list[Path]:
             if path.is_relative_to(root) and path.is_file():
                 found.append(path)
     return found
+
+
+def narrow_servers(folder: Path, layer: dict[str, Any]) -> list[str]:
+    """Leave out of the (trusted) project ``layer`` each MCP server that loads more files
+    from the folder than trust can vouch for; why, one problem each."""
+    servers = layer.get("mcp_servers")
+    if not isinstance(servers, dict):
+        return []
+    problems: list[str] = []
+    kept: dict[str, Any] = {}
+    for name, spec in servers.items():
+        code = server_code(folder, spec) if isinstance(spec, dict) else None
+        if code is not None and code.over:
+            problems.append(over_bound_message(str(name), code))
+        else:
+            kept[name] = spec
+    if problems:
+        layer["mcp_servers"] = kept
+    return problems
 
 
 def _project_settings(folder: Path) -> dict[str, Any]:
@@ -127,8 +166,11 @@ def _project_settings(folder: Path) -> dict[str, Any]:
 def fingerprint(folder: Path) -> dict[str, str]:
     """Every file of ``folder`` that gives power -> the SHA-256 of its content.
 
-    All of ``.co/`` (links followed: a link's target is what Co would read) plus the files
-    its settings name (``_named_files``). Paths are relative to the folder, with ``/``.
+    All of ``.co/`` (links followed: a link's target is what Co would read), the files
+    its settings name (``_named_files``) and every file of the folder its MCP servers can
+    load (``server_code``); a server over the bound counts as one entry that says so (it
+    does not start: ``_server_code.over_bound_message``). Paths are relative to the
+    folder, with ``/``.
     """
     root = folder.resolve()
     files: dict[str, str] = {}
@@ -143,7 +185,14 @@ def fingerprint(folder: Path) -> dict[str, str]:
                     return files
                 rel = path.relative_to(folder).as_posix()
                 files[rel] = _digest(path) or "unreadable"
-    for path in _named_files(folder, _project_settings(folder)):
+    settings = _project_settings(folder)
+    named = _named_files(folder, settings)
+    for name, spec in _project_servers(settings).items():
+        code = server_code(root, spec)
+        if code.over:
+            files[f"(MCP server {name})"] = "loads too many files to hash"
+        named += sorted(code.files)
+    for path in named:
         rel = path.relative_to(root).as_posix()
         if rel not in files:
             files[rel] = _digest(path) or "unreadable"
@@ -300,6 +349,25 @@ def _shown(value: Any, limit: int = _SHOWN) -> str:
     return f"{fence} {text} {fence}"
 
 
+_NAMES_SHOWN = 12
+"""Files of an MCP server's code named in the trust question (the rest counted)."""
+
+
+def _code_text(folder: Path, server: str, spec: dict[str, Any]) -> str:
+    """What a server's command loads from the folder, for the trust question."""
+    code = server_code(folder, spec)
+    if code.over:
+        return f"; {_shown(over_bound_message(server, code), 4000)}"
+    if not code.files:
+        return ""
+    root = folder.resolve()
+    names = sorted(path.relative_to(root).as_posix() for path in code.files)
+    shown = ", ".join(_shown(name) for name in names[:_NAMES_SHOWN])
+    more = f" and {len(names) - _NAMES_SHOWN} more" if len(names) > _NAMES_SHOWN else ""
+    count = f"{len(names)} file{'s' if len(names) != 1 else ''}"
+    return f", loading {count} from this folder (hashed): {shown}{more}"
+
+
 def describe_asks(folder: Path, held: dict[str, Any], secret_fields: frozenset[str]) -> list[str]:
     """What the folder would do once trusted, one Markdown line each: every setting held
     back (each MCP server's command line in full; keys named, never shown) and every file
@@ -314,6 +382,7 @@ def describe_asks(folder: Path, held: dict[str, Any], secret_fields: frozenset[s
                     argv = " ".join([str(spec["command"]), *map(str, spec.get("args") or [])])
                     lines.append(
                         f"MCP server {_shown(server)} runs the program {_shown(argv, 4000)}"
+                        + _code_text(folder, str(server), spec)
                     )
                 else:
                     lines.append(f"MCP server {_shown(server)} at {_shown(spec.get('url'))}")
