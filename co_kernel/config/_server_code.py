@@ -66,7 +66,7 @@ _UV_VALUE_OPTS = frozenset(
 class ServerCode:
     """What one server loads from the folder."""
 
-    files: set[Path] = field(default_factory=set[Path])
+    files: set[str] = field(default_factory=set[str])
     """Real paths of the files, inside the folder."""
     bytes: int = 0
     over: bool = False
@@ -78,25 +78,35 @@ class ServerCode:
 
 
 class _Walk:
+    """The files found so far. Strings, not ``Path``: the walk runs before every cell."""
+
     def __init__(self, root: Path) -> None:
-        self.root = root
+        self.root = str(root)
+        self.prefix = self.root.rstrip(os.sep) + os.sep
         self.code = ServerCode()
         self.dirs = 0
 
-    def inside(self, path: Path) -> Path | None:
+    def inside(self, path: str | Path) -> str | None:
+        """Its real path, if that lies in the folder."""
         with contextlib.suppress(OSError, ValueError):
-            real = path.resolve()
-            if real.is_relative_to(self.root):
+            real = os.path.realpath(path)
+            if real == self.root or real.startswith(self.prefix):
                 return real
         return None
 
-    def add(self, path: Path) -> None:
+    def add(self, path: str | Path) -> None:
         real = self.inside(path)
-        if real is None or real in self.code.files or not real.is_file():
+        if real is not None and os.path.isfile(real):
+            self._add_real(real)
+
+    def _add_real(self, real: str, size: int | None = None) -> None:
+        if real in self.code.files:
             return
         self.code.count += 1
-        with contextlib.suppress(OSError):
-            self.code.bytes += real.stat().st_size
+        if size is None:
+            with contextlib.suppress(OSError):
+                size = os.stat(real).st_size
+        self.code.bytes += size or 0
         if self.code.count > MAX_FILES or self.code.bytes > MAX_BYTES:
             self.code.over = True  # counted on (to say how many), never hashed
             return
@@ -106,21 +116,26 @@ class _Walk:
         """Files under ``top`` ending in ``suffixes``; ``packages_only``: walk only into
         folders whose names Python can import (``.venv`` or ``data-2024`` never are)."""
         real = self.inside(top)
-        if real is None or not real.is_dir():
+        if real is None or not os.path.isdir(real):
             return
-        for dirpath, dirnames, filenames in os.walk(real, followlinks=False):
+        pending = [real]  # real folders: links to folders are not walked into
+        while pending:
+            folder = pending.pop()
             self.dirs += 1
             if self.dirs > _MAX_DIRS or self.code.count > _MAX_COUNTED:
                 self.code.over = self.code.partial = True
                 return
-            dirnames[:] = sorted(
-                d
-                for d in dirnames
-                if d not in _SKIP_DIRS and (not packages_only or d.isidentifier())
-            )
-            for name in sorted(filenames):
-                if name.endswith(suffixes) or (name in _JS_PACKAGE and not packages_only):
-                    self.add(Path(dirpath) / name)
+            with contextlib.suppress(OSError), os.scandir(folder) as entries:
+                for entry in entries:
+                    name = entry.name
+                    if entry.is_dir(follow_symlinks=False):
+                        if name not in _SKIP_DIRS and (name.isidentifier() or not packages_only):
+                            pending.append(entry.path)
+                    elif name.endswith(suffixes) or (name in _JS_PACKAGE and not packages_only):
+                        if entry.is_symlink():
+                            self.add(entry.path)  # its target, if in the folder
+                        elif entry.is_file(follow_symlinks=False):
+                            self._add_real(entry.path, entry.stat(follow_symlinks=False).st_size)
 
 
 def _expanded(text: str) -> str:
@@ -145,7 +160,7 @@ def _python(
 ) -> None:
     if interpreter is not None and walk.inside(interpreter) is not None:
         # A venv in the folder: its configuration and the .pth files run at start-up.
-        for venv in (interpreter.parent.parent, interpreter.resolve().parent.parent):
+        for venv in (interpreter.parent.parent, Path(os.path.realpath(interpreter)).parent.parent):
             walk.add(venv / "pyvenv.cfg")
             for site in venv.glob("lib*/python*/site-packages"):
                 for pth in sorted(site.glob("*.pth")):
@@ -168,7 +183,7 @@ def _python(
         script = _file(word, cwd)
         if script is not None:
             walk.add(script)
-            walk.tree(script.resolve().parent, _PY_SUFFIXES, packages_only=True)
+            walk.tree(Path(os.path.realpath(script)).parent, _PY_SUFFIXES, packages_only=True)
         return
 
 
@@ -178,7 +193,7 @@ def _node(walk: _Walk, args: list[str], cwd: Path) -> None:
         if script is None:
             continue
         walk.add(script)
-        folder = script.resolve().parent
+        folder = Path(os.path.realpath(script)).parent
         walk.tree(folder, _JS_SUFFIXES, packages_only=False)
         # Its package: the nearest package.json upwards (within the folder) and its lock.
         for up in (folder, *folder.parents):
@@ -223,7 +238,7 @@ def _command(walk: _Walk, argv: list[str], cwd: Path, env: dict[str, str], depth
         with contextlib.suppress(OSError), program.open("rb") as handle:
             first = handle.readline(200)
             if first.startswith(b"#!") and b"python" in first:
-                walk.tree(program.resolve().parent, _PY_SUFFIXES, packages_only=True)
+                walk.tree(Path(os.path.realpath(program)).parent, _PY_SUFFIXES, packages_only=True)
 
 
 def server_code(folder: Path, spec: dict[str, Any]) -> ServerCode:

@@ -75,14 +75,14 @@ inode and device are as they were is not read again. Any write changes ``st_ctim
 (which no program can set back), so a changed file is read again."""
 
 
-def _digest(path: Path) -> str | None:
+def _digest(path: Path | str) -> str | None:
     """SHA-256 of a regular file's content (links followed); None if it cannot be read.
 
     Anything else (a FIFO, a device, a link to one) is named, never opened: opening a
     FIFO would block every cell. A file over ``_MAX_HASHED`` bytes counts by size and
     modification time instead of content."""
     try:
-        info = path.stat()
+        info = os.stat(path)
     except OSError:
         return None
     if not stat.S_ISREG(info.st_mode):
@@ -116,7 +116,7 @@ def _project_servers(settings: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {str(name): spec for name, spec in servers.items() if isinstance(spec, dict)}
 
 
-def _named_files(folder: Path, settings: dict[str, Any]) -> list[Path]:
+def _named_files(folder: Path, settings: dict[str, Any]) -> list[Path | str]:
     """Files outside ``.co/`` that the folder's settings make Co read or run: a replay
     script (``model: replay:PATH``); MCP servers' code is ``_server_code``'s."""
     named: list[str] = []
@@ -125,7 +125,7 @@ def _named_files(folder: Path, settings: dict[str, Any]) -> list[Path]:
         if isinstance(value, str) and value.startswith(_REPLAY):
             named.append(value[len(_REPLAY) :])
     root = folder.resolve()
-    found: list[Path] = []
+    found: list[Path | str] = []
     for item in named:
         if not item or item.startswith("-"):
             continue
@@ -192,8 +192,11 @@ def fingerprint(folder: Path) -> dict[str, str]:
         if code.over:
             files[f"(MCP server {name})"] = "loads too many files to hash"
         named += sorted(code.files)
+    prefix = str(root).rstrip(os.sep) + os.sep
     for path in named:
-        rel = path.relative_to(root).as_posix()
+        # Real paths inside ``root`` (both callers resolve them): a slice, not relative_to,
+        # since this runs for hundreds of files before every cell.
+        rel = str(path)[len(prefix) :].replace(os.sep, "/")
         if rel not in files:
             files[rel] = _digest(path) or "unreadable"
     return files
@@ -360,8 +363,8 @@ def _code_text(folder: Path, server: str, spec: dict[str, Any]) -> str:
         return f"; {_shown(over_bound_message(server, code), 4000)}"
     if not code.files:
         return ""
-    root = folder.resolve()
-    names = sorted(path.relative_to(root).as_posix() for path in code.files)
+    root = str(folder.resolve()).rstrip(os.sep) + os.sep
+    names = sorted(path[len(root) :].replace(os.sep, "/") for path in code.files)
     shown = ", ".join(_shown(name) for name in names[:_NAMES_SHOWN])
     more = f" and {len(names) - _NAMES_SHOWN} more" if len(names) > _NAMES_SHOWN else ""
     count = f"{len(names)} file{'s' if len(names) != 1 else ''}"
