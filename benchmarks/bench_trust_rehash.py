@@ -67,7 +67,9 @@ def _time(folder: Path, runs: int, *, cold: bool) -> tuple[float, int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description="The per-cell trust check of a folder whose MCP server runs its files."
+    )
     parser.add_argument("--files", type=int, default=300)
     parser.add_argument("--runs", type=int, default=51)
     args = parser.parse_args()
