@@ -42,9 +42,10 @@ MAX_FILES = 2000
 """Files one MCP server may load from the folder for trust to vouch for them."""
 MAX_BYTES = 64 * 1024 * 1024
 """Their bytes at most, together."""
-_MAX_DIRS = 20000
-"""Folders walked at most for one server (a folder of data under an import root)."""
-_MAX_COUNTED = 100 * MAX_FILES
+_MAX_DIRS = 5000
+"""Folders walked at most for one server (a folder of data under an import root): the walk
+runs before every cell."""
+_MAX_COUNTED = 10 * MAX_FILES
 """Files counted at most past the bound, to say how many there are."""
 
 _PYTHON = re.compile(r"^(python|pypy)(\d+(\.\d+)*)?(\.exe)?$")

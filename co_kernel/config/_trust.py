@@ -189,9 +189,10 @@ def fingerprint(folder: Path) -> dict[str, str]:
     named = _named_files(folder, settings)
     for name, spec in _project_servers(settings).items():
         code = server_code(root, spec)
-        if code.over:
+        if code.over:  # it does not start; which files fit under the bound is arbitrary
             files[f"(MCP server {name})"] = "loads too many files to hash"
-        named += sorted(code.files)
+        else:
+            named += sorted(code.files)
     prefix = str(root).rstrip(os.sep) + os.sep
     for path in named:
         # Real paths inside ``root`` (both callers resolve them): a slice, not relative_to,
