@@ -3,7 +3,7 @@
 A folder gives Co power through files: ``.co/settings.json`` (models, MCP servers, rules,
 keys), ``.co/instructions.md`` and ``.co/knowledge/`` (the prompt), ``.co/agents/`` and
 ``.co/skills/`` (subagents and skills), and the files those settings point at (a replay
-script, an MCP server's program inside the folder). Until the folder is trusted none of it
+script, every file of the folder an MCP server's command can load: ``_server_code``). Until the folder is trusted none of it
 applies: the settings' ``after trust`` rows are ignored (``_project.TABLE``) and the
 prompt, agents and skills leave the folder's files out. The ``never`` rows stay ignored
 after trust too.
