@@ -225,3 +225,73 @@ def test_a_fifo_or_a_link_to_a_device_in_co_never_blocks_and_counts(tmp_path: Pa
     assert trust.status == "untrusted"
     assert trust.files[".co/instructions.md"].startswith("not a regular file")
     assert trust.files[".co/knowledge/notes.md"].startswith("not a regular file")
+
+
+def _server_folder(folder: Path) -> None:
+    """A project whose code a server might load: scripts, a package, a venv, node, data."""
+    for name, text in {
+        "srv.py": "import helper\n",
+        "helper.py": "X = 1\n",
+        "tools/__init__.py": "",
+        "tools/server.py": "from . import m\n",
+        "tools/m.py": "",
+        "lib/extra.py": "",
+        "data-2024/not_a_package.py": "",
+        ".venv/pyvenv.cfg": "home = /usr/bin\n",
+        ".venv/lib/python3.12/site-packages/evil.pth": "import os\n",
+        ".venv/lib/python3.12/site-packages/pkg.py": "",
+        "js/index.js": "require('./lib.js')\n",
+        "js/lib.js": "",
+        "js/package.json": "{}",
+        "js/node_modules/dep/index.js": "",
+        "run.sh": "python3 srv.py\n",
+    }.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    python = folder / ".venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text("#!/bin/sh\n")
+    python.chmod(0o755)
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        (
+            {"command": "python3", "args": ["srv.py"]},
+            {"srv.py", "helper.py", "tools/__init__.py", "tools/server.py", "tools/m.py"},
+        ),
+        (
+            {"command": "uv", "args": ["run", "--with", "mcp", "python", "-m", "tools.server"]},
+            {"srv.py", "helper.py", "tools/__init__.py", "tools/server.py", "tools/m.py"},
+        ),
+        ({"command": "python", "args": ["-m", "x"], "cwd": "tools"}, {"tools/server.py"}),
+        (
+            {"command": "python", "args": ["-m", "x"], "env": {"PYTHONPATH": "lib"}},
+            {"lib/extra.py"},
+        ),
+        (
+            {"command": "../.venv/bin/python", "args": ["-c", "pass"], "cwd": "lib"},
+            {".venv/bin/python", ".venv/pyvenv.cfg", ".venv/lib/python3.12/site-packages/evil.pth"},
+        ),
+        (
+            {"command": "node", "args": ["js/index.js"]},
+            {"js/index.js", "js/lib.js", "js/package.json"},
+        ),
+        ({"command": "bash", "args": ["-c", "python3 srv.py"]}, {"srv.py", "helper.py"}),
+    ],
+)
+def test_trust_hashes_what_a_project_mcp_servers_command_loads_from_the_folder(
+    tmp_path: Path, spec: dict[str, object], expected: set[str]
+) -> None:
+    from co_kernel.config import folder_trust
+
+    folder = tmp_path / "repo"
+    (folder / ".co").mkdir(parents=True)
+    _server_folder(folder)
+    (folder / ".co" / "settings.json").write_text(json.dumps({"mcp_servers": {"s": spec}}))
+    files = set(folder_trust(folder).files) - {".co/settings.json"}
+    assert expected <= files, sorted(files)
+    never = {"data-2024/not_a_package.py", "js/node_modules/dep/index.js"}
+    never.add(".venv/lib/python3.12/site-packages/pkg.py")
+    assert not files & never, sorted(files & never)

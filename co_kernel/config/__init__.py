@@ -58,6 +58,7 @@ from ._trust import (
     describe_asks,
     folder_trust,
     forget_folder,
+    narrow_servers,
     trust_folder,
     trust_notice,
     trust_record_path,
@@ -748,6 +749,8 @@ def load_settings(project_dir: Path | None = None) -> LoadedSettings:
         problems.extend(refused)
         if not trust.trusted:
             held_lines = describe_asks(project_dir, held, SECRET_FIELDS)
+        else:  # a server loading more of the folder than its hash covers does not start
+            problems.extend(narrow_servers(project_dir, layer))
         layer = managed.lock(str(project_file), layer, problems)
         kinds[str(project_file)] = "project"
         layers.append((str(project_file), layer))

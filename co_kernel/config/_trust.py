@@ -3,7 +3,7 @@
 A folder gives Co power through files: ``.co/settings.json`` (models, MCP servers, rules,
 keys), ``.co/instructions.md`` and ``.co/knowledge/`` (the prompt), ``.co/agents/`` and
 ``.co/skills/`` (subagents and skills), and the files those settings point at (a replay
-script, an MCP server's program inside the folder). Until the folder is trusted none of it
+script, every file of the folder an MCP server's command can load: ``_server_code``). Until the folder is trusted none of it
 applies: the settings' ``after trust`` rows are ignored (``_project.TABLE``) and the
 prompt, agents and skills leave the folder's files out. The ``never`` rows stay ignored
 after trust too.
@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 from ..inert import inert_block, inert_code
 from ._private import private_folder
+from ._server_code import over_bound_message, server_code
 
 __all__ = [
     "FolderTrust",
@@ -41,6 +42,7 @@ __all__ = [
     "fingerprint",
     "folder_trust",
     "forget_folder",
+    "narrow_servers",
     "trust_folder",
     "trust_notice",
     "trust_record_path",
@@ -68,20 +70,32 @@ def trust_record_path() -> Path:
     return paths().data_dir / _RECORD_NAME
 
 
-def _digest(path: Path) -> str | None:
+_SEEN: dict[str, tuple[tuple[int, int, int, int, int], str]] = {}
+"""Path -> (its stat when hashed, the digest): the folder is hashed again before every
+cell, and an MCP server's code may be hundreds of files, so a file whose size, times,
+inode and device are as they were is not read again. Any write changes ``st_ctime_ns``
+(which no program can set back), so a changed file is read again."""
+
+
+def _digest(path: Path | str) -> str | None:
     """SHA-256 of a regular file's content (links followed); None if it cannot be read.
 
     Anything else (a FIFO, a device, a link to one) is named, never opened: opening a
     FIFO would block every cell. A file over ``_MAX_HASHED`` bytes counts by size and
     modification time instead of content."""
     try:
-        info = path.stat()
+        info = os.stat(path)
     except OSError:
         return None
     if not stat.S_ISREG(info.st_mode):
         return f"not a regular file ({stat.filemode(info.st_mode)})"
     if info.st_size > _MAX_HASHED:
         return f"large file: {info.st_size} bytes, modified {info.st_mtime_ns}"
+    key = str(path)
+    stamp = (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev)
+    seen = _SEEN.get(key)
+    if seen is not None and seen[0] == stamp:
+        return seen[1]
     sha = hashlib.sha256()
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
@@ -90,25 +104,30 @@ def _digest(path: Path) -> str | None:
                 sha.update(chunk)
     except OSError:
         return None
+    if len(_SEEN) > 4 * _MAX_FILES:
+        _SEEN.clear()
+    _SEEN[key] = (stamp, sha.hexdigest())
     return sha.hexdigest()
 
 
-def _named_files(folder: Path, settings: dict[str, Any]) -> list[Path]:
+def _project_servers(settings: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The project's MCP servers as its settings write them (name -> spec)."""
+    servers = settings.get("mcp_servers")
+    if not isinstance(servers, dict):
+        return {}
+    return {str(name): spec for name, spec in servers.items() if isinstance(spec, dict)}
+
+
+def _named_files(folder: Path, settings: dict[str, Any]) -> list[Path | str]:
     """Files outside ``.co/`` that the folder's settings make Co read or run: a replay
-    script (``model: replay:PATH``) and an MCP server's program or script in the folder."""
+    script (``model: replay:PATH``); MCP servers' code is ``_server_code``'s."""
     named: list[str] = []
     for key in ("model", "summarization_model", "replay_fallback_model"):
         value = settings.get(key)
         if isinstance(value, str) and value.startswith(_REPLAY):
             named.append(value[len(_REPLAY) :])
-    servers = settings.get("mcp_servers")
-    if isinstance(servers, dict):
-        for spec in servers.values():
-            if isinstance(spec, dict):
-                parts = [spec.get("command"), *(spec.get("args") or [])]
-                named.extend(p for p in parts if isinstance(p, str))
     root = folder.resolve()
-    found: list[Path] = []
+    found: list[Path | str] = []
     for item in named:
         if not item or item.startswith("-"):
             continue
@@ -117,6 +136,25 @@ def _named_files(folder: Path, settings: dict[str, Any]) -> list[Path]:
             if path.is_relative_to(root) and path.is_file():
                 found.append(path)
     return found
+
+
+def narrow_servers(folder: Path, layer: dict[str, Any]) -> list[str]:
+    """Leave out of the (trusted) project ``layer`` each MCP server that loads more files
+    from the folder than trust can vouch for; why, one problem each."""
+    servers = layer.get("mcp_servers")
+    if not isinstance(servers, dict):
+        return []
+    problems: list[str] = []
+    kept: dict[str, Any] = {}
+    for name, spec in servers.items():
+        code = server_code(folder, spec) if isinstance(spec, dict) else None
+        if code is not None and code.over:
+            problems.append(over_bound_message(str(name), code))
+        else:
+            kept[name] = spec
+    if problems:
+        layer["mcp_servers"] = kept
+    return problems
 
 
 def _project_settings(folder: Path) -> dict[str, Any]:
@@ -130,8 +168,11 @@ def _project_settings(folder: Path) -> dict[str, Any]:
 def fingerprint(folder: Path) -> dict[str, str]:
     """Every file of ``folder`` that gives power -> the SHA-256 of its content.
 
-    All of ``.co/`` (links followed: a link's target is what Co would read) plus the files
-    its settings name (``_named_files``). Paths are relative to the folder, with ``/``.
+    All of ``.co/`` (links followed: a link's target is what Co would read), the files
+    its settings name (``_named_files``) and every file of the folder its MCP servers can
+    load (``server_code``); a server over the bound counts as one entry that says so (it
+    does not start: ``_server_code.over_bound_message``). Paths are relative to the
+    folder, with ``/``.
     """
     root = folder.resolve()
     files: dict[str, str] = {}
@@ -146,8 +187,19 @@ def fingerprint(folder: Path) -> dict[str, str]:
                     return files
                 rel = path.relative_to(folder).as_posix()
                 files[rel] = _digest(path) or "unreadable"
-    for path in _named_files(folder, _project_settings(folder)):
-        rel = path.relative_to(root).as_posix()
+    settings = _project_settings(folder)
+    named = _named_files(folder, settings)
+    for name, spec in _project_servers(settings).items():
+        code = server_code(root, spec)
+        if code.over:  # it does not start; which files fit under the bound is arbitrary
+            files[f"(MCP server {name})"] = "loads too many files to hash"
+        else:
+            named += sorted(code.files)
+    prefix = str(root).rstrip(os.sep) + os.sep
+    for path in named:
+        # Real paths inside ``root`` (both callers resolve them): a slice, not relative_to,
+        # since this runs for hundreds of files before every cell.
+        rel = str(path)[len(prefix) :].replace(os.sep, "/")
         if rel not in files:
             files[rel] = _digest(path) or "unreadable"
     return files
@@ -315,6 +367,26 @@ def _shown(value: Any, limit: int | None = _SHOWN) -> str:
     return inert_code(text, limit=limit)
 
 
+_NAMES_SHOWN = 12
+"""Files of an MCP server's code named in the trust question (the rest counted)."""
+
+
+def _code_text(folder: Path, server: str, spec: dict[str, Any]) -> str:
+    """What a server's command loads from the folder, for the trust question ("" for
+    nothing)."""
+    code = server_code(folder, spec)
+    if code.over:
+        return _shown(over_bound_message(server, code), None)
+    if not code.files:
+        return ""
+    root = str(folder.resolve()).rstrip(os.sep) + os.sep
+    names = sorted(path[len(root) :].replace(os.sep, "/") for path in code.files)
+    shown = ", ".join(_shown(name) for name in names[:_NAMES_SHOWN])
+    more = f" and {len(names) - _NAMES_SHOWN} more" if len(names) > _NAMES_SHOWN else ""
+    count = f"{len(names)} file{'s' if len(names) != 1 else ''}"
+    return f"It loads {count} from this folder (hashed): {shown}{more}"
+
+
 def describe_asks(folder: Path, held: dict[str, Any], secret_fields: frozenset[str]) -> list[str]:
     """What the folder would do once trusted, one Markdown list item each (lines after
     the first indented for a ``- `` item): every setting held
@@ -330,9 +402,11 @@ def describe_asks(folder: Path, held: dict[str, Any], secret_fields: frozenset[s
                     argv = " ".join([str(spec["command"]), *map(str, spec.get("args") or [])])
                     # Whole, however long: what it runs is decided by its end as much as
                     # its start (`… | sh`); a block the card scrolls instead of cutting it.
+                    code = _code_text(folder, str(server), spec)
                     lines.append(
                         f"MCP server {_shown(server)} runs the program:\n\n  "
                         + inert_block(argv, indent="  ")
+                        + (f"\n\n  {code}" if code else "")
                     )
                 else:
                     lines.append(f"MCP server {_shown(server)} at {_shown(spec.get('url'))}")

@@ -23,6 +23,8 @@ from . import MagicContext, MagicError
 USAGE = "%trust [show|revoke]"
 
 _WORDS = ("show", "revoke")
+_LISTED = 60
+"""Hashed files named one by one (an MCP server's code may be hundreds)."""
 
 
 def _show(ctx: MagicContext) -> str:
@@ -62,8 +64,10 @@ def _show(ctx: MagicContext) -> str:
             *(f"- {inert_code(c)}" for c in trust.changed),
         ]
     if trust.files:
-        lines += ["", "Files that decide its trust (hashed):"]
-        lines += [f"- {inert_code(name)}" for name in trust.files]
+        lines += ["", f"Files that decide its trust (hashed): {len(trust.files)}"]
+        lines += [f"- {inert_code(name)}" for name in list(trust.files)[:_LISTED]]
+        if len(trust.files) > _LISTED:
+            lines.append(f"- … and {len(trust.files) - _LISTED} more")
     held = session.loaded.held
     if held and not trust.trusted:
         lines += ["", "Once trusted it would bring:", *(f"- {line}" for line in held)]

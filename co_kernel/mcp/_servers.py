@@ -379,7 +379,7 @@ class McpManager:
             transport = StdioTransport(
                 expand_vars(spec.command),
                 [expand_vars(a) for a in spec.args],
-                env={k: expand_vars(v.get_secret_value()) for k, v in spec.env.items()} or None,
+                env=_child_env(spec),
                 cwd=str(cwd),
                 # The child ends with its connection (restart, shutdown), never lingers.
                 keep_alive=False,
@@ -443,6 +443,17 @@ class McpManager:
             )
             for name, s in self.servers.items()
         ]
+
+
+def _child_env(spec: McpServerSpec) -> dict[str, str]:
+    """The server's ``env``, expanded; Python's byte-code cache kept in Co's cache unless
+    the spec sets its own: a ``.pyc`` in the folder's ``__pycache__`` runs in place of
+    its source (which workspace trust hashes), and the sandbox can write there."""
+    from ..config import paths
+
+    env = {k: expand_vars(v.get_secret_value()) for k, v in spec.env.items()}
+    env.setdefault("PYTHONPYCACHEPREFIX", str(paths().cache_dir / "mcp-pycache"))
+    return env
 
 
 def _read_only(tool: Any) -> bool:
