@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["escaped_forms", "inert_block", "inert_code", "inert_text"]
+__all__ = ["control_picture", "escaped_forms", "inert_block", "inert_code", "inert_text"]
 
 _INLINE = frozenset("\\`*_[]<>&|#")
 """Escaped anywhere: escapes, code, emphasis, links and images, HTML and autolinks,
@@ -46,19 +46,21 @@ _BACKTICKS = re.compile("`+")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n|\u2028|\u2029|\x85")
 
 
-def _visible(char: str) -> str:
-    """A control character as a symbol one can read (``␊``, ``␉``, ``\\x9b``, ``\\u2028``)."""
+def control_picture(char: str) -> str:
+    """A control or hidden character as a mark one can read: the Unicode control pictures
+    for C0 (``␛``, ``␊``) and DEL (``␡``), ``⟨U+009B⟩`` for the rest (C1 controls, line
+    separators, bidi and zero-width characters have no pictures)."""
     code = ord(char)
     if code < 0x20:
         return chr(0x2400 + code)
     if code == 0x7F:
         return "␡"
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+    return f"⟨U+{code:04X}⟩"
 
 
 def _controls_visible(text: str) -> str:
     return "".join(
-        _visible(c) if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or c in "\u2028\u2029" else c
+        control_picture(c) if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or c in "\u2028\u2029" else c
         for c in text
     )
 

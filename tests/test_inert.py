@@ -143,7 +143,7 @@ def test_a_block_holds_any_text_whole(text: str) -> None:
 
 
 def test_control_characters_show_as_symbols_one_can_read() -> None:
-    assert inert_code("a\nb\x1b[31mc\x00\u2028d\x9b") == "`a␊b␛[31mc␀\\u2028d\\x9b`"
+    assert inert_code("a\nb\x1b[31mc\x00\u2028d\x9b") == "`a␊b␛[31mc␀⟨U+2028⟩d⟨U+009B⟩`"
     assert inert_text("first\n\n  second\tthird") == "first\\\nsecond third"
 
 

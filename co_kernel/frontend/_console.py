@@ -145,8 +145,12 @@ class ConsoleFrontend(BaseFrontend):
         return ConsoleSubagentFrontend(self, view, self._pub)
 
     def on_status(self, message: str) -> None:
-        # Status lines quote providers and tools (a retry's reason): unstyled too.
-        self._pub.stream("stderr", f"{terminal_safe(message, keep_sgr=False)}\n")
+        # Status lines quote providers and tools (a retry's reason): unstyled too. They are
+        # Markdown (the notebook renders them), with outside text escaped: rendered here too.
+        text = f"{terminal_safe(message, keep_sgr=False)}\n"
+        if self._width:
+            text = render_markdown(text, self._width)
+        self._pub.stream("stderr", text)
         self._pub.flush()
 
     def show_notice(self, markdown: str, level: NoticeLevel) -> None:

@@ -29,6 +29,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from ..inert import control_picture
+
 __all__ = ["hidden_characters", "hidden_warning", "mark_hidden", "terminal_safe"]
 
 _KEPT_SGR = frozenset(
@@ -56,15 +58,6 @@ or a model. Variation selectors 15 and 16 (U+FE0E, U+FE0F) are left alone: they 
 text or emoji style of a visible character, as in ``⚠️``."""
 
 
-def _picture(char: str) -> str:
-    code = ord(char)
-    if code < 0x20:
-        return chr(0x2400 + code)  # the Unicode control pictures: ␛ ␇ ␈ ␍ …
-    if code == 0x7F:
-        return "␡"
-    return f"⟨U+{code:04X}⟩"  # C1 controls have no pictures
-
-
 def _sgr_is_kept(params: str) -> bool:
     if not params:
         return True  # ESC [ m is a reset
@@ -86,7 +79,7 @@ def _sgr_is_kept(params: str) -> bool:
 
 
 def _visible(text: str) -> str:
-    return _CONTROL.sub(lambda m: _picture(m.group(0)), text)
+    return _CONTROL.sub(lambda m: control_picture(m.group(0)), text)
 
 
 def terminal_safe(text: str, *, keep_sgr: bool = True) -> str:
@@ -116,7 +109,7 @@ def hidden_characters(text: str) -> list[str]:
 
 def mark_hidden(text: str) -> str:
     """``text`` with each hidden character shown as ``⟨U+202E⟩`` in its place."""
-    return _HIDDEN.sub(lambda m: f"⟨U+{ord(m.group(0)):04X}⟩", text)
+    return _HIDDEN.sub(lambda m: control_picture(m.group(0)), text)
 
 
 def hidden_warning(found: list[str]) -> str:

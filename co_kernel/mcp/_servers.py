@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..config import McpServerSpec, expand_vars, private_file
+from ..config import McpServerSpec, expand_vars, private_file, private_folder
 from ..inert import inert_code, inert_text
 
 if TYPE_CHECKING:
@@ -452,7 +452,10 @@ def _child_env(spec: McpServerSpec) -> dict[str, str]:
     from ..config import paths
 
     env = {k: expand_vars(v.get_secret_value()) for k, v in spec.env.items()}
-    env.setdefault("PYTHONPYCACHEPREFIX", str(paths().cache_dir / "mcp-pycache"))
+    if "PYTHONPYCACHEPREFIX" not in env:
+        # Made here, 0700: Python makes the folders and files under it with the umask's
+        # modes, readable by no one else through this one (and tightened at the next start).
+        env["PYTHONPYCACHEPREFIX"] = str(private_folder(paths().cache_dir / "mcp-pycache"))
     return env
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, unquote_plus, urlsplit
 
+from ..inert import control_picture
 from ._ssrf import domain_in
 
 if TYPE_CHECKING:
@@ -271,8 +272,8 @@ def outbound_ledger(deps: CoDeps, *, fresh: bool = False) -> OutboundLedger:
 
 
 def _visible(text: str) -> str:
-    """Control, zero-width and direction characters as escapes, so the card shows them."""
-    return _CONTROL.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
+    """Control, zero-width and direction characters as marks, so the card shows them."""
+    return _CONTROL.sub(lambda m: control_picture(m.group(0)), text)
 
 
 def _marked(text: str, ledger: OutboundLedger) -> tuple[str, set[str]]:
