@@ -355,3 +355,20 @@ def test_a_venv_whose_python_links_outside_the_folder_is_still_the_folders(
     (folder / ".co" / "settings.json").write_text(json.dumps({"mcp_servers": {"s": spec}}))
     files = set(folder_trust(folder).files)
     assert {".venv/pyvenv.cfg", ".venv/lib/python3.12/site-packages/evil.pth"} <= files, files
+
+
+def test_an_executable_node_script_in_the_folder_brings_its_package(tmp_path: Path) -> None:
+    from co_kernel.config import folder_trust
+
+    folder = tmp_path / "repo"
+    (folder / ".co").mkdir(parents=True)
+    (folder / "js").mkdir()
+    (folder / "js" / "package.json").write_text("{}")
+    (folder / "js" / "lib.js").write_text("")
+    serve = folder / "js" / "serve"
+    serve.write_text("#!/usr/bin/env node\nrequire('./lib.js')\n")
+    serve.chmod(0o755)
+    spec = {"command": "./js/serve"}
+    (folder / ".co" / "settings.json").write_text(json.dumps({"mcp_servers": {"s": spec}}))
+    files = set(folder_trust(folder).files)
+    assert {"js/serve", "js/lib.js", "js/package.json"} <= files, files

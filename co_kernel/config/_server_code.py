@@ -23,6 +23,8 @@ So every file the command can load from the folder joins the hashed set, conserv
   ``.python-version``: they decide what gets installed and run) and its ``.venv``.
 - ``npx``/``bunx`` of a package: the ``package.json`` and lock file of its working
   folder (they decide which local package runs).
+- a program of the folder named as the command: the file; by its first line, what Python
+  (its folder's modules) or Node (its neighbours and package) loads for it.
 - any other command or argument that is a file in the folder: that file.
 
 A server that would load more than ``MAX_FILES`` files (or ``MAX_BYTES``) is over the
@@ -264,11 +266,14 @@ def _command(walk: _Walk, argv: list[str], cwd: Path, env: dict[str, str], depth
     elif name in _SHELL:
         _shell(walk, args, cwd, env, depth)
     elif program is not None:
-        # An executable of the folder: a Python script by its first line is its import path too.
+        # An executable of the folder: a Python script by its first line is its import path
+        # too, a Node script (`#!/usr/bin/env node`) its neighbours and package.
         with contextlib.suppress(OSError), program.open("rb") as handle:
             first = handle.readline(200)
             if first.startswith(b"#!") and b"python" in first:
                 walk.tree(Path(os.path.realpath(program)).parent, _PY_SUFFIXES, packages_only=True)
+            elif first.startswith(b"#!") and re.search(rb"\b(node|bun|deno|tsx)\b", first):
+                _node(walk, "node", [str(program)], cwd)
 
 
 def _simple_commands(words: list[str]) -> list[list[str]]:
