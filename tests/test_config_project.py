@@ -299,6 +299,22 @@ def test_trust_hashes_what_a_project_mcp_servers_command_loads_from_the_folder(
     assert not files & never, sorted(files & never)
 
 
+def test_a_server_naming_the_home_of_no_such_user_is_shown_not_a_crash(tmp_path: Path) -> None:
+    from co_kernel.config import folder_trust
+
+    folder = tmp_path / "repo"
+    (folder / ".co").mkdir(parents=True)
+    spec = {
+        "command": "~no-such-user-here/bin/srv",
+        "args": ["~no-such-user-here/srv.py"],
+        "cwd": "~no-such-user-here",
+        "env": {"PYTHONPATH": "~no-such-user-here/lib"},
+    }
+    (folder / ".co" / "settings.json").write_text(json.dumps({"mcp_servers": {"s": spec}}))
+    trust = folder_trust(folder)
+    assert list(trust.files) == [".co/settings.json"]
+
+
 @pytest.mark.parametrize(
     ("spec", "expected"),
     [

@@ -156,11 +156,19 @@ def _expanded(text: str) -> str:
         return text
 
 
+def _user_path(text: str) -> Path:
+    """``text`` with ``~`` expanded as the launch would; a ``~name`` of no user stays as it is."""
+    try:
+        return Path(text).expanduser()
+    except RuntimeError:
+        return Path(text)
+
+
 def _file(word: str, cwd: Path) -> Path | None:
     if not word or word.startswith("-"):
         return None
     with contextlib.suppress(OSError, ValueError):
-        path = cwd / Path(word).expanduser()
+        path = cwd / _user_path(word)
         if path.is_file():
             return path
     return None
@@ -180,7 +188,7 @@ def _python(
                     walk.add(pth)
     for entry in env.get("PYTHONPATH", "").split(os.pathsep):
         if entry:
-            walk.tree(cwd / Path(entry).expanduser(), _PY_SUFFIXES, packages_only=True)
+            walk.tree(cwd / _user_path(entry), _PY_SUFFIXES, packages_only=True)
     i = 0
     while i < len(args):
         word = args[i]
@@ -298,7 +306,7 @@ def server_code(folder: Path, spec: dict[str, Any]) -> ServerCode:
     raw_cwd = spec.get("cwd")
     cwd = root
     if isinstance(raw_cwd, str) and raw_cwd:
-        cwd = root / Path(_expanded(raw_cwd)).expanduser()
+        cwd = root / _user_path(_expanded(raw_cwd))
     raw_env = spec.get("env")
     env = (
         {str(k): _expanded(str(v)) for k, v in raw_env.items()} if isinstance(raw_env, dict) else {}

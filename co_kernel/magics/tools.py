@@ -32,6 +32,13 @@ def _tools_of(build: ToolsetBuild) -> dict[str, bool]:
     return {name: bool(getattr(tool, "requires_approval", False)) for name, tool in tools.items()}
 
 
+_UNASKED = {
+    "web_fetch": "runs for a URL you gave or a link of this turn; asks for any other",
+    "web_search": "runs; asks when its query repeats what Co read from your data",
+}
+"""The outbound tools' own rule (``permissions.OutboundGate``) where no approval setting asks."""
+
+
 def _approval(name: str, needs: bool, auto_confirm: bool, rules: Sequence[PermissionRule]) -> Md:
     """How a call of ``name`` is decided: by a rule naming the whole tool, else the
     default; rules with a pattern decide some of its calls."""
@@ -44,7 +51,7 @@ def _approval(name: str, needs: bool, auto_confirm: bool, rules: Sequence[Permis
     elif whole is not None and whole.kind == "allow":
         text = f"runs without asking (rule {code(whole)})"
     elif not needs:
-        text = "runs without asking"
+        text = _UNASKED.get(name, "runs without asking")
     elif auto_confirm:
         text = "auto-approved (%yolo on)"
     else:

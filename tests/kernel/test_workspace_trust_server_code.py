@@ -56,7 +56,7 @@ def test_a_change_to_a_module_the_server_script_imports_asks_again(
     _settings(workspace, {"command": sys.executable, "args": ["srv.py"]})
     kernel = start_kernel(trusted=False)
     first = kernel.execute("%python 1", mode="headless")
-    assert "loading 2 files from this folder" in first.text(), first.text()
+    assert "It loads 2 files from this folder" in first.text(), first.text()
     assert "helper.py" in first.text()
     kernel.execute("%trust")
     [(_, record)] = _records(co_home).items()

@@ -82,3 +82,16 @@ def test_a_kernel_lists_the_skill_tools_only_once_a_skill_exists(kernel, workspa
         "not offered right now: `delete_cells`, `edit_cell`, `insert_cells`, `move_cell`, `run_cell`, `delegate_task` ("
         in after
     )  # no subagent, no page yet
+
+
+def web_fetch(url: str) -> str:
+    """Fetch a page."""
+    return url
+
+
+def test_web_fetch_says_which_urls_run_without_asking() -> None:
+    report = format_tools([ToolsetBuild("web", FunctionToolset([web_fetch]))], auto_confirm=False)
+    assert (
+        "| `web_fetch` | web | runs for a URL you gave or a link of this turn; asks for any other |"
+        in report
+    )
