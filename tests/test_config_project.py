@@ -5,6 +5,8 @@ file that sets it changes nothing and is named in the notices."""
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -311,3 +313,78 @@ def test_a_server_naming_the_home_of_no_such_user_is_shown_not_a_crash(tmp_path:
     (folder / ".co" / "settings.json").write_text(json.dumps({"mcp_servers": {"s": spec}}))
     trust = folder_trust(folder)
     assert list(trust.files) == [".co/settings.json"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        # Each simple command of a shell line, past `exec` and `NAME=value`.
+        (
+            {"command": "sh", "args": ["-c", "MODE=prod exec python3 tools/../srv.py"]},
+            {"srv.py", "helper.py"},
+        ),
+        (
+            {"command": "bash", "args": ["-c", "test -f run.sh && exec python3 srv.py"]},
+            {"run.sh", "srv.py", "helper.py"},
+        ),
+        # What uv syncs before it runs the command decides what is installed and run.
+        (
+            {"command": "uv", "args": ["run", "srv.py"]},
+            {"pyproject.toml", "uv.lock", "srv.py", "helper.py"},
+        ),
+        # Which local package npx runs is the working folder's manifest's to say.
+        ({"command": "npx", "args": ["-y", "tools-server"], "cwd": "js"}, {"js/package.json"}),
+    ],
+)
+def test_trust_reads_shell_lines_uv_projects_and_npx_manifests(
+    tmp_path: Path, spec: dict[str, object], expected: set[str]
+) -> None:
+    from co_kernel.config import folder_trust
+
+    folder = tmp_path / "repo"
+    (folder / ".co").mkdir(parents=True)
+    _server_folder(folder)
+    (folder / "pyproject.toml").write_text("[project]\nname = 'tools'\n")
+    (folder / "uv.lock").write_text("version = 1\n")
+    (folder / ".co" / "settings.json").write_text(json.dumps({"mcp_servers": {"s": spec}}))
+    files = set(folder_trust(folder).files) - {".co/settings.json"}
+    assert expected <= files, sorted(files)
+
+
+def test_a_venv_whose_python_links_outside_the_folder_is_still_the_folders(
+    tmp_path: Path,
+) -> None:
+    """A real venv's bin/python is a link to the system's interpreter: the venv, and the
+    .pth files its start-up runs, are in the folder all the same."""
+    from co_kernel.config import folder_trust
+
+    folder = tmp_path / "repo"
+    (folder / ".co").mkdir(parents=True)
+    site = folder / ".venv" / "lib" / "python3.12" / "site-packages"
+    site.mkdir(parents=True)
+    (folder / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (site / "evil.pth").write_text("import os\n")
+    (folder / ".venv" / "bin").mkdir()
+    os.symlink(sys.executable, folder / ".venv" / "bin" / "python")
+    (folder / "srv.py").write_text("")
+    spec = {"command": ".venv/bin/python", "args": ["srv.py"]}
+    (folder / ".co" / "settings.json").write_text(json.dumps({"mcp_servers": {"s": spec}}))
+    files = set(folder_trust(folder).files)
+    assert {".venv/pyvenv.cfg", ".venv/lib/python3.12/site-packages/evil.pth"} <= files, files
+
+
+def test_an_executable_node_script_in_the_folder_brings_its_package(tmp_path: Path) -> None:
+    from co_kernel.config import folder_trust
+
+    folder = tmp_path / "repo"
+    (folder / ".co").mkdir(parents=True)
+    (folder / "js").mkdir()
+    (folder / "js" / "package.json").write_text("{}")
+    (folder / "js" / "lib.js").write_text("")
+    serve = folder / "js" / "serve"
+    serve.write_text("#!/usr/bin/env node\nrequire('./lib.js')\n")
+    serve.chmod(0o755)
+    spec = {"command": "./js/serve"}
+    (folder / ".co" / "settings.json").write_text(json.dumps({"mcp_servers": {"s": spec}}))
+    files = set(folder_trust(folder).files)
+    assert {"js/serve", "js/lib.js", "js/package.json"} <= files, files

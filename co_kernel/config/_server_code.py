@@ -16,8 +16,15 @@ So every file the command can load from the folder joins the hashed set, conserv
 - node / bun / deno / npx / tsx: the script, the JavaScript/TypeScript files under its
   folder (``node_modules`` left out: it is the installed dependencies, usually tens of
   thousands of files), and the ``package.json`` and lock file of its package.
-- a shell (``sh script.sh``, ``bash -c '...'``): the script, or each file the ``-c``
-  line names (read as a command line of its own).
+- a shell (``sh script.sh``, ``bash -c '...'``): the script, or each simple command of
+  the ``-c`` line (split at ``&&``, ``||``, ``;``, ``|``, ``&``; ``exec`` and leading
+  ``NAME=value`` assignments dropped) read as a command line of its own.
+- ``uv run``: also the project it syncs before running (``pyproject.toml``, ``uv.lock``,
+  ``.python-version``: they decide what gets installed and run) and its ``.venv``.
+- ``npx``/``bunx`` of a package: the ``package.json`` and lock file of its working
+  folder (they decide which local package runs).
+- a program of the folder named as the command: the file; by its first line, what Python
+  (its folder's modules) or Node (its neighbours and package) loads for it.
 - any other command or argument that is a file in the folder: that file.
 
 A server that would load more than ``MAX_FILES`` files (or ``MAX_BYTES``) is over the
@@ -52,10 +59,13 @@ _PYTHON = re.compile(r"^(python|pypy)(\d+(\.\d+)*)?(\.exe)?$")
 _NODE = frozenset({"node", "nodejs", "bun", "deno", "npx", "tsx", "ts-node", "bunx"})
 _SHELL = frozenset({"sh", "bash", "zsh", "dash", "ksh"})
 _PY_SUFFIXES = (".py", ".pth")
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _JS_SUFFIXES = (".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".jsx", ".tsx", ".json")
 _JS_PACKAGE = ("package.json", "package-lock.json", "npm-shrinkwrap.json", "yarn.lock")
 _JS_PACKAGE += ("pnpm-lock.yaml", "bun.lockb", "bun.lock", "deno.json", "deno.lock")
 _SKIP_DIRS = frozenset({".git", "__pycache__", "node_modules"})
+_UV_PROJECT = ("pyproject.toml", "uv.lock", ".python-version")
+_SHELL_SEPARATORS = frozenset({"&&", "||", ";", "|", "&"})
 # Python options that take a value (``-W error``); the value is no script.
 _PY_VALUE_OPTS = frozenset({"-W", "-X", "-Q"})
 _UV_VALUE_OPTS = frozenset(
@@ -167,7 +177,9 @@ def _file(word: str, cwd: Path) -> Path | None:
 def _python(
     walk: _Walk, interpreter: Path | None, args: list[str], cwd: Path, env: dict[str, str]
 ) -> None:
-    if interpreter is not None and walk.inside(interpreter) is not None:
+    # The interpreter's own folder, not its target: a venv's bin/python is usually a link
+    # to the system's python, outside the folder, while the venv is inside it.
+    if interpreter is not None and walk.inside(interpreter.parent) is not None:
         # A venv in the folder: its configuration and the .pth files run at start-up.
         for venv in (interpreter.parent.parent, Path(os.path.realpath(interpreter)).parent.parent):
             walk.add(venv / "pyvenv.cfg")
@@ -196,7 +208,11 @@ def _python(
         return
 
 
-def _node(walk: _Walk, args: list[str], cwd: Path) -> None:
+def _node(walk: _Walk, name: str, args: list[str], cwd: Path) -> None:
+    if name in ("npx", "bunx"):
+        # A package name, not a file: which one runs depends on the folder's manifest.
+        for package in _JS_PACKAGE:
+            walk.add(cwd / package)
     for word in args:
         script = _file(word, cwd)
         if script is None:
@@ -214,6 +230,29 @@ def _node(walk: _Walk, args: list[str], cwd: Path) -> None:
                 break
 
 
+def _uv_run(walk: _Walk, rest: list[str], cwd: Path, env: dict[str, str], depth: int) -> None:
+    """``uv run [options] COMMAND``: the project uv syncs first, then the command."""
+    for project in _UV_PROJECT:
+        walk.add(cwd / project)
+    venv_python = cwd / ".venv" / "bin" / "python"
+    if os.path.lexists(venv_python):
+        _python(walk, venv_python, [], cwd, {})
+    while rest and rest[0].startswith("-"):
+        rest = rest[2:] if rest[0] in _UV_VALUE_OPTS else rest[1:]
+    if rest and rest[0].endswith(".py"):
+        rest = ["python", *rest]
+    _command(walk, rest, cwd, env, depth + 1)
+
+
+def _shell(walk: _Walk, args: list[str], cwd: Path, env: dict[str, str], depth: int) -> None:
+    """``sh -c LINE``: each simple command of the line, read as a command line."""
+    if "-c" in args and args.index("-c") + 1 < len(args):
+        with contextlib.suppress(ValueError):
+            line = shlex.split(args[args.index("-c") + 1])
+            for simple in _simple_commands(line):
+                _command(walk, simple, cwd, env, depth + 1)
+
+
 def _command(walk: _Walk, argv: list[str], cwd: Path, env: dict[str, str], depth: int = 0) -> None:
     if not argv or depth > 3:
         return
@@ -229,25 +268,32 @@ def _command(walk: _Walk, argv: list[str], cwd: Path, env: dict[str, str], depth
     if _PYTHON.match(name):
         _python(walk, program, args, cwd, env)
     elif name in ("uv", "uvx") and args and args[0] == "run":
-        rest = args[1:]
-        while rest and rest[0].startswith("-"):
-            rest = rest[2:] if rest[0] in _UV_VALUE_OPTS else rest[1:]
-        if rest and rest[0].endswith(".py"):
-            rest = ["python", *rest]
-        _command(walk, rest, cwd, env, depth + 1)
+        _uv_run(walk, args[1:], cwd, env, depth)
     elif name in _NODE:
-        _node(walk, args, cwd)
+        _node(walk, name, args, cwd)
     elif name in _SHELL:
-        if "-c" in args and args.index("-c") + 1 < len(args):
-            with contextlib.suppress(ValueError):
-                line = shlex.split(args[args.index("-c") + 1])
-                _command(walk, line, cwd, env, depth + 1)
+        _shell(walk, args, cwd, env, depth)
     elif program is not None:
-        # An executable of the folder: a Python script by its first line is its import path too.
+        # An executable of the folder: a Python script by its first line is its import path
+        # too, a Node script (`#!/usr/bin/env node`) its neighbours and package.
         with contextlib.suppress(OSError), program.open("rb") as handle:
             first = handle.readline(200)
             if first.startswith(b"#!") and b"python" in first:
                 walk.tree(Path(os.path.realpath(program)).parent, _PY_SUFFIXES, packages_only=True)
+            elif first.startswith(b"#!") and re.search(rb"\b(node|bun|deno|tsx)\b", first):
+                _node(walk, "node", [str(program)], cwd)
+
+
+def _simple_commands(words: list[str]) -> list[list[str]]:
+    """A shell line's simple commands (``cd x && exec python srv.py`` -> two), without
+    ``exec`` and the ``NAME=value`` assignments before a command."""
+    commands: list[list[str]] = [[]]
+    for word in words:
+        if word in _SHELL_SEPARATORS:
+            commands.append([])
+        elif commands[-1] or not (word == "exec" or _ASSIGNMENT.match(word)):
+            commands[-1].append(word)
+    return [command for command in commands if command]
 
 
 def server_code(folder: Path, spec: dict[str, Any]) -> ServerCode:

@@ -166,3 +166,29 @@ def test_a_sandbox_cell_changing_the_servers_package_makes_the_folder_ask_again(
     after = kernel.execute("%python 1", mode="headless")
     assert _changed_notice(after.text(), "mcptools/helper.py"), after.text()
     assert not _appears(workspace / "changed-ran", timeout=3)
+
+
+def test_a_change_to_a_module_a_shell_launched_server_imports_asks_again(
+    start_kernel, workspace: Path, co_home: Path
+):
+    """A server started through a shell line (`sh -c 'export X=1 && exec python srv.py'`):
+    the modules beside the script are its code as much as with `python srv.py`."""
+    (workspace / "srv.py").write_text(SERVER)
+    helper = workspace / "helper.py"
+    helper.write_text(HELPER.format(marker="started"))
+    line = "export MODE=prod && exec ${CO_PYTHON} srv.py"
+    _settings(workspace, {"command": "sh", "args": ["-c", line]})
+    kernel = start_kernel(trusted=False)
+    kernel.execute("%trust")
+    kernel.execute("%mcp", timeout=60)
+    assert _appears(workspace / "started")
+
+    helper.write_text(HELPER.format(marker="changed-ran"))
+    after = kernel.execute("%python 1", mode="headless")
+    assert _changed_notice(after.text(), "helper.py"), after.text()
+    restart = kernel.execute("%mcp restart tools", mode="headless", timeout=60)
+    assert restart.status == "error" and "There is no MCP server `tools`" in restart.text()
+    assert not (workspace / "changed-ran").exists(), "the changed code ran before trust"
+    kernel.execute("%trust")
+    kernel.execute("%mcp", timeout=60)
+    assert _appears(workspace / "changed-ran")
