@@ -88,7 +88,9 @@ WORKSPACE_MODES = ("auto", "bind", "copy")
 WORKDIR = "/workspace"
 
 # reap MARKER PGID: kill every process of the group or carrying CO_EXEC=MARKER in its
-# environment, this shell excepted, until a pass finds none. Builtins only (dash reads
+# environment, this shell excepted, until a pass finds none. A process of ours whose
+# environment reads empty is in the middle of exec (a background `setsid sleep` just
+# started): it is looked at again on the next pass rather than passed over. Builtins only (dash reads
 # environ with its NULs dropped), so it works when the pids limit leaves nothing to fork.
 LAUNCH_WAIT = 3.0
 """Seconds to wait for a command's wrapper to show its output is connected (`_WRAPPER`)."""
@@ -106,6 +108,7 @@ reap() {
       set -- ${s##*) }
       [ "$1" = Z ] && continue
       e=; read -r e 2>/dev/null <"$d/environ"
+      [ -z "$e" ] && [ -r "$d/environ" ] && { n=1; continue; }
       case "$3:$e" in "$g":*|*"CO_EXEC=$m"*) kill -KILL "$p" 2>/dev/null && n=1;; esac
     done
   done
