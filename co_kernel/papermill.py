@@ -58,12 +58,14 @@ class CoTranslator(PythonTranslator):
         return super().inspect(parameters_cell)
 
 
-def _is_co(kernel_name: str | None, nb: Any) -> bool:
-    """Whether the notebook runs on a Co kernel (by the kernel's name or the notebook's language)."""
-    from .app import KERNEL_NAME
+def _is_co(kernel_name: str) -> bool:
+    """Whether ``kernel_name`` is a Co kernel (its kernelspec's language, whatever its name)."""
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
-    spec = nb.metadata.get("kernelspec", {})
-    return kernel_name == KERNEL_NAME or spec.get("language") == _LANGUAGE
+    try:
+        return KernelSpecManager().get_kernel_spec(kernel_name).language == _LANGUAGE
+    except NoSuchKernel:
+        return False
 
 
 def _local_notebook(input_path: Any) -> Path | None:
@@ -102,7 +104,7 @@ class CoEngine(NBClientEngine):
         **kwargs: Any,
     ) -> Any:
         notebook = _local_notebook(kwargs.get("input_path"))
-        if notebook is None or not _is_co(kernel_name, nb_man.nb):
+        if notebook is None or not _is_co(kernel_name):
             return super().execute_managed_notebook(
                 nb_man, kernel_name, log_output, stdout_file, stderr_file, start_timeout,
                 execution_timeout, **kwargs,
