@@ -72,10 +72,11 @@ def _local_notebook(input_path: Any) -> Path | None:
     """The notebook's file when papermill read it from this machine (not a URL, not stdin)."""
     if not isinstance(input_path, str | os.PathLike):
         return None
-    path = Path(input_path)
-    if "://" in str(input_path) or not path.is_file():
+    if "://" in str(input_path):
         return None
-    return path.resolve()
+    # papermill read a relative path before changing into `--cwd`: from where it started.
+    path = Path(_STARTED_IN) / input_path
+    return path.resolve() if path.is_file() else None
 
 
 def _kernel_start(notebook: Path) -> dict[str, Any]:

@@ -16,6 +16,7 @@ import pytest
 from co_kernel.testing import ScriptedModelServer
 
 from ..kernel_harness import ensure_kernelspec
+from ..support.notebooks import write_notebook
 from . import REPO, client_env
 
 NOTEBOOKS = REPO / "notebooks"
@@ -134,3 +135,34 @@ def test_a_notebook_showing_errors_says_so_and_how_to_run_it(
     assert all(c.get("execution_count") for c in executed.cells if c.cell_type == "code"), (
         "every cell ran"
     )
+
+
+def test_a_replay_script_is_found_beside_the_notebook_when_the_kernel_runs_elsewhere(
+    checkout: Path, co_home: Path, tmp_path: Path
+) -> None:
+    """`--cwd` runs the kernel in another folder: the tour's replay script, beside it, is
+    still found; a path out of the notebook's folder is not looked for there."""
+    ensure_kernelspec()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (checkout / "outside.replay.jsonl").write_text(json.dumps({"text": "from outside"}) + "\n")
+    escaping = checkout / "notebooks" / "escaping.ipynb"
+    write_notebook(escaping, ["%model replay:../outside.replay.jsonl"])
+    with ScriptedModelServer([]) as server:
+        tour = _papermill(
+            checkout, co_home, server, "notebooks/00-tour.ipynb", "tour.ipynb",
+            "--cwd", str(elsewhere),
+        )  # fmt: skip
+        escaped = _papermill(
+            checkout, co_home, server, "notebooks/escaping.ipynb", "escaping.ipynb",
+            "--cwd", str(elsewhere),
+        )  # fmt: skip
+    assert tour.returncode == 0, tour.stderr[-3000:]
+    executed = nbformat.read(checkout / "tour.ipynb", as_version=4)
+    assert _error_cells(executed) == []
+    script = checkout / "notebooks" / "00-tour.replay.jsonl"
+    assert f"Switched to **replay:{script}**" in _outputs(executed.cells[1])
+    # What the notebook recorded went where its kernel ran, as the person asked.
+    assert (elsewhere / "recordings" / "tour.replay.jsonl").is_file()
+    assert escaped.returncode == 1
+    assert f"Replay script not found: {elsewhere / '../outside.replay.jsonl'}" in escaped.stderr
