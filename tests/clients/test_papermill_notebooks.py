@@ -166,3 +166,22 @@ def test_a_replay_script_is_found_beside_the_notebook_when_the_kernel_runs_elsew
     assert (elsewhere / "recordings" / "tour.replay.jsonl").is_file()
     assert escaped.returncode == 1
     assert f"Replay script not found: {elsewhere / '../outside.replay.jsonl'}" in escaped.stderr
+
+
+def test_the_kernel_is_told_which_notebook_papermill_runs(tmp_path: Path, co_home: Path) -> None:
+    """As a Jupyter server names a kernel's notebook: `read_notebook` reads that file."""
+    ensure_kernelspec()
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    intro = nbformat.v4.new_markdown_cell("# Quarterly numbers\n\nRevenue fell in August.")
+    write_notebook(folder / "q3.ipynb", [intro, "Summarise this notebook."])
+    steps = [
+        {"tool_calls": [{"name": "read_notebook", "arguments": {}}]},
+        {"text": "It says revenue fell in August."},
+    ]
+    with ScriptedModelServer(steps) as server:
+        run = _papermill(tmp_path, co_home, server, "reports/q3.ipynb", "out.ipynb")
+        requests = list(server.requests)
+    assert run.returncode == 0, run.stderr[-3000:]
+    result = json.dumps(requests[-1]["messages"][-1])
+    assert "Revenue fell in August." in result and "q3.ipynb" in result, result
