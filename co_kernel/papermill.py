@@ -36,7 +36,15 @@ __all__ = ["CoEngine", "CoTranslator"]
 _MAGIC = "%%python"
 _LANGUAGE = "co"
 
-_STARTED_IN = os.getcwd()
+
+def _cwd() -> str | None:
+    try:
+        return os.getcwd()
+    except OSError:  # the folder was removed: papermill must still start
+        return None
+
+
+_STARTED_IN = _cwd()
 """The folder papermill was started in (it imports this module as it starts): papermill
 changes into ``--cwd`` only around the run, so a run in another folder was asked for."""
 
@@ -74,6 +82,8 @@ def _local_notebook(input_path: Any) -> Path | None:
         return None
     if "://" in str(input_path):
         return None
+    if _STARTED_IN is None:
+        return None
     # papermill read a relative path before changing into `--cwd`: from where it started.
     path = Path(_STARTED_IN) / input_path
     return path.resolve() if path.is_file() else None
@@ -84,7 +94,7 @@ def _kernel_start(notebook: Path) -> dict[str, Any]:
     was asked to run elsewhere (``--cwd``)."""
     env = dict(os.environ)
     env["JPY_SESSION_NAME"] = str(notebook)  # as a Jupyter server names a kernel's notebook
-    if os.getcwd() != _STARTED_IN:
+    if _cwd() != _STARTED_IN:
         return {"env": env}
     return {"env": env, "cwd": str(notebook.parent)}
 
@@ -110,7 +120,7 @@ class CoEngine(NBClientEngine):
                 nb_man, kernel_name, log_output, stdout_file, stderr_file, start_timeout,
                 execution_timeout, **kwargs,
             )  # fmt: skip
-        # As NBClientEngine does it, with Co's client.
+        # As NBClientEngine (papermill 2.x) runs it, the kernel started as _kernel_start says.
         kwargs = remove_args(["input_path"], **kwargs)
         safe_kwargs = remove_args(["timeout", "startup_timeout"], **kwargs)
         final_kwargs = merge_kwargs(
