@@ -31,3 +31,7 @@ async def run(ctx: MagicContext, args: str) -> str:
     brief, left = brief_status(report)
     more = f"`%status all` shows all {len(report.rows)} rows ({left} more than summed up here)."
     return "**Co status**\n\n" + brief + "\n\n" + more
+
+
+def complete(ctx: MagicContext, arg_text: str) -> list[str]:
+    return ["all"] if "all".startswith(arg_text.strip().lower()) else []
