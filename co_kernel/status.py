@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ProviderProbe",
     "StatusReport",
+    "brief_status",
     "check_model_reachable",
     "collect_status",
     "format_status",
@@ -500,3 +501,53 @@ def format_status(report: StatusReport, *, markdown: bool) -> str:
         lines.append("settings problems:")
         lines += [f"  - {p}" for p in report.problems]
     return "\n".join(lines)
+
+
+_BRIEF_ROWS = {
+    ("model", "model"): "model",
+    ("model", "reachable"): "reachable",
+    ("settings", "folder trust"): "folder trust",
+    ("session", "notebook"): "notebook",
+    ("session", "auto-approve (%yolo)"): "%yolo",
+    ("sandbox", "backend"): "sandbox",
+}
+"""The rows a terminal's short ``%status`` keeps, by their short names; the rest is summed
+up or left to ``%status all``."""
+_SANDBOX_TROUBLE = ("not reachable", "missing", "unknown")
+
+
+def brief_status(report: StatusReport) -> tuple[str, int]:
+    """What matters day to day, as Markdown for a 24-line terminal: the model and whether it
+    answers, trust, the notebook, %yolo, the sandbox (and its trouble), MCP servers, which
+    integrations are off, which secrets are set, every settings problem. Also how many rows
+    of the whole report it neither shows nor sums up."""
+    rows: list[tuple[str, str]] = []
+    secrets: list[str] = []
+    registered: list[str] = []
+    unregistered: list[str] = []
+    left = 0
+    for area, item, value in report.rows:
+        if (area, item) in _BRIEF_ROWS:
+            rows.append((_BRIEF_ROWS[area, item], value))
+        elif area == "mcp":
+            rows.append((f"MCP {inert_text(item, table=True)}", value))
+        elif area == "sandbox" and any(word in value for word in _SANDBOX_TROUBLE):
+            rows.append((f"sandbox {inert_text(item, table=True)}", value))
+        elif area == "secrets" and value.startswith("set"):
+            secrets.append(item)
+        elif area == "integrations":
+            (registered if value == "registered" else unregistered).append(item)
+        elif area != "secrets":
+            left += 1
+    rows.append(("secrets set", ", ".join(secrets) or "none"))
+    tools = f"{len(registered)} of {len(registered) + len(unregistered)} on (%tools lists them)"
+    if unregistered:
+        tools += f"; off: {', '.join(unregistered)}"
+    rows.append(("integrations", tools))
+    # Two columns: each short name says its area. Values quote outside names: inert.
+    lines = ["| item | value |", "|---|---|"]
+    lines += [f"| {item} | {inert_text(value, table=True)} |" for item, value in rows]
+    if report.problems:
+        lines.append("\n**Settings problems**")
+        lines += [f"- {inert_text(p)}" for p in report.problems]
+    return "\n".join(lines), left

@@ -12,7 +12,16 @@ extra=()
 # The tour runs in a copy, tour/ (ignored by git): running it saves outputs, and the
 # regression notebooks in notebooks/ stay as committed. -n keeps what was changed there.
 mkdir -p tour
+fresh=()
+for notebook in notebooks/*.ipynb; do
+    [ -e "tour/${notebook#notebooks/}" ] || fresh+=("tour/${notebook#notebooks/}")
+done
 cp -Rn notebooks/. tour/
+# A new copy opens clean: the outputs committed in notebooks/ are what nbval compares a
+# run with, and shown in the tour they would make Run All look as if nothing happened.
+if [ "${#fresh[@]}" -gt 0 ]; then
+    .venv/bin/jupyter nbconvert --clear-output --inplace --log-level=WARN "${fresh[@]}"
+fi
 # The tour's folder is ours and its .co/settings.json points the notes tools at its vault:
 # trusted as it is now (a folder you open yourself asks first; `%trust show` in the tour).
 .venv/bin/co-kernel trust --yes tour >/dev/null

@@ -36,3 +36,33 @@ def test_the_hints_and_the_docs_use_the_table() -> None:
         text = doc.read_text()
         cloud = {m for p, m in re.findall(r"`(gemini|openai|anthropic):([\w.-]+)`", text)}
         assert cloud <= set(SUGGESTED_MODELS.values()), f"{doc.name} names models off the table"
+
+
+def readme_table() -> dict[str, str]:
+    """provider -> model of the README's "Choosing a model" table: the one table of names."""
+    section = (REPO / "README.md").read_text().split("## Choosing a model", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    rows = re.findall(r"^\|[^|`]+\| `(\w+):([^`/]+)`", section, re.MULTILINE)
+    return {provider: model for provider, model in rows if provider in SUGGESTED_MODELS}
+
+
+def test_the_hints_are_the_readme_table() -> None:
+    table = readme_table()
+    assert set(table) == {"gemini", "openai", "anthropic", "ollama"}, table
+    assert table == SUGGESTED_MODELS
+
+
+def test_the_tour_and_the_notebooks_name_the_readme_table_models() -> None:
+    import nbformat
+
+    table = readme_table()
+    tour = nbformat.read(REPO / "notebooks" / "00-tour.ipynb", as_version=4)
+    # The tour's own table of models: one `%model` example per provider of the README's.
+    [section] = [c.source for c in tour.cells if c.source.startswith("## Use your own model")]
+    examples = dict(re.findall(r"^\|[^|`]+\| `%model (\w+):([^`]+)`", section, re.MULTILINE))
+    assert {p: m for p, m in examples.items() if p in table} == table
+    for path in sorted((REPO / "notebooks").glob("*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            named = re.findall(r"\b(gemini|openai|anthropic|ollama):([\w.-]*\w)", cell.source)
+            off = {f"{p}:{m}" for p, m in named if table[p] != m}
+            assert not off, f"{path.name} names models off the README's table: {off}"

@@ -35,6 +35,7 @@ from ..turn import (
 )
 from ._controls import hidden_characters, hidden_warning, mark_hidden, terminal_safe
 from ._footer import footer_enabled, format_footer
+from ._terminal import colour_diff
 from ._toolcard import format_args
 
 __all__ = [
@@ -80,16 +81,18 @@ def parse_answer(text: str) -> ApprovalDecision | None:
     return _ANSWERS.get(text.strip().lower())
 
 
-def approval_text(call: ToolCallView) -> str:
+def approval_text(call: ToolCallView, *, colour: bool = False) -> str:
     """The question as plain text: tool, pretty arguments and the detail (e.g. a diff).
 
     The arguments and the detail come from the model, a tool or a file: their control
     characters are shown, not obeyed (no colours either, so nothing in them looks like
     Co's own styling), and hidden characters are marked, with a warning line at the end.
+    ``colour``: a diff in the detail is then coloured by Co (a terminal that shows colours).
     """
     who = f"Co's subagent {call.agent}" if call.agent else "Co"
     lines = [f"{who} wants to run {call.name}:"]
     lines += ["    " + line for line in format_args(call.args).split("\n")]
+    head = len(lines)
     if call.detail:
         lines.append("")
         # split, not splitlines: a lone CR or a form feed stays in its line to be shown.
@@ -97,6 +100,11 @@ def approval_text(call: ToolCallView) -> str:
     text = "\n".join(lines)
     warning = hidden_warning(hidden_characters(text))
     text = mark_hidden(terminal_safe(text, keep_sgr=False))
+    if colour and call.detail:
+        # Sanitised first, coloured after: the only sequences in the question are Co's.
+        # Sanitising keeps every newline, so the detail starts where it did.
+        shown = text.split("\n")
+        text = "\n".join(shown[: head + 1] + colour_diff(shown[head + 1 :]))
     return text + "\n" + (warning + "\n" if warning else "")
 
 

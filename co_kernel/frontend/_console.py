@@ -31,7 +31,7 @@ from ._base import DECISION_TEXT, NOTICE_PREFIX, Approver, BaseFrontend, approva
 from ._controls import mark_hidden, terminal_safe
 from ._publisher import Publisher
 from ._subagent import ConsoleSubagentFrontend
-from ._terminal import TerminalMarkdown, render_markdown
+from ._terminal import TerminalMarkdown, render_markdown, terminal_colours
 from ._todos import todos_text
 from ._toolcard import short_args
 
@@ -59,6 +59,8 @@ class ConsoleFrontend(BaseFrontend):
         self._pub = publisher
         self._width = width
         self._markdown = TerminalMarkdown(width) if width else None
+        self._colours = bool(width) and terminal_colours()
+        """Whether the approval question colours its diff (a terminal that shows colours)."""
         self._interval = 1.0 / max_rate
         self._last_flush = 0.0
         self._wrote_text = False
@@ -120,7 +122,7 @@ class ConsoleFrontend(BaseFrontend):
         self._announced.add(request.call.call_id)
         # Whatever the text before left open (a style, half a line) ends here, so the
         # question starts at the beginning of a plain line.
-        self._pub.stream("stdout", "\x1b[0m" + approval_text(request.call))
+        self._pub.stream("stdout", "\x1b[0m" + approval_text(request.call, colour=self._colours))
         self._pub.flush()
         try:
             choice = await self.approver(request)

@@ -11,13 +11,22 @@ console, a kernel started by a server) the text stays the Markdown source.
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import sys
+from typing import Any, ClassVar
 
 from ._markdown import find_block_boundary
 
-__all__ = ["TERMINAL_METADATA", "TerminalMarkdown", "render_markdown", "terminal_width"]
+__all__ = [
+    "TERMINAL_METADATA",
+    "TerminalMarkdown",
+    "colour_diff",
+    "render_markdown",
+    "terminal_colours",
+    "terminal_width",
+]
 
 TERMINAL_METADATA = "co_terminal"
 """Key a terminal client sets (true) in its requests' metadata to get terminal text: the
@@ -35,6 +44,40 @@ def terminal_width() -> int | None:
         except (ValueError, OSError):  # closed, or no size to tell
             continue
     return None
+
+
+def terminal_colours() -> bool:
+    """Whether the terminal the kernel runs in (``terminal_width``) shows colours, as git
+    decides it: not when ``TERM`` is unset or ``dumb``, nor when the person set
+    ``NO_COLOR`` (no-color.org). The kernel inherits both from the console's shell."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    return os.environ.get("TERM", "dumb") not in ("", "dumb")
+
+
+_RESET = "\x1b[0m"
+_DIFF_STYLES = (
+    ("+++", "\x1b[1m"),  # file names, in bold as git shows them
+    ("---", "\x1b[1m"),
+    ("@@", "\x1b[36m"),  # hunk headers in cyan
+    ("+", "\x1b[32m"),  # added lines in green
+    ("-", "\x1b[31m"),  # removed lines in red
+)
+
+
+def colour_diff(lines: list[str]) -> list[str]:
+    """The lines of a unified diff coloured as git colours them; other text as it is.
+
+    The lines must be sanitised already (``terminal_safe``): only the colours added here
+    are sequences, and each line ends with a reset, so none runs into the next.
+    """
+    if not any(line.startswith("@@") for line in lines):
+        return lines  # not a diff: a "-" there is a list's, not a removal
+    out = []
+    for line in lines:
+        style = next((code for prefix, code in _DIFF_STYLES if line.startswith(prefix)), None)
+        out.append(f"{style}{line}{_RESET}" if style else line)
+    return out
 
 
 def _output_descriptors() -> list[int]:
@@ -58,11 +101,37 @@ def _output_descriptors() -> list[int]:
     return fds
 
 
-def render_markdown(text: str, width: int) -> str:
-    """``text`` as a terminal shows it: styles as ANSI codes, tables fitted to ``width``."""
-    from rich.console import Console
-    from rich.markdown import Markdown
+@functools.cache
+def _markdown_class() -> Any:
+    """rich's Markdown, whose table cells wrap a word longer than their column.
 
+    rich ends such a word (a path, a URL, a model name) with "…" where the column ends:
+    what was cut is then nowhere on the screen. Folded, it goes on in the next line.
+    """
+    from rich.console import JustifyMethod
+    from rich.markdown import Markdown, MarkdownElement, TableDataElement
+
+    class FoldingCell(TableDataElement):
+        def __init__(self, justify: JustifyMethod) -> None:
+            super().__init__(justify)
+            self.content.overflow = "fold"
+
+    class TerminalMarkdownDocument(Markdown):
+        elements: ClassVar[dict[str, type[MarkdownElement]]] = {
+            **Markdown.elements,
+            "td_open": FoldingCell,
+            "th_open": FoldingCell,
+        }
+
+    return TerminalMarkdownDocument
+
+
+def render_markdown(text: str, width: int) -> str:
+    """``text`` as a terminal shows it: styles as ANSI codes, tables fitted to ``width``
+    (a cell's long words wrapped within its column)."""
+    from rich.console import Console
+
+    Markdown = _markdown_class()
     out = io.StringIO()
     console = Console(
         file=out, width=width, force_terminal=True, color_system="standard", soft_wrap=False

@@ -6,12 +6,15 @@ API needs its key; a `local:` model's file must be a GGUF). The conversation is 
 Providers: gemini, ollama, openai, anthropic, compat (any OpenAI-compatible
 `CO_BASE_URL`), replay (a scripted file) and local (`local:/path/to/model.gguf` or
 `local:smollm2-135m`, run on this machine by llama.cpp). A model set by managed
-settings (an administrator's) cannot be switched.
+settings (an administrator's) cannot be switched. A relative `replay:` path is looked for
+in the kernel's folder, then beside the notebook (papermill's `--cwd` runs a kernel
+elsewhere).
 """
 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..inert import inert_text
@@ -60,6 +63,31 @@ async def check_model(session: SessionProtocol, value: str) -> ProviderProbe:
     return probe
 
 
+def _beside_notebook(session: SessionProtocol, value: str) -> str:
+    """``replay:PATH`` with a relative PATH the kernel's folder lacks, made absolute when
+    the file is beside the kernel's notebook; any other value as it is.
+
+    A notebook names its replay script relative to itself, as it names its data; the
+    kernel runs in the notebook's folder in JupyterLab and nbval, but a client may start
+    it elsewhere (papermill's ``--cwd``). Only a file inside the notebook's folder counts:
+    ``..`` reaches no further than the kernel's folder would.
+    """
+    provider, _, name = value.partition(":")
+    if provider.strip().lower() != "replay" or not name.strip():
+        return value
+    relative = Path(name.strip()).expanduser()
+    notebook = session.notebook_path
+    if relative.is_absolute() or (session.workspace / relative).exists() or not notebook:
+        return value
+    if not Path(notebook).is_absolute():  # a server's path below its root: no folder to use
+        return value
+    folder = Path(notebook).parent.resolve()
+    found = (folder / relative).resolve()
+    if found.is_file() and found.is_relative_to(folder):
+        return f"replay:{found}"
+    return value
+
+
 async def run(ctx: MagicContext, args: str) -> str:
     from ..config import PROVIDERS
     from ..exceptions import ConfigError
@@ -72,7 +100,7 @@ async def run(ctx: MagicContext, args: str) -> str:
         lines.append("Switch with `%model provider:model`. Providers:")
         lines += [f"- `{name}`: {what}" for name, what in PROVIDERS.items()]
         return "\n".join(lines)
-    value = args.split()[0]
+    value = _beside_notebook(session, args.split()[0])
     origin = session.loaded.origins.get("model", "")
     if origin.startswith("managed") and value != current:
         # A deployer's model is a lock (a class's or a hub's endpoint), not a default.

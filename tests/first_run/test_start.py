@@ -145,6 +145,12 @@ def test_start_sh_opens_the_tour_and_the_tour_runs_in_chromium(
         tour = _get(base_url, "/api/contents/00-tour.ipynb", token)
         assert tour["type"] == "notebook"
         assert tour["content"]["metadata"]["kernelspec"]["name"] == "co"
+        # It opens clean: no recorded output or count, so Run All visibly does something.
+        code = [c for c in tour["content"]["cells"] if c["cell_type"] == "code"]
+        assert code and all(c["outputs"] == [] for c in code), "the tour opens with outputs"
+        assert all(c["execution_count"] is None for c in code)
+        # The committed notebook keeps the outputs nbval compares a run with.
+        assert any(c.get("outputs") for c in json.loads(committed)["cells"])
         saved = copy / "tour" / "00-tour.ipynb"
         before = saved.read_bytes()
         _run_the_tour(url, tour["content"])

@@ -64,6 +64,7 @@ def test_arguments_complete(
     assert len(gemini["matches"]) > 1
     assert all(m.startswith("gemini:") for m in gemini["matches"])
     assert complete(kernel, "%sessions a")["matches"] == ["all"]
+    assert complete(kernel, "%status a")["matches"] == ["all"]
     assert complete(kernel, "%help mo")["matches"] == ["model"]
 
     model_server.extend([{"text": "Saved."}])
