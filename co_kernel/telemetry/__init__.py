@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._audit import DECISIONS, AuditEvent, AuditLog, audit_target
-from ._cost import PRICE_UNKNOWN, UnitPrice, cost_of, format_cost, unit_price
+from ._cost import PRICE_UNKNOWN, CostSum, UnitPrice, cost_of, format_cost, unit_price
 from ._redact import REDACTED, Redactor, redact_value
 from ._session_telemetry import SessionTelemetry
-from ._usage import UsageTotals, usage_from_spans
+from ._usage import UsageTotals, session_costs, usage_from_spans
 
 if TYPE_CHECKING:
     from ._cli import add_telemetry_commands
@@ -32,6 +32,7 @@ __all__ = [
     "AuditEvent",
     "AuditLog",
     "CoLimitExceeded",
+    "CostSum",
     "RateLimits",
     "Redactor",
     "RequestWindow",
@@ -44,6 +45,7 @@ __all__ = [
     "cost_of",
     "format_cost",
     "redact_value",
+    "session_costs",
     "telemetry_db_path",
     "unit_price",
     "usage_from_spans",

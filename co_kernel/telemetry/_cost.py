@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PRICE_UNKNOWN",
+    "CostSum",
     "UnitPrice",
     "cost_of",
     "format_cost",
@@ -158,6 +159,47 @@ def cost_of(usage: AbstractUsage, model: str, settings: Settings) -> Decimal | N
         # Usage genai-prices cannot price (cache counts above the input count): unknown
         # rather than a wrong figure.
         return None
+
+
+@dataclass(frozen=True)
+class CostSum:
+    """Costs added up, some of which may be unknown (a turn whose subagent ran a local
+    model): the known part is shown with "+ price unknown", never as the whole."""
+
+    known: Decimal = Decimal(0)
+    """The sum of the known costs, in US dollars."""
+    unknown: bool = False
+    """Whether some tokens had no price."""
+    priced: bool = False
+    """Whether any cost was known (a sum of unknowns alone is "price unknown")."""
+
+    def __add__(self, other: CostSum | Decimal | None) -> CostSum:
+        if other is None:
+            return CostSum(self.known, True, self.priced)
+        if isinstance(other, Decimal):
+            return CostSum(self.known + other, self.unknown, True)
+        return CostSum(
+            self.known + other.known, self.unknown or other.unknown, self.priced or other.priced
+        )
+
+    @classmethod
+    def of(cls, cost: Decimal | None, unknown: bool = False) -> CostSum:
+        """The sum a (known part, some unknown) pair describes, as ``cost``/``unknown`` give it."""
+        if cost is None:
+            return cls(Decimal(0), True, False)
+        return cls(cost, unknown, True)
+
+    @property
+    def cost(self) -> Decimal | None:
+        """The known sum, or None when nothing was priced but something was unknown."""
+        return None if self.unknown and not self.priced else self.known
+
+    def __str__(self) -> str:
+        if not self.unknown:
+            return format_cost(self.known)
+        if not self.priced:
+            return PRICE_UNKNOWN
+        return f"{format_cost(self.known)} + {PRICE_UNKNOWN}"
 
 
 _CENT = Decimal("0.01")
