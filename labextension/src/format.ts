@@ -222,7 +222,8 @@ export function statusText(status: ICoStatus | null): string {
   const parts = ['Co', status.model ?? 'no model'];
   const tokens = status.inputTokens + status.outputTokens;
   parts.push(`${formatCount(tokens)} tokens`);
-  if (status.cost) {
+  // Nothing spent yet costs nothing: "price unknown" waits for the first tokens.
+  if (status.cost && tokens > 0) {
     parts.push(status.cost);
   }
   return parts.join(' · ');

@@ -79,6 +79,9 @@ describe('status bar text', () => {
     expect(
       statusText({ ...status!, model: 'openai:gpt-4o', cost: '$0.0064' })
     ).toBe('Co · openai:gpt-4o · 1.2k tokens · $0.0064');
+    expect(
+      statusText({ ...status!, inputTokens: 0, outputTokens: 0, cost: '$0.00' })
+    ).toBe('Co · compat:scripted · 0 tokens');
     expect(statusText(null)).toBe('Co');
     expect(statusText(parseCoStatus({ version: '0.1.0', model: null }))).toBe(
       'Co · no model · 0 tokens'
