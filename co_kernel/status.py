@@ -290,10 +290,12 @@ def _price_text(model: str, settings: Settings) -> str:
     from .telemetry import PRICE_UNKNOWN, unit_price
 
     price = unit_price(model, settings)
+    if price is None and model.startswith("replay:"):
+        return f"{PRICE_UNKNOWN}: a replayed conversation asks no paid model"
     if price is None:
         return (
-            f"{PRICE_UNKNOWN}: genai-prices has no price for it; give yours as "
-            f'`model_prices` in {paths().settings_file}, e.g. {{"{model}": '
+            f"{PRICE_UNKNOWN}: genai-prices has no price for it; give yours in your "
+            f'settings file as `model_prices`, e.g. {{"{model}": '
             '{"input_per_mtok": 0.2, "output_per_mtok": 0.6}}'
         )
     source = "your model_prices" if price.source == "settings" else "genai-prices"
@@ -311,11 +313,10 @@ def _session_rows(report: StatusReport, session: SessionProtocol) -> None:
     report.add("session", "notebook", session.notebook_path or "unknown (not sent by the frontend)")
     report.add("session", "turns", str(len(session.live_turns)))
     tokens_in, tokens_out = session_tokens(session)
-    report.add(
-        "session",
-        "usage",
-        f"{tokens_in:,} in / {tokens_out:,} out tokens, {session_cost(session)}",
-    )
+    usage = f"{tokens_in:,} in / {tokens_out:,} out tokens"
+    if tokens_in or tokens_out:  # nothing spent yet costs nothing, priced or not
+        usage += f", {session_cost(session)}"
+    report.add("session", "usage", usage)
     report.add("session", "auto-approve (%yolo)", "on" if session.auto_confirm else "off")
 
 
