@@ -1,4 +1,4 @@
-"""What the JupyterLab status bar shows about a Co session: model, tokens, yolo.
+"""What the JupyterLab status bar shows about a Co session: model, tokens, cost, yolo.
 
 The kernel puts it, under the key ``co``, into two messages JupyterLab already receives:
 the ``kernel_info_reply`` (so the bar is filled as soon as a notebook connects) and the
@@ -16,23 +16,9 @@ from . import __version__
 if TYPE_CHECKING:
     from .turn import SessionProtocol
 
-__all__ = ["LAB_STATUS_KEY", "lab_status", "session_tokens"]
+__all__ = ["LAB_STATUS_KEY", "lab_status"]
 
 LAB_STATUS_KEY = "co"
-
-
-def session_tokens(session: SessionProtocol) -> tuple[int, int]:
-    """Input and output tokens of the conversation, counted the way ``%usage`` counts them.
-
-    Each turn's usage plus the compaction requests; a turn replaced by re-running its cell
-    no longer counts, and ``%resume`` brings a conversation's turns back with their usage.
-    """
-    extra = session.compaction_usage
-    turns = session.turns
-    return (
-        sum(t.input_tokens for t in turns) + extra.input_tokens,
-        sum(t.output_tokens for t in turns) + extra.output_tokens,
-    )
 
 
 def lab_status(session: SessionProtocol | None) -> dict[str, Any]:
@@ -57,6 +43,8 @@ def lab_status(session: SessionProtocol | None) -> dict[str, Any]:
                 approval_mode=settings.approval_mode,
             )
             return status
+        from .turn import session_cost, session_tokens
+
         input_tokens, output_tokens = session_tokens(session)
         status.update(
             session_id=session.session_id,
@@ -64,6 +52,8 @@ def lab_status(session: SessionProtocol | None) -> dict[str, Any]:
             turns=len(session.turns),
             input_tokens=input_tokens,
             output_tokens=output_tokens,
+            # Formatted here, once, the way the footer and %usage write it.
+            cost=str(session_cost(session)),
             yolo=bool(session.auto_confirm),
             approval_mode=session.settings.approval_mode,
         )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -274,10 +275,49 @@ def _secret_rows(report: StatusReport, loaded: LoadedSettings) -> None:
         report.add("secrets", name, f"set ({sources[name]})")
 
 
+def _dollars(value: Decimal) -> str:
+    """A price per million tokens as written on price lists: ``$2.50``, ``$0.075``."""
+    text = f"{value:f}"
+    if "." in text:
+        whole, _, cents = text.partition(".")
+        text = f"{whole}.{cents.rstrip('0').ljust(2, '0')}"
+    else:
+        text += ".00"
+    return f"${text}"
+
+
+def _price_text(model: str, settings: Settings) -> str:
+    """What the model's tokens cost, and where that price comes from."""
+    from .telemetry import PRICE_UNKNOWN, unit_price
+
+    price = unit_price(model, settings)
+    if price is None and model.startswith("replay:"):
+        return f"{PRICE_UNKNOWN}: a replayed conversation asks no paid model"
+    if price is None:
+        return (
+            f"{PRICE_UNKNOWN}: genai-prices has no price for it; give yours in your "
+            f'settings file as `model_prices`, e.g. {{"{model}": '
+            '{"input_per_mtok": 0.2, "output_per_mtok": 0.6}}'
+        )
+    source = "your model_prices" if price.source == "settings" else "genai-prices"
+    tiers = ", more for long prompts" if price.tiered else ""
+    return (
+        f"{_dollars(price.input_per_mtok)} in / {_dollars(price.output_per_mtok)} out "
+        f"per million tokens ({source}{tiers})"
+    )
+
+
 def _session_rows(report: StatusReport, session: SessionProtocol) -> None:
+    from .turn import session_cost, session_tokens
+
     report.add("session", "id", session.session_id)
     report.add("session", "notebook", session.notebook_path or "unknown (not sent by the frontend)")
     report.add("session", "turns", str(len(session.live_turns)))
+    tokens_in, tokens_out = session_tokens(session)
+    usage = f"{tokens_in:,} in / {tokens_out:,} out tokens"
+    if tokens_in or tokens_out:  # nothing spent yet costs nothing, priced or not
+        usage += f", {session_cost(session)}"
+    report.add("session", "usage", usage)
     report.add("session", "auto-approve (%yolo)", "on" if session.auto_confirm else "off")
 
 
@@ -377,6 +417,7 @@ def collect_status(
                 found = " (found at OLLAMA_HOST)" if provider == "ollama" else ""
                 default = f" (the default: nothing is configured){found}"
             report.add("model", "model", f"{provider}:{name} ({PROVIDERS[provider]}){default}")
+            report.add("model", "price", _price_text(f"{provider}:{name}", settings))
             if provider == "local":
                 # Nothing to ask over the network: the file, and the server if it runs.
                 _local_rows(report, name, project_dir, session)

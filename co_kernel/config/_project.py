@@ -134,6 +134,9 @@ TABLE: dict[str, ProjectRow] = {
     **_row("never", _STORES, "memory_dedup_threshold", "memory_decay_strategy"),
     **_row("never", _STORES, "memory_decay_percentage"),
     **_row("never", _BUDGET, "max_requests_per_hour", "max_tokens_per_turn"),
+    # A project's price would change what the person is told a turn cost (a price of 0 for
+    # a paid model hides the spending), so only the person or a deployer names prices.
+    **_row("never", _BUDGET, "model_prices"),
     # An image loads as the page renders it: a listed host receives whatever URL an answer
     # writes (EchoLeak, CamoLeak), so only the person chooses which hosts may.
     **_row("never", "what your page fetches without your click", "image_hosts"),

@@ -1,4 +1,4 @@
-"""The one-line footer that ends a turn: model, tokens in/out, requests, duration.
+"""The one-line footer that ends a turn: model, tokens in/out, cost, requests, duration.
 
 One formatter for every frontend. Whether it shows is the ``show_footer`` setting:
 ``always``, ``never``, or ``auto`` (the default) = in notebooks and consoles but not in
@@ -26,10 +26,15 @@ def _plural(n: int, word: str) -> str:
 
 
 def format_footer(summary: TurnSummary) -> str:
-    """``compat:scripted · 1,204 in / 56 out tokens · 2 requests · 3.4 s``."""
+    """``openai:gpt-4o · 1,204 in / 56 out tokens · $0.0086 · 2 requests · 3.4 s``
+    (``price unknown`` for a model without a price)."""
     parts = [
         summary.model,
         f"{summary.input_tokens:,} in / {summary.output_tokens:,} out tokens",
+    ]
+    if summary.cost is not None:
+        parts.append(str(summary.cost))
+    parts += [
         _plural(summary.requests, "request"),
         f"{summary.duration:.1f} s",
     ]

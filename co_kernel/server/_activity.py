@@ -146,7 +146,7 @@ def read_activity(db_path: Path, query: ActivityQuery) -> dict[str, Any]:
 
     A missing database is an empty log: reading never creates the file.
     """
-    from ..telemetry import DECISIONS, AuditLog
+    from ..telemetry import DECISIONS, AuditLog, session_costs
 
     empty: dict[str, Any] = {
         "db": str(db_path),
@@ -169,13 +169,19 @@ def read_activity(db_path: Path, query: ActivityQuery) -> dict[str, Any]:
     finally:
         log.close()
     rows = [r for r in scoped if _matches(r, query)][: query.limit]
+    sessions = _summarise(recent, turns)
+    costs = session_costs(db_path, [e["session_id"] for e in sessions])
+    for entry in sessions:
+        # Formatted once, the way the footer and %usage write it; None: no priced turn.
+        cost = costs.get(entry["session_id"])
+        entry["cost"] = str(cost) if cost is not None else None
     # The session list and the filter choices ignore the other filters, so a person
     # can switch from one session or tool to another without clearing them first.
     decisions = list(DECISIONS) + sorted({r["decision"] for r in recent} - set(DECISIONS))
     return {
         **empty,
         "rows": rows,
-        "sessions": _summarise(recent, turns),
+        "sessions": sessions,
         "tools": sorted({r["tool"] for r in recent}),
         "decisions": decisions,
     }

@@ -7,7 +7,14 @@ from pathlib import Path
 from ..config import paths
 from ..exceptions import SessionConflict, SessionLookupError
 from ._cell_history import CellHistory, HistoryEntry
-from ._sessions import Revision, SessionInfo, SessionStore, StoredSession, TurnRow
+from ._sessions import (
+    Revision,
+    SessionInfo,
+    SessionStore,
+    StoredSession,
+    SubagentRow,
+    TurnRow,
+)
 
 __all__ = [
     "CellHistory",
@@ -18,6 +25,7 @@ __all__ = [
     "SessionLookupError",
     "SessionStore",
     "StoredSession",
+    "SubagentRow",
     "TurnRow",
     "history_path",
     "session_store_path",

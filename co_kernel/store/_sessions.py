@@ -25,6 +25,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
@@ -39,6 +40,7 @@ __all__ = [
     "SessionInfo",
     "SessionStore",
     "StoredSession",
+    "SubagentRow",
     "TurnRow",
 ]
 
@@ -88,6 +90,24 @@ _PREVIEW = 200
 
 
 @dataclass
+class SubagentRow:
+    """A subagent run of a turn: its own tokens (nested runs' left out) and their cost."""
+
+    name: str
+    """The subagent's name."""
+    model: str
+    """provider:model it ran."""
+    input_tokens: int = 0
+    """Prompt tokens."""
+    output_tokens: int = 0
+    """Completion tokens."""
+    requests: int = 0
+    """Model requests."""
+    cost: Decimal | None = None
+    """What they cost in US dollars (None: price unknown)."""
+
+
+@dataclass
 class TurnRow:
     """One turn as stored: where it sits and what it cost."""
 
@@ -107,6 +127,13 @@ class TurnRow:
     """Model requests made."""
     at: float = field(default_factory=time.time)
     """When the turn ended (Unix time)."""
+    cost: Decimal | None = None
+    """What its tokens cost in US dollars, its subagents' included (None: no price known).
+    Not stored: a turn read back is priced again from its counts."""
+    cost_unknown: bool = False
+    """Some of its tokens had no price (``cost`` is the priced part)."""
+    subagents: list[SubagentRow] = field(default_factory=list[SubagentRow])
+    """Its subagent runs' own usage, each priced by its model (not stored)."""
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._audit import DECISIONS, AuditEvent, AuditLog, audit_target
+from ._cost import PRICE_UNKNOWN, CostSum, UnitPrice, cost_of, format_cost, unit_price
 from ._redact import REDACTED, Redactor, redact_value
 from ._session_telemetry import SessionTelemetry
-from ._usage import UsageTotals, usage_from_spans
+from ._usage import UsageTotals, session_costs, usage_from_spans
 
 if TYPE_CHECKING:
     from ._cli import add_telemetry_commands
@@ -26,20 +27,27 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DECISIONS",
+    "PRICE_UNKNOWN",
     "REDACTED",
     "AuditEvent",
     "AuditLog",
     "CoLimitExceeded",
+    "CostSum",
     "RateLimits",
     "Redactor",
     "RequestWindow",
     "SessionTelemetry",
     "Tracing",
+    "UnitPrice",
     "UsageTotals",
     "add_telemetry_commands",
     "audit_target",
+    "cost_of",
+    "format_cost",
     "redact_value",
+    "session_costs",
     "telemetry_db_path",
+    "unit_price",
     "usage_from_spans",
     "usage_limit_message",
 ]

@@ -12,12 +12,14 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from ._cost import CostSum
 from ._database import connect
 
-__all__ = ["SPAN_KINDS", "SpanRow", "max_span_id", "read_spans"]
+__all__ = ["SPAN_KINDS", "SpanRow", "cost_attributes", "max_span_id", "read_spans"]
 
 SPAN_KINDS = ("turn", "agent", "model", "tool", "other")
 
@@ -67,6 +69,12 @@ class SpanRow:
     events: list[dict[str, Any]] = field(default_factory=list)
     """Span events (exceptions, tool decisions), redacted."""
 
+    @property
+    def cost(self) -> CostSum | None:
+        """What Co priced a turn span at; None for other spans and turns traced before
+        Co priced them."""
+        return cost_attributes(self.attributes)
+
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> SpanRow:
         data = dict(row)
@@ -74,6 +82,18 @@ class SpanRow:
         data["attributes"] = json.loads(data.get("attributes") or "{}")
         data["events"] = json.loads(data.get("events") or "[]")
         return cls(**data)
+
+
+def cost_attributes(attributes: dict[str, Any]) -> CostSum | None:
+    """A turn's cost from its span attributes (``co.cost``, ``co.cost.unknown``)."""
+    unknown = attributes.get("co.cost.unknown")
+    if not isinstance(unknown, bool):
+        return None
+    known = attributes.get("co.cost")
+    if isinstance(known, int | float) and not isinstance(known, bool):
+        # A float attribute: its shortest decimal form is the Decimal it was made from.
+        return CostSum.of(Decimal(repr(float(known))), unknown)
+    return CostSum.of(None)
 
 
 def read_spans(

@@ -37,7 +37,7 @@ def _tokens(span: SpanRow) -> str:
 
 
 def format_span_line(span: SpanRow) -> Text:
-    """time  session  turn  kind  name  duration  tokens  status."""
+    """time  session  turn  kind  name  duration  tokens  cost (turns)  status."""
     from rich.text import Text
 
     clock = datetime.fromtimestamp(span.start_ns / 1e9).strftime("%H:%M:%S")
@@ -52,6 +52,9 @@ def format_span_line(span: SpanRow) -> Text:
     tokens = _tokens(span)
     if tokens:
         line.append(f"{tokens} ", style="green")
+    cost = span.cost
+    if cost is not None:
+        line.append(f"{cost} ", style="green")
     if span.status == "ERROR":
         line.append(f"ERROR {span.status_message or ''}".strip(), style="bold red")
     return line

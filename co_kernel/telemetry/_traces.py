@@ -1,6 +1,6 @@
 """``co-kernel traces``: a static, self-contained HTML file with the span tree of each turn.
 
-Per turn: a header (session, model, tokens, requests, duration, status), the prompt when
+Per turn: a header (session, model, tokens, cost, requests, duration, status), the prompt when
 content tracing is on, the tool calls with their decisions (from the audit events on the
 spans), and the span tree as nested lists whose rows carry a waterfall bar positioned
 by start time and duration within the turn. Everything comes from the database, already
@@ -125,6 +125,12 @@ def _tokens(span: SpanRow) -> str:
     return f"{span.input_tokens or 0:,} → {span.output_tokens or 0:,}"
 
 
+def _cost(span: SpanRow) -> str:
+    """``$0.0123 · `` for a turn Co priced (or "price unknown · "), else nothing."""
+    cost = span.cost
+    return "" if cost is None else f"{cost} · "
+
+
 def _details(span: SpanRow) -> list[tuple[str, str]]:
     attrs = span.attributes
     rows: list[tuple[str, str]] = []
@@ -240,6 +246,7 @@ def _render_turn(turn: TurnTrace, out: list[str]) -> None:
     tools = max(len(calls), sum(1 for s in turn.spans if s.kind == "tool"))
     out.append(
         f'<p class="summary">{_esc(root.model or "")} · {_esc(_tokens(root) or "0 → 0")} tokens · '
+        f"{_esc(_cost(root))}"
         f"{_esc(requests)} request(s) · {tools} tool call(s) · {root.duration_ms:,.1f} ms · "
         f"{_esc(status)}</p>"
     )

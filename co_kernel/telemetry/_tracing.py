@@ -19,6 +19,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 from opentelemetry.trace import Status, StatusCode
 
+from ._cost import CostSum
 from ._exporter import RedactingSpanExporter, SQLiteSpanExporter, TurnRegistry
 from ._processor import TurnSpanProcessor
 from ._redact import Redactor
@@ -65,6 +66,16 @@ class TurnSpan:
                 "gen_ai.aggregated_usage.output_tokens": output_tokens,
             }
         )
+        cost = getattr(result, "cost", None)
+        if isinstance(cost, CostSum):
+            # What Co priced the turn at (subagents' models and the person's own prices
+            # included): the sum of its requests' costs, which a model request span carries
+            # as pydantic-ai's ``operation.cost`` only for models genai-prices knows.
+            # ``co.cost.unknown``: some tokens had no price (``co.cost`` is the rest).
+            attributes: dict[str, float | bool] = {"co.cost.unknown": cost.unknown}
+            if cost.priced or not cost.unknown:
+                attributes["co.cost"] = float(cost.known)
+            span.set_attributes(attributes)
         error = getattr(result, "error", None)
         if error:
             span.set_status(Status(StatusCode.ERROR, error))

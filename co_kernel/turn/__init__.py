@@ -21,6 +21,7 @@ from ._repair import INTERRUPTED_TOOL_RETURN
 from ._run import TurnResult, run_turn
 from ._session import ChatSession
 from ._session_protocol import SessionProtocol
+from ._session_usage import session_cost, session_tokens
 
 __all__ = [
     "INTERRUPTED_TOOL_RETURN",
@@ -42,6 +43,8 @@ __all__ = [
     "estimate_tokens",
     "is_summary",
     "run_turn",
+    "session_cost",
+    "session_tokens",
     "session_toolsets",
     "token_calibration",
 ]

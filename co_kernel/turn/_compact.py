@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..exceptions import CompactError, ConfigError
 from ..inert import inert_text
+from ..telemetry import CostSum
+from ._costs import priced
 from ._history_processors import SUMMARY_PREFIX, is_summary, turn_starts
 
 if TYPE_CHECKING:
@@ -76,6 +78,8 @@ class Summary:
     """Completion tokens of the request."""
     requests: int = 0
     """Model requests made."""
+    cost: CostSum = field(default_factory=CostSum)
+    """What the request cost."""
 
 
 def _clip(text: str, limit: int) -> str:
@@ -176,6 +180,7 @@ async def summarise(
     provider: str,
     label: str,
     model_settings: dict[str, Any] | None = None,
+    settings: Settings | None = None,
 ) -> Summary:
     """Ask the model for a summary; CompactError with a readable reason on failure.
 
@@ -212,7 +217,8 @@ async def summarise(
     if not text:
         raise CompactError("the model returned an empty summary")
     usage = result.usage
-    return Summary(text, usage.input_tokens, usage.output_tokens, usage.requests)
+    cost = priced(usage, label, settings) if settings is not None else CostSum()
+    return Summary(text, usage.input_tokens, usage.output_tokens, usage.requests, cost)
 
 
 @dataclass
@@ -225,6 +231,8 @@ class SessionUsage:
     """Completion tokens."""
     requests: int = 0
     """Model requests."""
+    cost: CostSum = field(default_factory=CostSum)
+    """What they cost (each priced by the model that wrote the summary)."""
 
 
 @dataclass
@@ -287,6 +295,7 @@ async def compact_session(session: Compactable, focus: str | None = None) -> Com
             provider=handle.provider,
             label=handle.label,
             model_settings=handle.model_settings,
+            settings=session.settings,
         )
     finally:
         close()
@@ -294,6 +303,7 @@ async def compact_session(session: Compactable, focus: str | None = None) -> Com
     usage.input_tokens += summary.input_tokens
     usage.output_tokens += summary.output_tokens
     usage.requests += summary.requests
+    usage.cost += summary.cost
     kept = session.history[cut:]
     session.history = compacted_history(summary.text, kept)
     shift = len(session.history) - len(kept) - cut

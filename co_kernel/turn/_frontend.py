@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from ..permissions import ApprovalDecision
+
+if TYPE_CHECKING:
+    from ..telemetry import CostSum
 
 __all__ = [
     "ApprovalDecision",
@@ -107,6 +110,8 @@ class TurnSummary:
     """Why the turn ended early, when it did."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Anything a frontend may show beside the footer."""
+    cost: CostSum | None = None
+    """What the turn's tokens cost (None: not priced, e.g. a summary made by hand)."""
 
 
 TodoStatus = Literal["pending", "in_progress", "completed"]

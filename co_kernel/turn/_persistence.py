@@ -11,18 +11,22 @@ from __future__ import annotations
 import logging
 import sqlite3
 import uuid
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from ..exceptions import DatabaseTooNew
 from ..inert import inert_code, inert_text
 from ..store import SessionConflict, SessionStore, TurnRow, session_store_path
+from ..telemetry import CostSum
 from ._compact import SessionUsage
+from ._costs import tokens_cost
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from pydantic_ai.messages import ModelMessage
 
+    from ..config import Settings
     from ..deps import CoDeps
     from ..store import Revision, StoredSession
     from ._frontend import FrontendProtocol
@@ -33,6 +37,19 @@ log = logging.getLogger(__name__)
 
 TurnRecord = TurnRow
 """A turn of the conversation: prompt, cell, where it starts in the history, its usage."""
+
+
+def _stored_cost(meta: dict[str, Any], settings: Settings) -> CostSum:
+    """The compaction requests' cost as saved; a session saved before costs were kept is
+    priced from its counts (the summary model is not kept: the session's model)."""
+    try:
+        return CostSum(
+            Decimal(str(meta["cost"])), bool(meta["cost_unknown"]), bool(meta["cost_priced"])
+        )
+    except (KeyError, ArithmeticError, ValueError):
+        return tokens_cost(
+            meta.get("input_tokens", 0), meta.get("output_tokens", 0), settings.model, settings
+        )
 
 
 class SessionPersistence:
@@ -117,8 +134,15 @@ class SessionPersistence:
         stored = store.load(info.id)
         meta = stored.info.meta.get("compaction", {})
         usage = SessionUsage(
-            meta.get("input_tokens", 0), meta.get("output_tokens", 0), meta.get("requests", 0)
+            meta.get("input_tokens", 0),
+            meta.get("output_tokens", 0),
+            meta.get("requests", 0),
+            _stored_cost(meta, deps.settings),
         )
+        for turn in stored.turns:
+            # The store keeps counts, not costs: priced again with today's prices.
+            cost = tokens_cost(turn.input_tokens, turn.output_tokens, turn.model, deps.settings)
+            turn.cost, turn.cost_unknown = cost.cost, cost.unknown
         deps.session_id = info.id
         self._revision = stored.info.revision
         forked_from = stored.info.meta.get("forked_from")
@@ -149,6 +173,9 @@ class SessionPersistence:
                 "input_tokens": usage.input_tokens,
                 "output_tokens": usage.output_tokens,
                 "requests": usage.requests,
+                "cost": str(usage.cost.known),
+                "cost_unknown": usage.cost.unknown,
+                "cost_priced": usage.cost.priced,
             },
             **self._meta_extra,
         }

@@ -26,7 +26,9 @@ from typing import TYPE_CHECKING, Any
 from ..exceptions import PageReplayMismatch
 from ..inert import inert_code, inert_text
 from ..models import ErrorAction, ProviderErrorKind, backoff_delay, classify_provider_error
+from ..telemetry import CostSum
 from ._approval_batch import decide_batch
+from ._costs import SubagentSpend, own_usage, priced
 from ._events import TurnEvents
 from ._frontend import FrontendProtocol, TurnSummary
 from ._repair import (
@@ -69,6 +71,10 @@ class TurnResult:
     """Model requests made."""
     decisions: dict[str, str] = field(default_factory=dict)
     """How each side-effectful call was decided, by tool call id."""
+    cost: CostSum = field(default_factory=CostSum)
+    """What the turn's tokens cost, its subagents' included."""
+    subagents: list[SubagentSpend] = field(default_factory=list[SubagentSpend])
+    """Each subagent run's own tokens and cost, in the order they ended."""
 
 
 @dataclass
@@ -84,6 +90,8 @@ class TurnScope:
     capabilities: Callable[[], Sequence[AbstractCapability[Any]]] | None = None
     """Fresh copies of the session's telemetry capabilities (tracing, rate limits), so a
     subagent's requests are traced and counted like the turn's."""
+    spend: list[SubagentSpend] = field(default_factory=list[SubagentSpend])
+    """The subagent runs of the turn so far (nested ones too), priced by their models."""
 
 
 # The turn a tool call runs in. A context variable, not a CoDeps field: it belongs to
@@ -124,6 +132,7 @@ class _TurnRunner:
         child: bool = False,
         capabilities: Callable[[], Sequence[AbstractCapability[Any]]] | None = None,
         subagent: str | None = None,
+        spend: list[SubagentSpend] | None = None,
     ) -> None:
         from pydantic_ai.usage import RunUsage, UsageLimits
 
@@ -144,6 +153,8 @@ class _TurnRunner:
         self.child = child
         """A subagent's run inside a tool call: an interrupt is re-raised by its caller."""
         self.capabilities = capabilities
+        self.spend: list[SubagentSpend] = spend if spend is not None else []
+        """Subagent runs priced so far: a subagent's run adds to its caller's list."""
         self.events = TurnEvents(frontend, deps, subagent=subagent)
         """What the turn shows, and the answer it streamed."""
         self.messages: list[ModelMessage] = list(history)
@@ -197,7 +208,7 @@ class _TurnRunner:
 
     async def run(self) -> TurnResult:
         token = _current_turn.set(
-            TurnScope(self.frontend, self.provider, self.model_label, self.capabilities)
+            TurnScope(self.frontend, self.provider, self.model_label, self.capabilities, self.spend)
         )
         try:
             return await self._run()
@@ -426,11 +437,17 @@ async def run_turn(
     )
     result = await runner.run()
     usage = result.usage
+    if usage is not None:
+        result.subagents = list(runner.spend)
+        result.cost = priced(own_usage(usage, result.subagents), model_label, deps.settings)
+        for spent in result.subagents:
+            result.cost += spent.cost
     if result.error:
         frontend.on_notice(result.error, "error")
     frontend.on_turn_end(
         TurnSummary(
             model=model_label,
+            cost=result.cost,
             input_tokens=getattr(usage, "input_tokens", 0) or 0,
             output_tokens=getattr(usage, "output_tokens", 0) or 0,
             requests=getattr(usage, "requests", 0) or 0,

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..deps import CoDeps
 from ..exceptions import ConfigError
 from ..inert import inert_code, inert_text
+from ..store import SubagentRow
 from ..tools import outbound_ledger
 from ._compact import CompactReport, SessionUsage, auto_compact, compact_session
 from ._history_processors import govern_history
@@ -367,6 +368,19 @@ class ChatSession:
                     input_tokens=getattr(usage, "input_tokens", 0) or 0,
                     output_tokens=getattr(usage, "output_tokens", 0) or 0,
                     requests=getattr(usage, "requests", 0) or 0,
+                    cost=result.cost.cost,
+                    cost_unknown=result.cost.unknown,
+                    subagents=[
+                        SubagentRow(
+                            s.name,
+                            s.model,
+                            s.usage.input_tokens,
+                            s.usage.output_tokens,
+                            s.usage.requests,
+                            s.cost.cost,
+                        )
+                        for s in result.subagents
+                    ],
                 )
             )
         self.save(from_message=start, from_turn=turn_number, frontend=frontend)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from copy import copy
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +35,7 @@ from ..exceptions import ConfigError
 from ..models import build_model
 from ..tools import ToolsetBuild
 from ..tools.subagents import DELEGATE_TOOL, SubagentSpec, can_delegate, session_subagents
+from ._costs import SubagentSpend, own_usage, priced
 from ._frontend import SubagentView, TurnSummary
 from ._recording_frontend import RecordingFrontend
 from ._run import TurnResult, _TurnRunner, current_turn
@@ -175,9 +177,11 @@ async def run_subagent(ctx: RunContext[CoDeps], run: SubagentRun) -> SubagentOut
     )
     frontend = parent.start_subagent(view)
     usage = ctx.usage
-    before = (usage.requests, usage.input_tokens, usage.output_tokens)
+    before = copy(usage)
     started = time.monotonic()
     capabilities = scope.capabilities if scope is not None else None
+    spend = scope.spend if scope is not None else []
+    nested_from = len(spend)
     runner = _TurnRunner(
         _build_agent(run, deps.settings, capabilities),
         run.task,
@@ -191,6 +195,7 @@ async def run_subagent(ctx: RunContext[CoDeps], run: SubagentRun) -> SubagentOut
         child=True,
         capabilities=capabilities,
         subagent=run.name,
+        spend=spend,
     )
     result: TurnResult | None = None
     try:
@@ -201,13 +206,21 @@ async def run_subagent(ctx: RunContext[CoDeps], run: SubagentRun) -> SubagentOut
             deps.auto_confirm = True
         # The runner returns the usage it ended with; the caller's object was updated
         # in place as the requests were made.
-        requests = usage.requests - before[0]
+        spent = usage - before
+        requests = spent.requests
+        nested = spend[nested_from:]
+        own = own_usage(spent, nested)
+        cost = priced(own, run.model_label, deps.settings)
+        spend.append(SubagentSpend(run.name, run.model_label, own, cost))
+        for inner in nested:
+            cost += inner.cost
         frontend.on_turn_end(
             TurnSummary(
                 model=run.model_label,
-                input_tokens=usage.input_tokens - before[1],
-                output_tokens=usage.output_tokens - before[2],
+                input_tokens=spent.input_tokens,
+                output_tokens=spent.output_tokens,
                 requests=requests,
+                cost=cost,
                 duration=time.monotonic() - started,
                 interrupted=result is None or result.interrupted,
                 error=result.error if result is not None else None,

@@ -82,7 +82,8 @@ export function renderSessions(
     'Last',
     'Turns',
     'Calls',
-    'Refused'
+    'Refused',
+    'Cost'
   ]);
   for (const s of sessions) {
     const row = body.insertRow();
@@ -97,7 +98,8 @@ export function renderSessions(
       cell(doc, 'td', formatTime(s.last, now)),
       cell(doc, 'td', String(s.turns)),
       cell(doc, 'td', String(s.calls)),
-      cell(doc, 'td', String(s.refused))
+      cell(doc, 'td', String(s.refused)),
+      cell(doc, 'td', s.cost ?? '—')
     );
     row.addEventListener('click', () => onPick(s.session_id));
   }

@@ -70,6 +70,8 @@ export interface ICoStatus {
   inputTokens: number;
   /** Completion tokens of the conversation's model responses. */
   outputTokens: number;
+  /** What those tokens cost, as the kernel writes it (`$0.0123`, `price unknown`). */
+  cost: string | null;
   /** Session yolo: every call is approved without asking. */
   yolo: boolean;
   /** The policy for runs nobody watches (ask, deny, approve). */
@@ -125,6 +127,7 @@ export function parseCoStatus(value: unknown): ICoStatus | null {
     turns: num(value.turns) ?? 0,
     inputTokens: num(value.input_tokens) ?? 0,
     outputTokens: num(value.output_tokens) ?? 0,
+    cost: str(value.cost),
     yolo: value.yolo === true,
     approvalMode: str(value.approval_mode),
     error: str(value.error)
@@ -241,6 +244,8 @@ export interface ISessionSummary {
   calls: number;
   /** Actions denied or refused. */
   refused: number;
+  /** What its turns cost (`$0.0123`, `price unknown`); null when none was priced. */
+  cost?: string | null;
 }
 
 /** The activity endpoint's answer. */

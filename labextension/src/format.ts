@@ -214,7 +214,7 @@ function cut(text: string, limit: number): string {
   return text.length <= limit ? text : `${text.slice(0, limit - 1)}…`;
 }
 
-/** The status bar's text: `Co · provider:model · 1.2k tokens · YOLO`. */
+/** The status bar's text: `Co · provider:model · 1.2k tokens · $0.0123`. */
 export function statusText(status: ICoStatus | null): string {
   if (status === null) {
     return 'Co';
@@ -222,6 +222,10 @@ export function statusText(status: ICoStatus | null): string {
   const parts = ['Co', status.model ?? 'no model'];
   const tokens = status.inputTokens + status.outputTokens;
   parts.push(`${formatCount(tokens)} tokens`);
+  // Nothing spent yet costs nothing: "price unknown" waits for the first tokens.
+  if (status.cost && tokens > 0) {
+    parts.push(status.cost);
+  }
   return parts.join(' · ');
 }
 
@@ -239,7 +243,8 @@ export function statusTitle(status: ICoStatus | null): string {
     `Co ${status.version}`,
     `Model: ${status.model ?? 'not configured (use %model provider:model)'}`,
     `Session tokens: ${status.inputTokens.toLocaleString()} in, ` +
-      `${status.outputTokens.toLocaleString()} out over ${status.turns} turn(s)`,
+      `${status.outputTokens.toLocaleString()} out over ${status.turns} turn(s)` +
+      (status.cost ? `, ${status.cost}` : ''),
     status.yolo
       ? 'YOLO: every tool call is approved without asking'
       : 'Tool calls with side effects ask for approval'

@@ -69,7 +69,8 @@ describe('activity tables', () => {
           last: T - 60,
           turns: 2,
           calls: 5,
-          refused: 1
+          refused: 1,
+          cost: '$0.0045'
         },
         {
           session_id: 's-two',
@@ -92,8 +93,10 @@ describe('activity tables', () => {
       '11:59:00',
       '2',
       '5',
-      '1'
+      '1',
+      '$0.0045'
     ]);
+    expect(texts(rows[1]).at(-1)).toBe('—');
     expect(rows[1].classList.contains('co-mod-selected')).toBe(true);
     rows[0].click();
     expect(picked).toEqual(['s-one']);

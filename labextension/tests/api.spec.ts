@@ -17,6 +17,7 @@ const STATUS = {
   turns: 1,
   input_tokens: 120,
   output_tokens: 30,
+  cost: '$0.0006',
   yolo: false,
   approval_mode: 'ask'
 };
@@ -55,6 +56,7 @@ describe('kernel status', () => {
       turns: 1,
       inputTokens: 120,
       outputTokens: 30,
+      cost: '$0.0006',
       yolo: false,
       approvalMode: 'ask',
       error: null

@@ -71,8 +71,17 @@ describe('status bar text', () => {
     approval_mode: 'ask'
   });
 
-  it('shows model and session tokens', () => {
+  it('shows model, session tokens and their cost', () => {
     expect(statusText(status)).toBe('Co · compat:scripted · 1.2k tokens');
+    expect(statusText({ ...status!, cost: 'price unknown' })).toBe(
+      'Co · compat:scripted · 1.2k tokens · price unknown'
+    );
+    expect(
+      statusText({ ...status!, model: 'openai:gpt-4o', cost: '$0.0064' })
+    ).toBe('Co · openai:gpt-4o · 1.2k tokens · $0.0064');
+    expect(
+      statusText({ ...status!, inputTokens: 0, outputTokens: 0, cost: '$0.00' })
+    ).toBe('Co · compat:scripted · 0 tokens');
     expect(statusText(null)).toBe('Co');
     expect(statusText(parseCoStatus({ version: '0.1.0', model: null }))).toBe(
       'Co · no model · 0 tokens'
@@ -92,6 +101,9 @@ describe('status bar text', () => {
     const title = statusTitle(status);
     expect(title).toContain('Model: compat:scripted');
     expect(title).toContain('Session tokens: 1,200 in, 34 out over 2 turn(s)');
+    expect(statusTitle({ ...status!, cost: '$0.0064' })).toContain(
+      'Session tokens: 1,200 in, 34 out over 2 turn(s), $0.0064'
+    );
     expect(title).toContain('YOLO: every tool call is approved without asking');
   });
 });

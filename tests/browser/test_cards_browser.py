@@ -148,7 +148,7 @@ def test_reload_while_waiting_keeps_status_and_ends_the_cell(tmp_path: Path) -> 
         # The turn's tokens, though its execute_reply went to the page before the reload.
         page.wait_for_function(
             "() => document.querySelector('.co-StatusBar-text')?.textContent"
-            " === 'Co · compat:scripted · 2.3k tokens'",
+            " === 'Co · compat:scripted · 2.3k tokens · price unknown'",
             timeout=60_000,
         )
         page.screenshot(path=str(ARTIFACTS / "cards-reloaded.png"))

@@ -8,13 +8,16 @@ its own browser download). Screenshots go to ``test-artifacts/``.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
 
 import nbformat
 import pytest
+from genai_prices import Usage, calc_price
 
 from co_kernel.frontend import tool_call_bundle
 from co_kernel.telemetry import AuditEvent, AuditLog
@@ -242,17 +245,57 @@ def test_status_bar_shows_the_model_and_follows_each_turn(
     page.wait_for_selector("text=Hello from the scripted model.")
     page.wait_for_function(
         "() => document.querySelector('.co-StatusBar-text')?.textContent"
-        " === 'Co · compat:scripted · 1.8k tokens'"
+        " === 'Co · compat:scripted · 1.8k tokens · price unknown'"
     )
-    assert "1,500 in, 250 out over 1 turn(s)" in (item.get_attribute("title") or "")
+    assert "1,500 in, 250 out over 1 turn(s), price unknown" in (item.get_attribute("title") or "")
 
     page.keyboard.press("Shift+Enter")  # the %model cell, now active
     page.wait_for_function(
         "() => document.querySelector('.co-StatusBar-text')?.textContent"
-        " === 'Co · compat:other · 1.8k tokens'"
+        " === 'Co · compat:other · 1.8k tokens · price unknown'"
     )
     _shot(page, "status-bar")
     assert not model.errors, model.errors
+
+
+def test_status_bar_shows_what_a_priced_models_tokens_cost(
+    page: Any, lab: JupyterServer, model: ScriptedModelServer, co_home: Path
+) -> None:
+    # The person's own settings hold an OpenAI key; the OpenAI route goes to the scripted
+    # server (CO_BASE_URL), which answers as gpt-4o, a model genai-prices prices.
+    settings = co_home / "config" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(json.dumps({"openai_api_key": "sk-test-not-a-real-key"}))
+    model.extend(
+        [{"text": "Priced hello.", "usage": {"prompt_tokens": 1500, "completion_tokens": 250}}]
+    )
+    usage = Usage(input_tokens=1500, output_tokens=250)
+    cost = calc_price(usage, "gpt-4o", provider_id="openai").total_price
+    shown = f"${cost.quantize(Decimal('0.0001'), rounding=ROUND_HALF_UP)}"
+    cells = [
+        nbformat.v4.new_code_cell("%model openai:gpt-4o"),
+        nbformat.v4.new_code_cell("Say hello"),
+    ]
+    name = write_notebook(lab.root / "priced.ipynb", cells)
+    try:
+        _open(page, lab, name)
+        item = page.locator(".co-StatusBar")
+        item.wait_for(timeout=LOAD)
+        _run_first_cell(page)
+        page.wait_for_function(
+            "() => document.querySelector('.co-StatusBar-text')?.textContent"
+            " === 'Co · openai:gpt-4o · 0 tokens'"
+        )
+        page.keyboard.press("Shift+Enter")
+        page.wait_for_selector("text=Priced hello.")
+        page.wait_for_function(
+            "want => document.querySelector('.co-StatusBar-text')?.textContent === want",
+            arg=f"Co · openai:gpt-4o · 1.8k tokens · {shown}",
+        )
+        assert f"1,500 in, 250 out over 1 turn(s), {shown}" in (item.get_attribute("title") or "")
+        assert not model.errors, model.errors
+    finally:
+        settings.unlink()
 
 
 def _open_palette_command(page: Any, label: str) -> Any:

@@ -127,7 +127,7 @@ def test_toolbar_shows_model_tokens_yolo_and_what_waits(
     page.wait_for_selector("text=Written in Notebook 7.")
     page.wait_for_function(
         "() => document.querySelector('.co-ToolbarStatus .co-StatusBar-text')?.textContent"
-        " === 'Co · compat:scripted · 2.3k tokens'"
+        " === 'Co · compat:scripted · 2.3k tokens · price unknown'"
     )
     assert waiting.count() == 0
     assert (notebook7.root / "n7.txt").exists()

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 
 from co_kernel.frontend import footer_enabled, format_footer
+from co_kernel.telemetry import CostSum
 from co_kernel.turn import TurnSummary
 
 USAGE = {"prompt_tokens": 1234, "completion_tokens": 56}
 FOOTER = re.compile(
-    r"^compat:scripted · 1,234 in / 56 out tokens · 1 request · \d+\.\d s$", re.MULTILINE
+    r"^compat:scripted · 1,234 in / 56 out tokens · price unknown · 1 request · \d+\.\d s$",
+    re.MULTILINE,
 )
 
 
@@ -62,9 +65,10 @@ def test_footer_text_and_modes() -> None:
         output_tokens=1,
         requests=2,
         duration=3.04,
+        cost=CostSum.of(Decimal("0.0036")),
     )
     assert format_footer(summary) == (
-        "gemini:gemini-2.5-flash · 12,000 in / 1 out tokens · 2 requests · 3.0 s"
+        "gemini:gemini-2.5-flash · 12,000 in / 1 out tokens · $0.0036 · 2 requests · 3.0 s"
     )
     summary.interrupted = True
     assert format_footer(summary).endswith("· interrupted")
