@@ -18,9 +18,10 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from ..permissions import INTERRUPTED, decision_label, is_refusal
+from ..permissions import INTERRUPTED, decision_label
 from ..turn import ApprovalDecision, ApprovalRequest, ToolCallView
 from ._base import DECISION_TEXT, approval_text, wait_for_answer
+from ._decisions import ACCENTS, CHOICES, verdict_tone
 from ._pending import PendingApprovals
 from ._publisher import OUTPUT_TAG, Publisher
 from ._toolcard import args_html, diff_html, hidden_html
@@ -38,12 +39,11 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-BUTTONS: tuple[tuple[str, ApprovalDecision, str, str], ...] = (
-    ("Approve", "approve", "success", "Run this call"),
-    ("Deny", "deny", "danger", "Do not run it; the model is told and can propose something else"),
-    ("Approve all", "approve_all", "warning", "Run this and every later call this session"),
+BUTTONS: tuple[tuple[str, ApprovalDecision, str, str], ...] = tuple(
+    (c.label, c.decision, c.tone, c.tooltip) for c in CHOICES
 )
-"""(label, decision, button style, tooltip) of each button, in order."""
+"""(label, decision, button style, tooltip) of each button, in order (``_decisions``: the
+tones are ipywidgets' button styles)."""
 _RULE_SHOWN = 48
 """Characters of the proposed rule on the "Always allow" button (the tooltip has it all)."""
 
@@ -76,7 +76,7 @@ def card_box(title: str, body: list[Any], buttons: list[Any], classes: list[str]
 
     parts: list[Any] = [w.HTML(f"<b>{title}</b>"), *body]
     parts += [w.HBox(buttons), w.HTML("<i>Waiting for your decision…</i>")]
-    return w.VBox(parts, layout=w.Layout(border_left=_ACCENT["waiting"]), _dom_classes=classes)
+    return w.VBox(parts, layout=w.Layout(border_left=_accent(None)), _dom_classes=classes)
 
 
 def choice_buttons(
@@ -98,25 +98,22 @@ def choice_buttons(
     return buttons
 
 
-def decide_card(box: Any, verdict: str, about: str, accent: str) -> None:
+def decide_card(box: Any, verdict: str, about: str, decision: str) -> None:
     """Turn a card made by ``card_box`` into the record of its decision.
 
     One line remains, ``verdict`` (bold) — ``about`` (both HTML); the body, the buttons
-    and the status line go (the tool card keeps the arguments and the change).
-    ``accent``: a key of ``_ACCENT``.
+    and the status line go (the tool card keeps the arguments and the change). The
+    border takes the tone of ``decision`` (a decision label).
     """
     title = box.children[0]
     title.value = f"<b>{verdict}</b> — {about}"
     box.children = (title,)
-    box.layout.border_left = _ACCENT[accent]
+    box.layout.border_left = _accent(decision)
 
 
-_ACCENT = {
-    "waiting": "3px solid #f0ad4e",
-    "allowed": "3px solid #2e9e44",
-    "refused": "3px solid #d9534f",
-}
-"""The card's left border: waiting, a decision that let the call run, one that did not."""
+def _accent(decision: str | None) -> str:
+    """The card's left border: orange while it waits, then its verdict's tone."""
+    return f"3px solid {ACCENTS[verdict_tone(decision) if decision else 'warning']}"
 
 
 class ApprovalCard:
@@ -195,12 +192,11 @@ class ApprovalCard:
         for button in self.buttons:
             button.disabled = True  # a click racing the update decides nothing
         verdict = html.escape(self.verdict)
-        accent = "refused" if is_refusal(decision) else "allowed"
         decide_card(
             self.box,
             verdict,
             f"{_who(self.call)} asked to run <code>{html.escape(self.call.name)}</code>",
-            accent,
+            decision,
         )
 
     def metadata(self) -> dict[str, Any]:
@@ -221,9 +217,8 @@ class ApprovalCard:
         data["text/plain"] = f"{question}Decision: {verdict}"
         # The card where its widget is not drawn (an untrusted page: a second tab, a
         # reload) or kept (a saved notebook elsewhere): the same card, without buttons.
-        accent = _ACCENT["waiting"]
+        accent = _accent(self.decision)
         if self.decision:
-            accent = _ACCENT["refused" if is_refusal(self.decision) else "allowed"]
             shown = (
                 f"<b>{html.escape(verdict)}</b> — {_who(self.call)} asked to run "
                 f"<code>{html.escape(self.call.name)}</code>"

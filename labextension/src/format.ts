@@ -3,6 +3,8 @@
  * card, the status bar and the activity panel.
  */
 import type { ICoStatus, ToolStatus } from './api';
+import type { Tone } from './approval';
+import { VERDICTS } from './approval';
 
 /** What each status reads as on a card. */
 export const STATUS_LABELS: Record<ToolStatus, string> = {
@@ -80,10 +82,19 @@ export function decisionAllows(decision: string): boolean {
  */
 export function decisionLabel(decision: string): string {
   const base = baseDecision(decision);
-  const shown = partialText(decision) ?? base;
+  const shown = partialText(decision) ?? VERDICTS[base]?.text ?? base;
   return decision.replace(PARTIAL, '').endsWith(RECORDED)
     ? `${shown} (recorded decision)`
     : shown;
+}
+
+/** A decision's colour, as the card and every list show it (approval.ts). */
+export function decisionTone(decision: string): Tone {
+  const known = VERDICTS[baseDecision(decision)];
+  if (known) {
+    return known.tone;
+  }
+  return decisionAllows(decision) ? 'success' : 'danger';
 }
 
 /** The tooltip of a decision, or undefined for one this extension does not know. */

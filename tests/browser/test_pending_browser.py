@@ -189,7 +189,7 @@ def test_restart_while_a_card_waits_draws_it_cancelled_and_resume_lists_the_turn
         cell.get_by_text("Cancelled (the kernel restarted)").wait_for(timeout=60_000)
         # A card (issue 36), not the monospace text record.
         cancelled = cell.locator('.co-approval[data-decision="cancelled"]')
-        assert "Co wants to run run_shell_command" in cancelled.inner_text()
+        assert "Co asked to run run_shell_command" in cancelled.inner_text()
         assert cell.locator("pre", has_text="Cancelled").count() == 0
         cell.locator('.co-ToolCard[data-status="interrupted"]').wait_for(timeout=30_000)
         assert cell.get_by_text("Waiting for your decision").count() == 0

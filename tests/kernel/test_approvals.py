@@ -164,7 +164,7 @@ def test_unanswered_card_times_out_as_denied(start_kernel, model_server, workspa
     [card] = tool_cards(result)
     assert card["decision"] == "timed out"
     [widget] = widget_cards(result)
-    assert "Denied (timed out)" in widget["text/plain"]
+    assert "Timed out (denied)" in widget["text/plain"]
     assert model_server.errors == []
 
 
@@ -215,7 +215,7 @@ def test_console_yes_runs_the_tool(kernel, model_server, workspace):
     assert result.status == "ok"
     assert (workspace / "marker").exists()
     [request] = result.of_type("input_request")
-    assert "[y]es / [n]o / [a]ll" in request["content"]["prompt"]
+    assert "[y] Approve / [n] Deny / [a] Approve all" in request["content"]["prompt"]
     assert "Co wants to run run_shell_command" in result.stdout
     assert "✅ Approved" in result.stdout and "Done." in result.stdout
 
@@ -231,7 +231,7 @@ def test_console_no_denies_and_an_unreadable_answer_asks_again(kernel, model_ser
     assert result.status == "ok"
     assert not (workspace / "marker").exists()
     assert len(result.of_type("input_request")) == 2
-    assert "Please answer y (yes), n (no) or a (all)." in result.stdout
+    assert "Please answer y (Approve), n (Deny), a (Approve all)." in result.stdout
     assert "🚫 Denied" in result.stdout
     assert model_server.errors == []
 
@@ -288,7 +288,7 @@ def test_console_unanswered_request_times_out(start_kernel, model_server, worksp
     assert result.status == "ok"
     assert len(result.of_type("input_request")) == 1
     assert not (workspace / "marker").exists()
-    assert "Denied (timed out)" in result.stdout
+    assert "Timed out (denied)" in result.stdout
 
 
 # -- headless (nbclient, nbval, papermill): the policy ---------------------------------
