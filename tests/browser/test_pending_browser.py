@@ -101,7 +101,7 @@ def test_all_tabs_closed_the_unseen_call_is_denied_and_the_next_page_says_so(
             time.sleep(0.2)
         page.goto(co.url)
         page.get_by_text(
-            "Co: run_shell_command was timed out: no open page showed it for 2 s."
+            "Co: run_shell_command — timed out (denied): no open page showed it for 2 s."
         ).wait_for(timeout=90_000)
         page.screenshot(path=str(ARTIFACTS / "pending-unseen.png"))
         assert not (co.notebook.parent / "made").exists()

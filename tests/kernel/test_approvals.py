@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from co_kernel.frontend import MIME_TOOL_CALL
 from tests.kernel_harness import WIDGET_VIEW, CellResult, CoKernel, WidgetClicker
 from tests.support.cells import tool_cards
 from tests.support.scripted import shell, tool_results_sent
@@ -343,3 +344,29 @@ def test_safe_command_runs_without_asking_anywhere(kernel, model_server, workspa
     assert result.status == "ok" and clicker.cards == 0
     assert [c["decision"] for c in tool_cards(result)] == ["safe-prefix"]
     assert model_server.errors == []
+
+
+def test_a_denied_change_reads_as_proposed_and_keeps_the_call_argument_order(
+    kernel, model_server, workspace
+):
+    (workspace / "notes.md").write_text("# Notes\nold line\n")
+    write = {"path": "notes.md", "content": "# Notes\nnew line\n"}
+    model_server.extend(
+        [
+            {"tool_calls": [{"name": "write_file", "arguments": write}]},
+            {"expect": {"tool_result_contains": "denied"}, "text": "Left alone."},
+        ]
+    )
+    result = kernel.execute("rewrite the notes", on_message=WidgetClicker(["Deny"]))
+    assert result.status == "ok"
+    assert (workspace / "notes.md").read_text() == "# Notes\nold line\n"
+    [bundle] = [d for d in result.final_displays().values() if d.get(MIME_TOOL_CALL)]
+    # Nothing changed: the card says what was proposed, not "Change".
+    assert "<b>Proposed change, not applied</b>" in bundle["text/html"]
+    assert "<b>Change</b>" not in bundle["text/html"]
+    # A saved notebook sorts the keys; the order the model wrote rides beside them.
+    assert bundle[MIME_TOOL_CALL]["arg_order"] == ["path", "content"]
+    # The red verdict of the card: denied, in the decision language's words.
+    [widget] = widget_cards(result)
+    assert "Decision: 🚫 Denied" in widget["text/plain"]
+    assert "border-left: 3px solid #d9534f" in widget["text/html"]
