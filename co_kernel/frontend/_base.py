@@ -54,7 +54,7 @@ DECISION_TEXT: dict[str, str] = {
     APPROVED: "✅ Approved",
     APPROVED_ALL: "✅ Approved all: later calls in this session run without asking",
     DENIED: "🚫 Denied",
-    TIMED_OUT: "🚫 Denied (timed out)",
+    TIMED_OUT: "🚫 Timed out (denied)",
     INTERRUPTED: "⏹ Interrupted",
     YOLO: "✅ Approved automatically (session yolo)",
     SAFE_PREFIX: "✅ Approved automatically (safe command)",

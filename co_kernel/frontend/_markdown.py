@@ -10,7 +10,8 @@ once as source, and each update in between carries the open block only.
 Segments are cut only where two outputs look like one: JupyterLab's margins do not
 collapse across outputs, and it gives a block that starts or ends an output other margins
 (a heading's top, the last child's bottom), so a cut goes after a paragraph, list or
-table and before a paragraph, table or code block, and never next to a heading, a rule, a quote or HTML.
+table and before a paragraph or table, and never next to a heading, a rule, a quote, a
+code block (spaced like a Markdown cell's, ``_safe_html``) or HTML.
 
 Every message also carries an envelope (header, parent header, signature: about 600 bytes
 with ipykernel) that dwarfs the few dozen characters a fast model sends per 50 ms. So
@@ -79,9 +80,10 @@ def find_block_boundary(text: str) -> int:
 
 _ENDS_FLUSH = frozenset({"paragraph", "bullet_list", "ordered_list", "table"})
 """Blocks whose bottom margin (1em) is the whole gap to a following block without top margin."""
-_STARTS_FLUSH = frozenset({"paragraph", "table", "fence", "code_block"})
-"""Blocks with no top margin, and no other style as an output's first child. Not lists (a
-list may end an output, not start one):
+_STARTS_FLUSH = frozenset({"paragraph", "table"})
+"""Blocks with no top margin, and no other style as an output's first child. Not code
+blocks (their top margin collapses with the block above only inside one output), nor lists
+(a list may end an output, not start one):
 a list that starts an output sat 14 px lower than in one output (measured in JupyterLab
 4 by tests/browser/test_streamed_layout.py when a cut fell between a paragraph and a list)."""
 

@@ -19,10 +19,18 @@ result as ``text/html`` (with the source as ``text/plain``):
    ``<sub>``, ``<kbd>``, ``<details>``) and then everything, Co's own markup included,
    goes through nh3 (the Ammonia sanitiser, html5ever's parser) with an allowlist: no
    script, event handler, iframe, object, form, SVG or MathML, no ``style`` attribute
-   but a table cell's ``text-align``, no ``id``/``name`` (no DOM clobbering), no
-   ``<style>`` (removed with its content), no class but Pygments' and Co's own.
+   but a table cell's ``text-align`` and a code block's one spacing (``_BLOCK_SPACING``),
+   no ``id``/``name`` (no DOM clobbering), no ``<style>`` (removed with its content), no
+   class but Pygments' and Co's own.
 3. Images that would load from outside the page become placeholders that load on a
    person's click (``_remote_images.py``), but for the hosts the person allows.
+
+An answer should read like the same Markdown in a Markdown cell, but the page styles it as
+an HTML output: table cells flush right (for data frames) and code blocks without spacing.
+Where the page's styles cannot be changed (nbconvert's export, a viewer without Co's
+extension) only the element's own ``style`` can say otherwise, so Co's markup carries what
+a Markdown cell's stylesheet gives: a cell's alignment (a header centred, data left, or
+the table's own ``:---:``) and a top-level code block's margins.
 
 Why render here rather than ask the page to sanitise: the page trusts a cell's outputs
 whatever their type, every client (JupyterLab, Notebook 7, VS Code, nbconvert's HTML
@@ -57,6 +65,14 @@ MARKDOWN_CLASS = "co-markdown"
 
 _SCHEMES = ("http:", "https:", "mailto:")
 
+_BLOCK_SPACING = "margin:1.5em 2em"
+"""A top-level code block's margins in a Markdown cell (JupyterLab's and nbconvert's
+``.jp-RenderedHTMLCommon > pre``): the only style a ``pre`` may carry, so text from
+outside cannot move a block over what follows it."""
+_CELL_ALIGN = {"th_open": "text-align:center", "td_open": "text-align:left"}
+"""A table cell's alignment when the Markdown gives none, as a Markdown cell draws it (the
+browser's own: headers centred, data at the start)."""
+
 _TAGS = {
     "a", "abbr", "b", "blockquote", "br", "code", "dd", "del", "details", "div", "dl", "dt",
     "em", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "i", "img", "ins", "kbd", "li", "mark",
@@ -88,8 +104,10 @@ def _cleaner() -> Any:
         tags=_TAGS,
         clean_content_tags={"script", "style"},
         attributes=_ATTRIBUTES,
+        tag_attribute_values={"pre": {"style": {_BLOCK_SPACING}}},
         url_schemes={s.rstrip(":") for s in _SCHEMES},
-        filter_style_properties={"text-align"},
+        # A ``style`` passes only where allowed above: a cell's, or a block's exact one.
+        filter_style_properties={"text-align", "margin"},
         allowed_classes={
             "div": {MARKDOWN_CLASS, "math", "block", "inline"},
             "pre": {"highlight"},
@@ -141,9 +159,31 @@ def _math(content: str, options: dict[str, Any]) -> str:
     return f"{delimiter}{html.escape(content)}{delimiter}"
 
 
+def _align_cells(state: Any) -> None:
+    """Give each table cell without an alignment the one a Markdown cell shows."""
+    for token in state.tokens:
+        style = _CELL_ALIGN.get(token.type)
+        if style and not token.attrGet("style"):
+            token.attrSet("style", style)
+
+
+def _spaced(rule: Any) -> Any:
+    """A code block renderer whose top-level blocks carry a Markdown cell's margins (a
+    block inside a list or quote has none there either)."""
+
+    def render(renderer: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
+        out: str = rule(renderer, tokens, idx, options, env)
+        if tokens[idx].level == 0:
+            out = out.replace("<pre", f'<pre style="{_BLOCK_SPACING}"', 1)
+        return out
+
+    return render
+
+
 @functools.cache
 def _parser() -> Any:
     from markdown_it import MarkdownIt
+    from markdown_it.renderer import RendererHTML
     from mdit_py_plugins.dollarmath import dollarmath_plugin
 
     md = MarkdownIt("commonmark", {"html": True, "highlight": _highlight})
@@ -156,6 +196,9 @@ def _parser() -> Any:
         renderer=_math,
     )
     md.validateLink = _link_ok
+    md.core.ruler.push("co_align_cells", _align_cells)
+    for kind in ("fence", "code_block"):
+        md.add_render_rule(kind, _spaced(getattr(RendererHTML, kind)))
     return md
 
 

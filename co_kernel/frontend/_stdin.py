@@ -16,13 +16,15 @@ from typing import Any
 from ..turn import ApprovalDecision, ApprovalRequest
 from ._base import parse_answer, wait_for_answer
 from ._controls import mark_hidden, terminal_safe
+from ._decisions import CHOICES
 from ._publisher import Publisher
 
 __all__ = ["PROMPT", "QUESTION_MARK", "KernelStdin", "StdinApprover"]
 
 log = logging.getLogger(__name__)
 
-PROMPT = "Approve? [y]es / [n]o / [a]ll for this session: "
+PROMPT = "Decide: " + " / ".join(f"[{c.key}] {c.label}" for c in CHOICES) + ": "
+"""The console's question, in the words of the card's buttons (``_decisions``)."""
 QUESTION_MARK = "\x1b[0m\x1b[7m Co \x1b[0m "
 """What every question Co asks on the console starts with: a reset (no style left open by
 the text above can hide the question) and " Co " in reverse video. Outside text reaches the
@@ -97,7 +99,7 @@ class StdinApprover:
         return await wait_for_answer(self._ask(request.rule), request.timeout)
 
     async def _ask(self, rule: str | None) -> ApprovalDecision:
-        prompt = PROMPT if not rule else PROMPT[:-2] + f" / al[w]ays allow {rule}: "
+        prompt = PROMPT if not rule else PROMPT[:-2] + f" / [w] Always allow {rule}: "
         # A rule is built from the call's arguments: shown, not obeyed, like them.
         prompt = mark_hidden(terminal_safe(prompt, keep_sgr=False))
         for _ in range(_MAX_TRIES):
@@ -109,7 +111,8 @@ class StdinApprover:
             choice = parse_answer(text)
             if choice is not None:
                 return choice
-            also = " w (always) adds the rule." if rule else ""
-            self._pub.stream("stdout", f"Please answer y (yes), n (no) or a (all).{also}\n")
+            keys = ", ".join(f"{c.key} ({c.label})" for c in CHOICES)
+            also = " w (Always allow) adds the rule." if rule else ""
+            self._pub.stream("stdout", f"Please answer {keys}.{also}\n")
             self._pub.flush()
         return "deny"

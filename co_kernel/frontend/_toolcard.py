@@ -140,6 +140,12 @@ def _result_text(content: Any) -> str:
     return text
 
 
+def _change_title(status: str) -> str:
+    """What a card calls the call's change: after a denial nothing changed (the twin of
+    ``changeTitle`` in ``labextension/src/toolcard.ts``)."""
+    return "Proposed change, not applied" if status in ("denied", "interrupted") else "Change"
+
+
 def tool_call_bundle(
     call: ToolCallView,
     result: ToolResultView | None = None,
@@ -154,10 +160,11 @@ def tool_call_bundle(
     # The extension draws the card from this payload: the arguments and the change with
     # hidden characters marked, and which ones they were.
     hidden = hidden_found(call)
+    args = normalise_args(call.args)
     payload = {
         "call_id": call.call_id,
         "tool": call.name,
-        "args": _marked(normalise_args(call.args)),
+        "args": _marked(args),
         "status": status,
         "decision": decision,
         "duration": round(duration, 3) if duration is not None else None,
@@ -165,6 +172,9 @@ def tool_call_bundle(
         "detail": mark_hidden(call.detail) if call.detail else call.detail,
         "needs_approval": call.needs_approval,
     }
+    if len(args) > 1:
+        # A saved notebook sorts an output's keys: the page restores the model's order.
+        payload["arg_order"] = list(args)
     if hidden:
         payload["hidden"] = hidden
     if call.agent:
@@ -187,7 +197,7 @@ def tool_call_bundle(
     summary = " · ".join(summary_bits)
     body = [hidden_html(call), f"<b>Arguments</b><pre>{args_html(call.args)}</pre>"]
     if call.detail:
-        body.append(f"<b>Change</b>{diff_html(call.detail)}")
+        body.append(f"<b>{_change_title(status)}</b>{diff_html(call.detail)}")
     if result is not None:
         body.append(f"<b>Result</b><pre>{html.escape(_result_text(result.content))}</pre>")
     html_text = (

@@ -21,6 +21,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from ..permissions import APPROVED, DENIED
 from ..turn import ApprovalDecision, ApprovalRequest, ToolCallView
 from ._base import wait_for_answer
 from ._controls import mark_hidden, terminal_safe
@@ -68,7 +69,7 @@ class TrustCard:
         """Turn the card into the record of the answer: one line, no buttons."""
         self.decision = "trusted" if trusted else "not trusted"
         verdict, about = _TRUSTED if trusted else _NOT_NOW
-        decide_card(self.box, verdict, markdown_to_html(about), "allowed" if trusted else "refused")
+        decide_card(self.box, verdict, markdown_to_html(about), APPROVED if trusted else DENIED)
 
     def bundle(self) -> dict[str, Any]:
         bundle = self.box._repr_mimebundle_()

@@ -13,13 +13,15 @@ import asyncio
 import contextlib
 import html
 import logging
+import re
 import uuid
 from collections.abc import Callable
 from typing import Any
 
-from ..permissions import INTERRUPTED, decision_label, is_refusal
+from ..permissions import INTERRUPTED, decision_label
 from ..turn import ApprovalDecision, ApprovalRequest, ToolCallView
 from ._base import DECISION_TEXT, approval_text, wait_for_answer
+from ._decisions import ACCENTS, CHOICES, verdict_tone
 from ._pending import PendingApprovals
 from ._publisher import OUTPUT_TAG, Publisher
 from ._toolcard import args_html, diff_html, hidden_html
@@ -37,12 +39,11 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-BUTTONS: tuple[tuple[str, ApprovalDecision, str, str], ...] = (
-    ("Approve", "approve", "success", "Run this call"),
-    ("Deny", "deny", "danger", "Do not run it; the model is told and can propose something else"),
-    ("Approve all", "approve_all", "warning", "Run this and every later call this session"),
+BUTTONS: tuple[tuple[str, ApprovalDecision, str, str], ...] = tuple(
+    (c.label, c.decision, c.tone, c.tooltip) for c in CHOICES
 )
-"""(label, decision, button style, tooltip) of each button, in order."""
+"""(label, decision, button style, tooltip) of each button, in order (``_decisions``: the
+tones are ipywidgets' button styles)."""
 _RULE_SHOWN = 48
 """Characters of the proposed rule on the "Always allow" button (the tooltip has it all)."""
 
@@ -75,7 +76,7 @@ def card_box(title: str, body: list[Any], buttons: list[Any], classes: list[str]
 
     parts: list[Any] = [w.HTML(f"<b>{title}</b>"), *body]
     parts += [w.HBox(buttons), w.HTML("<i>Waiting for your decision…</i>")]
-    return w.VBox(parts, layout=w.Layout(border_left=_ACCENT["waiting"]), _dom_classes=classes)
+    return w.VBox(parts, layout=w.Layout(border_left=_accent(None)), _dom_classes=classes)
 
 
 def choice_buttons(
@@ -97,25 +98,22 @@ def choice_buttons(
     return buttons
 
 
-def decide_card(box: Any, verdict: str, about: str, accent: str) -> None:
+def decide_card(box: Any, verdict: str, about: str, decision: str) -> None:
     """Turn a card made by ``card_box`` into the record of its decision.
 
     One line remains, ``verdict`` (bold) — ``about`` (both HTML); the body, the buttons
-    and the status line go (the tool card keeps the arguments and the change).
-    ``accent``: a key of ``_ACCENT``.
+    and the status line go (the tool card keeps the arguments and the change). The
+    border takes the tone of ``decision`` (a decision label).
     """
     title = box.children[0]
     title.value = f"<b>{verdict}</b> — {about}"
     box.children = (title,)
-    box.layout.border_left = _ACCENT[accent]
+    box.layout.border_left = _accent(decision)
 
 
-_ACCENT = {
-    "waiting": "3px solid #f0ad4e",
-    "allowed": "3px solid #2e9e44",
-    "refused": "3px solid #d9534f",
-}
-"""The card's left border: waiting, a decision that let the call run, one that did not."""
+def _accent(decision: str | None) -> str:
+    """The card's left border: orange while it waits, then its verdict's tone."""
+    return f"3px solid {ACCENTS[verdict_tone(decision) if decision else 'warning']}"
 
 
 class ApprovalCard:
@@ -143,6 +141,8 @@ class ApprovalCard:
 
         self.call = call
         self.decision: str | None = None
+        self.verdict = ""
+        """How the decision reads on the card (set with it)."""
         body: list[Any] = [w.HTML(f"<pre style='margin:2px 0'>{args_html(call.args)}</pre>")]
         warning = hidden_html(call)
         if warning:  # above the arguments: read before anything else on the card
@@ -185,18 +185,18 @@ class ApprovalCard:
     def finish(self, decision: str, chosen: str = "") -> None:
         """Make the card the record of ``decision``: what was decided, no buttons.
 
-        ``chosen``: which cells were applied, when the person took some of them.
+        ``chosen``: the verdict instead, when the person took some of the cells.
         """
         self.decision = decision
+        self.verdict = chosen or DECISION_TEXT.get(decision, decision)
         for button in self.buttons:
             button.disabled = True  # a click racing the update decides nothing
-        verdict = html.escape(DECISION_TEXT.get(decision, decision) + chosen)
-        accent = "refused" if is_refusal(decision) else "allowed"
+        verdict = html.escape(self.verdict)
         decide_card(
             self.box,
             verdict,
             f"{_who(self.call)} asked to run <code>{html.escape(self.call.name)}</code>",
-            accent,
+            decision,
         )
 
     def metadata(self) -> dict[str, Any]:
@@ -213,13 +213,12 @@ class ApprovalCard:
         assert bundle is not None  # a Box always has a widget view
         data: dict[str, Any] = dict(bundle)
         question = approval_text(self.call)
-        verdict = DECISION_TEXT.get(self.decision, self.decision) if self.decision else "waiting"
+        verdict = self.verdict if self.decision else "waiting"
         data["text/plain"] = f"{question}Decision: {verdict}"
         # The card where its widget is not drawn (an untrusted page: a second tab, a
         # reload) or kept (a saved notebook elsewhere): the same card, without buttons.
-        accent = _ACCENT["waiting"]
+        accent = _accent(self.decision)
         if self.decision:
-            accent = _ACCENT["refused" if is_refusal(self.decision) else "allowed"]
             shown = (
                 f"<b>{html.escape(verdict)}</b> — {_who(self.call)} asked to run "
                 f"<code>{html.escape(self.call.name)}</code>"
@@ -321,26 +320,53 @@ def _settle_parts(
 
 
 def _chosen(request: ApprovalRequest) -> str:
-    """What the decided card adds about the cells, when the person chose some."""
+    """The verdict that says which cells went in, when the person chose some; else ""."""
     accepted, parts = request.accepted, request.call.parts or []
     if accepted is None or len(accepted) == len(parts):
         return ""
     if not accepted:
-        return f": every cell rejected ({len(parts)})"
+        return f"🚫 Nothing applied: all {len(parts)} cells rejected"
+    which = "cell" if len(accepted) == 1 else "cells"
     shown = ", ".join(str(i + 1) for i in accepted)
-    return f": {len(accepted)} of {len(parts)} cells applied ({shown})"
+    return f"✅ Applied {len(accepted)} of {len(parts)} cells ({which} {shown})"
+
+
+_NEW_CELL = re.compile(r"^\+\+\+ new cell \d+ \(([^)]*)\)", re.MULTILINE)
+_OLD_CELL = re.compile(r"^--- cell \d+ \(([^,)]*), id ([^)]*)\)\n\+\+\+ /dev/null", re.MULTILINE)
+_KIND_NAMES = {"markdown": "Markdown", "python": "Python"}
+
+
+def _part_title(diff: str) -> tuple[str, str]:
+    """What one cell of a proposal does, and its diff without the file headers.
+
+    The headers number the cell by where it lands in the notebook ("new cell 2"), beside
+    the card's "cell 1 of 2": the card says it once, its own way ("new Markdown cell").
+    """
+    if found := _NEW_CELL.search(diff):
+        what = f"new {_KIND_NAMES.get(found[1], found[1])} cell"
+    elif found := _OLD_CELL.search(diff):
+        what = f"delete the {_KIND_NAMES.get(found[1], found[1])} cell with id {found[2]}"
+    else:
+        return "", diff
+    body = "".join(
+        line for line in diff.splitlines(keepends=True) if not line.startswith(("--- ", "+++ "))
+    )
+    return what, body
 
 
 def _part_html(index: int, total: int, diff: str) -> str:
     """One cell of a multi-cell proposal: its accept/reject control and its diff.
 
     The control is a plain button, not a widget: it sends nothing to the kernel. Co's
-    extension turns a real click on it into a rejection it sends with the Approve click.
+    extension turns a real click on it into a rejection it sends with the Approve click
+    (and draws the label again from ``data-what``, ``labextension/src/parts.ts``).
     """
+    what, body = _part_title(diff)
+    label = f"cell {index + 1} of {total}" + (f": {what}" if what else "")
     return (
         f'<div class="co-part co-part-{index}" style="margin:4px 0">'
         f'<button type="button" class="{PART_TOGGLE_CLASS}" data-part="{index}" '
-        f'data-parts="{total}" title="Click to reject or accept this cell: Approve applies '
-        f'the cells accepted, Approve all every cell">'
-        f"✓ Apply cell {index + 1} of {total}</button>{diff_html(diff)}</div>"
+        f'data-parts="{total}" data-what="{html.escape(what)}" title="Click to reject or '
+        f'accept this cell: Approve applies the cells accepted, Approve all every cell">'
+        f"✓ Apply {html.escape(label)}</button>{diff_html(body)}</div>"
     )

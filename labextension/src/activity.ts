@@ -14,6 +14,7 @@ import {
   decisionAllows,
   decisionLabel,
   decisionTitle,
+  decisionTone,
   formatTime
 } from './format';
 import { ACTIVITY_TITLE } from './keys';
@@ -134,6 +135,7 @@ export function renderRows(
       'co-Activity-decision'
     );
     decision.dataset.allowed = String(decisionAllows(r.decision));
+    decision.dataset.tone = decisionTone(r.decision);
     decision.title = decisionTitle(r.decision) ?? r.decision;
     const target = cell(doc, 'td', r.target ?? '', 'co-Activity-mono');
     target.title = r.target ?? '';

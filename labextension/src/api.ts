@@ -93,6 +93,25 @@ function num(value: unknown): number | null {
 }
 
 /**
+ * Arguments in the order the model wrote them. A saved notebook sorts an
+ * output's keys (nbformat writes JSON with sorted keys), so the kernel sends
+ * the order beside them (`arg_order`); keys it does not name keep their place
+ * after the named ones.
+ */
+function ordered(args: unknown, order: unknown): unknown {
+  if (!isObject(args) || !Array.isArray(order)) {
+    return args;
+  }
+  const out: Record<string, unknown> = {};
+  for (const key of order) {
+    if (typeof key === 'string' && key in args) {
+      out[key] = args[key];
+    }
+  }
+  return { ...out, ...args };
+}
+
+/**
  * A tool call from the bundle's JSON; fields that are missing or of the
  * wrong type get neutral defaults, so an old or foreign bundle still renders.
  */
@@ -102,7 +121,7 @@ export function parseToolCall(data: unknown): IToolCall {
   return {
     callId: str(d.call_id) ?? '',
     tool: str(d.tool) ?? 'tool',
-    args: d.args ?? null,
+    args: ordered(d.args, d.arg_order) ?? null,
     status,
     decision: str(d.decision),
     duration: num(d.duration),

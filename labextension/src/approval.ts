@@ -10,11 +10,61 @@
 /** What a person can answer. */
 export type ApprovalChoice = 'approve' | 'deny' | 'approve_all';
 
-/** The button text for each answer (`co_kernel/frontend/_widgets.py`). */
+/**
+ * A colour of the decision language: ipywidgets' button style of that name,
+ * drawn from the theme (green, red, orange), or grey for a question nobody
+ * decided. Deny is red because it stops what was proposed, Approve all orange
+ * because it lets later calls run unasked.
+ */
+export type Tone = 'success' | 'danger' | 'warning' | 'neutral';
+
+/** How an answer is offered everywhere: its button, its console key, its tone. */
+export interface IChoiceLook {
+  label: string;
+  key: string;
+  tone: Tone;
+}
+
+/** How a verdict reads in a sentence, and its tone. */
+export interface IVerdictLook {
+  text: string;
+  tone: Tone;
+}
+
+/*
+ * The decision language, the twin of `co_kernel/frontend/_decisions.py`:
+ * `tests/frontend/test_decisions.py` reads both tables and keeps them equal,
+ * so keep each entry on one line as written.
+ */
+
+/** Each answer, in the order offered (`CHOICES` in `_decisions.py`). */
+export const CHOICES: Record<ApprovalChoice, IChoiceLook> = {
+  approve: { label: 'Approve', key: 'y', tone: 'success' },
+  deny: { label: 'Deny', key: 'n', tone: 'danger' },
+  approve_all: { label: 'Approve all', key: 'a', tone: 'warning' }
+};
+
+/** Each decision label's verdict (`VERDICTS` in `_decisions.py`). */
+export const VERDICTS: Record<string, IVerdictLook> = {
+  approved: { text: 'approved', tone: 'success' },
+  'approved all': { text: 'approved all', tone: 'success' },
+  'always allowed': { text: 'always allowed', tone: 'success' },
+  denied: { text: 'denied', tone: 'danger' },
+  'timed out': { text: 'timed out (denied)', tone: 'danger' },
+  interrupted: { text: 'interrupted', tone: 'neutral' },
+  cancelled: { text: 'cancelled', tone: 'neutral' }
+};
+
+/** The class that gives an element a tone's colour (`style/base.css`). */
+export function toneClass(tone: Tone): string {
+  return `co-mod-${tone}`;
+}
+
+/** The button text for each answer, as the kernel's card has it. */
 export const BUTTON_LABELS: Record<ApprovalChoice, string> = {
-  approve: 'Approve',
-  deny: 'Deny',
-  approve_all: 'Approve all'
+  approve: CHOICES.approve.label,
+  deny: CHOICES.deny.label,
+  approve_all: CHOICES.approve_all.label
 };
 
 /** The enabled button for `choice` inside `root`'s outputs, if there is one. */

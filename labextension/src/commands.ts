@@ -14,6 +14,11 @@ import { ACTIVITY_TITLE, CommandIDs } from './keys';
 import type { CoStatusModel } from './statusbar';
 
 const PALETTE_CATEGORY = 'Co';
+/*
+ * Every command's label starts "Co: " (the palette lists them among all the
+ * others' commands and its search matches the prefix): "Co: Approve …",
+ * "Co: Open Activity".
+ */
 
 /** None of the commands takes arguments. */
 const NO_ARGS = { args: { type: 'object' as const, properties: {} } };
@@ -95,7 +100,7 @@ export function addCommands(
     });
   }
   app.commands.addCommand(CommandIDs.openActivity, {
-    label: ACTIVITY_TITLE,
+    label: `Co: Open ${ACTIVITY_TITLE.replace(/^Co /, '')}`,
     caption: 'Sessions, turns, tool calls and decisions from the audit log',
     describedBy: NO_ARGS,
     execute: openActivity

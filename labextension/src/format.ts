@@ -3,6 +3,8 @@
  * card, the status bar and the activity panel.
  */
 import type { ICoStatus, ToolStatus } from './api';
+import type { Tone } from './approval';
+import { VERDICTS } from './approval';
 
 /** What each status reads as on a card. */
 export const STATUS_LABELS: Record<ToolStatus, string> = {
@@ -48,10 +50,23 @@ const RECORDED = ' (recorded)';
 /** How the label of a call an allow rule approved starts. */
 const BY_RULE = 'allowed by rule';
 
+/** A call approved in part: `approved (2 of 3 cells: 1, 3)` (`partial_label`). */
+const PARTIAL = / \((\d+) of (\d+) cells: ([\d, ]+)\)/;
+
 function baseDecision(decision: string): string {
-  return decision.endsWith(RECORDED)
-    ? decision.slice(0, -RECORDED.length)
-    : decision;
+  const whole = decision.replace(PARTIAL, '');
+  return whole.endsWith(RECORDED) ? whole.slice(0, -RECORDED.length) : whole;
+}
+
+/** What went in of a call approved in part, `applied 2 of 3 cells (cells 1, 3)`. */
+function partialText(decision: string): string | null {
+  const found = PARTIAL.exec(decision);
+  if (!found) {
+    return null;
+  }
+  const shown = found[3].trim();
+  const which = shown.includes(',') ? 'cells' : 'cell';
+  return `applied ${found[1]} of ${found[2]} cells (${which} ${shown})`;
 }
 
 /** Whether a decision let the call run (a replayed one as its recorded original). */
@@ -62,11 +77,24 @@ export function decisionAllows(decision: string): boolean {
 
 /**
  * How a decision reads on a card: one a replay took from its script says
- * "recorded decision" (issue 35), e.g. `approved (recorded decision)`.
+ * "recorded decision" (issue 35), e.g. `approved (recorded decision)`; one that
+ * took some of a proposal's cells says which went in.
  */
 export function decisionLabel(decision: string): string {
   const base = baseDecision(decision);
-  return base === decision ? decision : `${base} (recorded decision)`;
+  const shown = partialText(decision) ?? VERDICTS[base]?.text ?? base;
+  return decision.replace(PARTIAL, '').endsWith(RECORDED)
+    ? `${shown} (recorded decision)`
+    : shown;
+}
+
+/** A decision's colour, as the card and every list show it (approval.ts). */
+export function decisionTone(decision: string): Tone {
+  const known = VERDICTS[baseDecision(decision)];
+  if (known) {
+    return known.tone;
+  }
+  return decisionAllows(decision) ? 'success' : 'danger';
 }
 
 /** The tooltip of a decision, or undefined for one this extension does not know. */
@@ -75,7 +103,10 @@ export function decisionTitle(decision: string): string | undefined {
   const title = base.startsWith(BY_RULE)
     ? 'Approved automatically by a permission rule'
     : DECISION_TITLES[base];
-  if (title === undefined || base === decision) {
+  if (
+    title === undefined ||
+    !decision.replace(PARTIAL, '').endsWith(RECORDED)
+  ) {
     return title;
   }
   return `${title}; taken from the replay script`;

@@ -21,6 +21,9 @@ import type { Widget } from '@lumino/widgets';
 
 import type { ActivityPanel } from './activity';
 import { fetchActivity } from './api';
+// The status bar loads it at start already: importing it here costs nothing more.
+// eslint-disable-next-line jupyter/prefer-lazy-imports
+import { decisionLabel } from './format';
 import { addCommands } from './commands';
 import { installApprovalGuard } from './guard';
 import { CommandIDs } from './keys';
@@ -130,7 +133,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       for (const outcome of message.decided) {
         if (outcome.reason) {
           Notification.warning(
-            `Co: ${outcome.tool} was ${outcome.decision}: ${outcome.reason}.`,
+            `Co: ${outcome.tool} — ${decisionLabel(outcome.decision)}: ${outcome.reason}.`,
             { autoClose: false }
           );
         }

@@ -12,7 +12,7 @@ export const CommandIDs = {
   openActivity: 'co:open-activity'
 } as const;
 
-/** The activity panel's one name: its tab title and the command that opens it. */
+/** The activity panel's one name: its tab title and heading ("Co: Open Activity" opens it). */
 export const ACTIVITY_TITLE = 'Co Activity';
 
 /** Approve the pending call. */

@@ -40,16 +40,23 @@ function escapeHTML(text: string): string {
 
 /**
  * A waiting card cut by a restart, as a decided card reads (a card, not the
- * text record): `⏹ Cancelled (the kernel restarted) — Co wants to run x`.
+ * text record, in the past tense and grey as nobody decided):
+ * `⏹ Cancelled (the kernel restarted) — Co asked to run x`.
  */
 export function cancelledCardHTML(plain: string): string {
-  const question = plain.split('\n', 1)[0].replace(/:$/, '');
+  const question = plain
+    .split('\n', 1)[0]
+    .replace(/:$/, '')
+    .replace(/ wants to run /, ' asked to run ');
   return (
     '<div class="co-approval" data-decision="cancelled" ' +
-    'style="border-left: 3px solid #d9534f; padding: 2px 8px; margin: 4px 0">' +
+    `style="border-left: 3px solid ${NEUTRAL_ACCENT}; padding: 2px 8px; margin: 4px 0">` +
     `<b>${CANCELLED_VERDICT}</b> — ${escapeHTML(question)}</div>`
   );
 }
+
+/** The neutral tone's colour in static HTML (`ACCENTS` in `_decisions.py`). */
+const NEUTRAL_ACCENT = '#9e9e9e';
 
 /** An output as a notebook stores it (nbformat), as far as used here. */
 export interface IOutputJSON {

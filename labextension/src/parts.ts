@@ -70,6 +70,23 @@ export function partToggleAt(target: EventTarget | null): {
   return { toggle, id, part, parts };
 }
 
+/**
+ * A cell's control as the kernel words it (`_part_html`): `✓ Apply cell 2 of 2:
+ * new Markdown cell`, or rejected, `✗ Rejected cell 2 of 2: new Markdown cell
+ * (click to apply it)`. `what` is the kernel's `data-what` ('' for none).
+ */
+export function partLabel(
+  part: number,
+  parts: number,
+  what: string,
+  rejected: boolean
+): string {
+  const cell = `cell ${part + 1} of ${parts}${what ? `: ${what}` : ''}`;
+  return rejected
+    ? `✗ Rejected ${cell} (click to apply it)`
+    : `✓ Apply ${cell}`;
+}
+
 /** Draw a control (and its cell's diff) as accepted or rejected. */
 export function showPart(
   toggle: HTMLElement,
@@ -77,9 +94,12 @@ export function showPart(
   parts: number,
   rejected: boolean
 ): void {
-  toggle.textContent = rejected
-    ? `✗ Rejected: cell ${part + 1} of ${parts} (click to apply it)`
-    : `✓ Apply cell ${part + 1} of ${parts}`;
+  toggle.textContent = partLabel(
+    part,
+    parts,
+    toggle.dataset.what ?? '',
+    rejected
+  );
   toggle.setAttribute('aria-pressed', String(!rejected));
   toggle.classList.toggle('co-mod-rejected', rejected);
   const diff = toggle.parentElement?.querySelector<HTMLElement>('pre');

@@ -11,7 +11,7 @@
 import { Widget } from '@lumino/widgets';
 
 import type { ApprovalChoice } from './approval';
-import { BUTTON_LABELS } from './approval';
+import { BUTTON_LABELS, CHOICES as LOOKS, toneClass } from './approval';
 import { isUnifiedDiff, renderDiff } from './diff';
 import { byPerson } from './guard';
 
@@ -104,13 +104,6 @@ export function parseApprovals(data: unknown): IApprovalsMessage | null {
 
 const CHOICES: ApprovalChoice[] = ['approve', 'deny', 'approve_all'];
 
-/** JupyterLab's dialog button styles: accept, reject, warn (apputils). */
-const BUTTON_STYLES: Record<ApprovalChoice, string> = {
-  approve: 'jp-mod-accept',
-  deny: 'jp-mod-reject',
-  approve_all: 'jp-mod-warn'
-};
-
 /** Draw the waiting calls, each with its buttons (kept apart for unit tests). */
 export function renderPending(
   node: HTMLElement,
@@ -153,7 +146,8 @@ export function renderPending(
       buttons.className = 'co-Pending-buttons';
       for (const choice of CHOICES) {
         const button = doc.createElement('button');
-        button.className = `jp-mod-styled ${BUTTON_STYLES[choice]} co-Pending-${choice}`;
+        // The card's colours for the same answers (approval.ts).
+        button.className = `jp-mod-styled ${toneClass(LOOKS[choice].tone)} co-Pending-${choice}`;
         button.textContent = BUTTON_LABELS[choice];
         button.addEventListener('click', event => {
           // A decision needs a person: a script's click() is not one (guard.ts).

@@ -10,6 +10,7 @@ import {
   decisionAllows,
   decisionLabel,
   decisionTitle,
+  decisionTone,
   formatArgs,
   formatDuration,
   hiddenCharacters,
@@ -82,6 +83,7 @@ function summary(doc: Document, call: IToolCall): HTMLElement {
       decisionLabel(call.decision)
     );
     decision.dataset.allowed = String(decisionAllows(call.decision));
+    decision.dataset.tone = decisionTone(call.decision);
     decision.title = decisionTitle(call.decision) ?? call.decision;
     node.appendChild(decision);
   }
@@ -107,6 +109,16 @@ function hiddenFound(call: IToolCall): string[] {
     }
   }
   return found;
+}
+
+/**
+ * What the card calls a call's change: after a denial nothing changed, so it
+ * is what was proposed and not applied (`_change_title` in `_toolcard.py`).
+ */
+function changeTitle(status: IToolCall['status']): string {
+  return status === 'denied' || status === 'interrupted'
+    ? 'Proposed change, not applied'
+    : 'Change';
 }
 
 /** The card for one tool call. */
@@ -162,7 +174,7 @@ export function renderToolCard(
         section(
           doc,
           'change',
-          `Change (+${stats.added} −${stats.removed})`,
+          `${changeTitle(call.status)} (+${stats.added} −${stats.removed})`,
           renderDiff(detail, doc)
         )
       );
@@ -171,7 +183,9 @@ export function renderToolCard(
         section(
           doc,
           'change',
-          'Details',
+          call.status === 'denied' || call.status === 'interrupted'
+            ? 'Details, not applied'
+            : 'Details',
           el(doc, 'pre', 'co-ToolCard-pre', detail)
         )
       );

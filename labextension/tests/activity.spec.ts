@@ -59,6 +59,21 @@ describe('activity tables', () => {
     expect(decisions.map(d => d.dataset.allowed)).toEqual(['true', 'false']);
   });
 
+  it('words and colours each verdict as the cards do', () => {
+    const rows = ['timed out', 'interrupted', 'approved (1 of 2 cells: 1)'].map(
+      (decision, i) => ({ ...ROW, id: 10 + i, decision, status: 'denied' })
+    );
+    const table = renderRows(rows, document, NOW);
+    const decisions = Array.from(
+      table.querySelectorAll<HTMLElement>('.co-Activity-decision')
+    );
+    expect(decisions.map(d => [d.textContent, d.dataset.tone])).toEqual([
+      ['timed out (denied)', 'danger'],
+      ['interrupted', 'neutral'],
+      ['applied 1 of 2 cells (cell 1)', 'success']
+    ]);
+  });
+
   it('lists sessions and picks one on click', () => {
     const picked: string[] = [];
     const table = renderSessions(

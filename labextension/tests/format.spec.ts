@@ -139,6 +139,19 @@ describe('decisions', () => {
     expect(decisionLabel('approved')).toBe('approved');
   });
 
+  it('says plainly which cells of a proposal went in, as an approval', () => {
+    expect(decisionLabel('approved (1 of 2 cells: 1)')).toBe(
+      'applied 1 of 2 cells (cell 1)'
+    );
+    expect(decisionLabel('approved (2 of 3 cells: 1, 3)')).toBe(
+      'applied 2 of 3 cells (cells 1, 3)'
+    );
+    expect(decisionAllows('approved (1 of 2 cells: 1)')).toBe(true);
+    expect(decisionTitle('approved (1 of 2 cells: 1)')).toBe(
+      'Approved in the notebook'
+    );
+  });
+
   it('titles a replayed decision as its original, from the script', () => {
     expect(decisionTitle('approved (recorded)')).toBe(
       'Approved in the notebook; taken from the replay script'

@@ -200,7 +200,7 @@ describe('cards of a kernel that restarted', () => {
     });
     // A card, not monospace text (issue 36), whose text is escaped.
     expect(cancelledCardHTML('Co wants to run <x>:\n  {}')).toContain(
-      '<b>⏹ Cancelled (the kernel restarted)</b> — Co wants to run &lt;x&gt;</div>'
+      '<b>⏹ Cancelled (the kernel restarted)</b> — Co asked to run &lt;x&gt;</div>'
     );
     expect(outputTag(cell.items[0])?.approval).toBe('cancelled');
     expect(outputTag(cell.items[0])?.displayId).toBe('card');

@@ -18,7 +18,8 @@ function card(id = 'q1', parts = 3): HTMLElement {
     part.className = `co-part co-part-${i}`;
     part.innerHTML =
       `<button type="button" class="${PART_TOGGLE_CLASS}" data-part="${i}" ` +
-      `data-parts="${parts}">✓ Apply cell ${i + 1} of ${parts}</button>` +
+      `data-parts="${parts}" data-what="new Markdown cell">` +
+      `✓ Apply cell ${i + 1} of ${parts}: new Markdown cell</button>` +
       `<pre>+cell ${i}</pre>`;
     box.appendChild(part);
   }
@@ -54,13 +55,15 @@ describe('choosing cells', () => {
     toggle(box, 1).click();
     expect(choices.rejectedOf('q2')).toEqual([1]);
     expect(toggle(box, 1).textContent).toBe(
-      '✗ Rejected: cell 2 of 3 (click to apply it)'
+      '✗ Rejected cell 2 of 3: new Markdown cell (click to apply it)'
     );
     expect(toggle(box, 1).getAttribute('aria-pressed')).toBe('false');
     toggle(box, 2).click();
     toggle(box, 1).click();
     expect(choices.rejectedOf('q2')).toEqual([2]);
-    expect(toggle(box, 1).textContent).toBe('✓ Apply cell 2 of 3');
+    expect(toggle(box, 1).textContent).toBe(
+      '✓ Apply cell 2 of 3: new Markdown cell'
+    );
   });
 
   it('ignores and stops a scripted click on a control', () => {
@@ -73,7 +76,9 @@ describe('choosing cells', () => {
     toggle(box, 0).dispatchEvent(new MouseEvent('click', { bubbles: true }));
     expect(choices.rejectedOf('q3')).toEqual([]);
     expect(cardSaw).toBe(0);
-    expect(toggle(box, 0).textContent).toBe('✓ Apply cell 1 of 3');
+    expect(toggle(box, 0).textContent).toBe(
+      '✓ Apply cell 1 of 3: new Markdown cell'
+    );
   });
 });
 

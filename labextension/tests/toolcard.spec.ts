@@ -34,6 +34,40 @@ function render(data: unknown, open = false): HTMLDetailsElement {
 }
 
 describe('renderToolCard', () => {
+  it("keeps the call's own argument order from a saved notebook", () => {
+    // nbformat saves an output's keys sorted; the kernel sends the order beside them.
+    const saved = bundle({
+      args: { content: 'new', path: 'notes.md' },
+      arg_order: ['path', 'content']
+    });
+    const line = render(saved).querySelector('.co-ToolCard-argsLine')!;
+    expect(line.textContent).toBe("(path='notes.md', content='new')");
+  });
+
+  it('calls a denied change what was proposed and not applied', () => {
+    const card = render(bundle({ status: 'denied', decision: 'denied' }), true);
+    const heading = card.querySelector(
+      '.co-ToolCard-change .co-ToolCard-heading'
+    );
+    expect(heading!.textContent).toBe('Proposed change, not applied (+1 −1)');
+  });
+
+  it('words and colours a timed-out or interrupted decision as everywhere', () => {
+    const timedOut = render(
+      bundle({ status: 'denied', decision: 'timed out' })
+    ).querySelector<HTMLElement>('.co-ToolCard-decision')!;
+    expect(timedOut.textContent).toBe('timed out (denied)');
+    expect(timedOut.dataset.tone).toBe('danger');
+    const stopped = render(
+      bundle({ status: 'interrupted', decision: 'interrupted', duration: null })
+    );
+    expect(stopped.querySelector('.co-ToolCard-decision')).toBeNull();
+    expect(
+      stopped.querySelector('.co-ToolCard-change .co-ToolCard-heading')!
+        .textContent
+    ).toBe('Proposed change, not applied (+1 −1)');
+  });
+
   it('summarises tool, arguments, status, decision and duration on one line', () => {
     const card = render(bundle());
     const summary = card.querySelector('summary')!;

@@ -35,6 +35,8 @@ SCRIPT = [
 ]
 
 TOGGLE = ".co-part-toggle[data-part='{}']"
+PART = "cell {} of 3: new Markdown cell"
+"""How the card names a cell: once, one way (its diff drops the notebook's numbering)."""
 
 
 def choose_and_approve(page: Any, scope: Any) -> list[str]:
@@ -43,7 +45,9 @@ def choose_and_approve(page: Any, scope: Any) -> list[str]:
     approve = scope.get_by_role("button", name="Approve", exact=True)
     approve.wait_for(timeout=60_000)
     for i in range(3):
-        assert scope.locator(TOGGLE.format(i)).inner_text() == f"✓ Apply cell {i + 1} of 3"
+        assert scope.locator(TOGGLE.format(i)).inner_text() == f"✓ Apply {PART.format(i + 1)}"
+    # The diffs no longer name the cells a second way, by where they land ("new cell 2").
+    assert not [t for t in scope.locator(".co-part pre").all_inner_texts() if "new cell" in t]
     # A page script clicks cell 1's control, and a synthetic event on cell 3's: ignored.
     page.evaluate(
         """() => {
@@ -52,10 +56,12 @@ def choose_and_approve(page: Any, scope: Any) -> list[str]:
                 new MouseEvent('click', {bubbles: true}));
         }"""
     )
-    assert scope.locator(TOGGLE.format(0)).inner_text() == "✓ Apply cell 1 of 3"
-    assert scope.locator(TOGGLE.format(2)).inner_text() == "✓ Apply cell 3 of 3"
+    assert scope.locator(TOGGLE.format(0)).inner_text() == f"✓ Apply {PART.format(1)}"
+    assert scope.locator(TOGGLE.format(2)).inner_text() == f"✓ Apply {PART.format(3)}"
     scope.locator(TOGGLE.format(1)).click()
-    assert scope.locator(TOGGLE.format(1)).inner_text().startswith("✗ Rejected: cell 2 of 3")
+    assert scope.locator(TOGGLE.format(1)).inner_text() == (
+        f"✗ Rejected {PART.format(2)} (click to apply it)"
+    )
     before = sources(page)
     approve.click()
     return before
@@ -69,7 +75,11 @@ def test_reject_one_cell_of_three_in_jupyterlab(tmp_path: Path) -> None:
         before = choose_and_approve(page, first)
         first.get_by_text("Added two.").wait_for(timeout=30_000)
         assert sources(page) == [before[0], "## First", "## Third", *before[1:]]
-        assert "2 of 3 cells applied (1, 3)" in first.inner_text()
+        assert "Applied 2 of 3 cells (cells 1, 3)" in first.inner_text()
+        # The tool card's badge says the same, outlined as an approval, not an error.
+        badge = first.locator(".co-ToolCard-decision")
+        assert badge.inner_text() == "applied 2 of 3 cells (cells 1, 3)"
+        assert badge.get_attribute("data-allowed") == "true"
 
         # One undo step removes both: Ctrl+Z in command mode.
         page.keyboard.press("Escape")

@@ -325,6 +325,9 @@ def test_palette_lists_the_approval_commands_with_their_shortcuts(
         shortcut = item.locator(".lm-CommandPalette-itemShortcut").inner_text()
         assert shortcut.replace(" ", "") == keys, (label, shortcut)
         page.keyboard.press("Escape")
+    # One prefix for all of Co's commands, the activity panel's too.
+    _open_palette_command(page, "Co: Open Activity")
+    page.keyboard.press("Escape")
 
 
 def test_activity_panel_lists_audited_calls_with_filters(
@@ -347,7 +350,7 @@ def test_activity_panel_lists_audited_calls_with_filters(
     log.close()
     page.goto(lab.url("lab", reset=""))
     page.wait_for_selector(".jp-LauncherCard", timeout=LOAD)
-    _open_palette_command(page, "Co Activity").click()
+    _open_palette_command(page, "Co: Open Activity").click()
 
     panel = page.locator(".co-Activity")
     panel.wait_for()
@@ -456,7 +459,7 @@ def test_shortcut_approves_a_real_co_tool_call_end_to_end(
     page.wait_for_selector(".co-StatusBar-yolo")
     _shot(page, "approval-yolo")
 
-    _open_palette_command(page, "Co Activity").click()
+    _open_palette_command(page, "Co: Open Activity").click()
     page.wait_for_selector(
         ".co-Activity-calls tbody tr[data-tool=run_shell_command][data-decision=approved]"
     )

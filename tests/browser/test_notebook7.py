@@ -2,7 +2,7 @@
 
 Notebook 7 has no status bar, and its main area holds only the page's own widget: Co's
 status (model, tokens, YOLO, what waits for approval) sits in each Co notebook's
-toolbar, and "Co Activity" opens in the right side panel.
+toolbar, and "Co: Open Activity" opens "Co Activity" in the right side panel.
 """
 
 from __future__ import annotations
@@ -157,8 +157,8 @@ def test_agent_activity_opens_in_the_right_panel(
     page.evaluate("() => window.jupyterapp.commands.execute('apputils:activate-command-palette')")
     palette = page.locator(".lm-CommandPalette-input:visible")
     palette.wait_for()
-    palette.fill("Co Activity")
-    page.locator(".lm-CommandPalette-item:visible", has_text="Co Activity").first.click()
+    palette.fill("Co: Open Activity")
+    page.locator(".lm-CommandPalette-item:visible", has_text="Co: Open Activity").first.click()
 
     panel = page.locator("#jp-right-stack .co-Activity")
     panel.wait_for()

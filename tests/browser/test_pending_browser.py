@@ -101,7 +101,7 @@ def test_all_tabs_closed_the_unseen_call_is_denied_and_the_next_page_says_so(
             time.sleep(0.2)
         page.goto(co.url)
         page.get_by_text(
-            "Co: run_shell_command was timed out: no open page showed it for 2 s."
+            "Co: run_shell_command — timed out (denied): no open page showed it for 2 s."
         ).wait_for(timeout=90_000)
         page.screenshot(path=str(ARTIFACTS / "pending-unseen.png"))
         assert not (co.notebook.parent / "made").exists()
@@ -189,7 +189,7 @@ def test_restart_while_a_card_waits_draws_it_cancelled_and_resume_lists_the_turn
         cell.get_by_text("Cancelled (the kernel restarted)").wait_for(timeout=60_000)
         # A card (issue 36), not the monospace text record.
         cancelled = cell.locator('.co-approval[data-decision="cancelled"]')
-        assert "Co wants to run run_shell_command" in cancelled.inner_text()
+        assert "Co asked to run run_shell_command" in cancelled.inner_text()
         assert cell.locator("pre", has_text="Cancelled").count() == 0
         cell.locator('.co-ToolCard[data-status="interrupted"]').wait_for(timeout=30_000)
         assert cell.get_by_text("Waiting for your decision").count() == 0

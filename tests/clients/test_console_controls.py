@@ -99,7 +99,7 @@ def test_a_diff_cannot_draw_a_fake_question_and_hidden_characters_are_flagged(
     _assert_inert(question)
     assert "␛[2J␛[HCo wants to run read_file:" in question, question
     # The fake marker is shown, not drawn; the real question follows on a line of its own.
-    assert "␛[8m␛[0m␛[7m Co ␛[0m Approve?" in question, question
+    assert "␛[8m␛[0m␛[7m Co ␛[0m Decide:" in question, question
     assert question.endswith("\r\n"), question[-200:]
     assert "⟨U+202E⟩" in question and "⟨U+2066⟩" in question, question
     assert "⚠ Hidden characters" in question and "U+202E RIGHT-TO-LEFT OVERRIDE" in question

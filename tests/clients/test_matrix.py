@@ -149,7 +149,7 @@ def test_console_shows_every_outcome_and_asks_before_the_tool(
             for cell in CELLS:
                 child.sendline(cell)
                 if cell == CELLS[1]:
-                    child.expect(re.escape("[y]es / [n]o / [a]ll"))
+                    child.expect(re.escape("[y] Approve / [n] Deny / [a] Approve all"))
                     asked = child.before
                     child.sendline("y")
                 child.expect(r"In \[\d+\]: ")

@@ -125,7 +125,7 @@ def test_no_click_within_the_timeout_is_a_timed_out_denial() -> None:
     choice = asyncio.run(_ask(approver, ApprovalRequest(call(), timeout=0.05), None))
     assert choice == "timed_out"
     [bundle] = outputs.outputs.values()
-    assert bundle["text/plain"].endswith("Decision: 🚫 Denied (timed out)")
+    assert bundle["text/plain"].endswith("Decision: 🚫 Timed out (denied)")
     assert all(b.disabled for b in approver.cards[0].buttons)
 
 

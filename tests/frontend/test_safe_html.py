@@ -108,7 +108,7 @@ def test_markdown_still_renders() -> None:
         '<th style="text-align:left">a</th>',
         '<td style="text-align:left">1<br>2</td>',
         '<span class="math inline">$x_1 * y$</span>',
-        '<pre class="highlight"><code><span class="k">def</span>',
+        '<pre style="margin:1.5em 2em" class="highlight"><code><span class="k">def</span>',
         "<li>one</li>",
         "<ol>",
         "<blockquote>",
@@ -135,7 +135,27 @@ def test_the_check_sees_what_runs() -> None:
 def test_money_is_not_math_and_unknown_languages_are_plain_code() -> None:
     assert "math" not in markdown_to_html("It costs $5 and $10.")
     html = markdown_to_html("```nosuchlang\n<b>x</b>\n```")
-    assert "<pre><code>&lt;b&gt;x&lt;/b&gt;\n</code></pre>" in html
+    assert '<pre style="margin:1.5em 2em"><code>&lt;b&gt;x&lt;/b&gt;\n</code></pre>' in html
+
+
+def test_cells_and_code_blocks_carry_a_markdown_cells_looks() -> None:
+    # An HTML output's cells sit flush right where the page's styles cannot be changed
+    # (nbconvert's export): each cell says where it sits, the table's own alignment kept.
+    html = markdown_to_html("| a | b |\n|---|--:|\n| 1 | 2 |\n\n- item\n\n  ```\n  x\n  ```\n")
+    assert '<th style="text-align:center">a</th>' in html
+    assert '<th style="text-align:right">b</th>' in html
+    assert '<td style="text-align:left">1</td>' in html
+    assert '<td style="text-align:right">2</td>' in html
+    # A block inside a list has no margins in a Markdown cell either.
+    assert "<li>\n<p>item</p>\n<pre><code>x" in html
+    # Text from outside cannot give a block other margins (over what follows it) or
+    # style a cell otherwise; the one spacing Co gives passes as it is.
+    hostile = markdown_to_html(
+        '<pre style="margin:-40em 0">a</pre><pre style="margin:1.5em 2em;position:fixed">b</pre>'
+        '<table><tr><td style="position:fixed;text-align:right">c</td></tr></table>'
+    )
+    assert "<pre>a</pre><pre>b</pre>" in hostile
+    assert '<td style="text-align:right">c</td>' in hostile
 
 
 def test_bundles_lose_their_markdown_and_keep_their_text() -> None:

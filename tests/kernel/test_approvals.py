@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from co_kernel.frontend import MIME_TOOL_CALL
 from tests.kernel_harness import WIDGET_VIEW, CellResult, CoKernel, WidgetClicker
 from tests.support.cells import tool_cards
 from tests.support.scripted import shell, tool_results_sent
@@ -164,7 +165,7 @@ def test_unanswered_card_times_out_as_denied(start_kernel, model_server, workspa
     [card] = tool_cards(result)
     assert card["decision"] == "timed out"
     [widget] = widget_cards(result)
-    assert "Denied (timed out)" in widget["text/plain"]
+    assert "Timed out (denied)" in widget["text/plain"]
     assert model_server.errors == []
 
 
@@ -215,7 +216,7 @@ def test_console_yes_runs_the_tool(kernel, model_server, workspace):
     assert result.status == "ok"
     assert (workspace / "marker").exists()
     [request] = result.of_type("input_request")
-    assert "[y]es / [n]o / [a]ll" in request["content"]["prompt"]
+    assert "[y] Approve / [n] Deny / [a] Approve all" in request["content"]["prompt"]
     assert "Co wants to run run_shell_command" in result.stdout
     assert "✅ Approved" in result.stdout and "Done." in result.stdout
 
@@ -231,7 +232,7 @@ def test_console_no_denies_and_an_unreadable_answer_asks_again(kernel, model_ser
     assert result.status == "ok"
     assert not (workspace / "marker").exists()
     assert len(result.of_type("input_request")) == 2
-    assert "Please answer y (yes), n (no) or a (all)." in result.stdout
+    assert "Please answer y (Approve), n (Deny), a (Approve all)." in result.stdout
     assert "🚫 Denied" in result.stdout
     assert model_server.errors == []
 
@@ -288,7 +289,7 @@ def test_console_unanswered_request_times_out(start_kernel, model_server, worksp
     assert result.status == "ok"
     assert len(result.of_type("input_request")) == 1
     assert not (workspace / "marker").exists()
-    assert "Denied (timed out)" in result.stdout
+    assert "Timed out (denied)" in result.stdout
 
 
 # -- headless (nbclient, nbval, papermill): the policy ---------------------------------
@@ -343,3 +344,29 @@ def test_safe_command_runs_without_asking_anywhere(kernel, model_server, workspa
     assert result.status == "ok" and clicker.cards == 0
     assert [c["decision"] for c in tool_cards(result)] == ["safe-prefix"]
     assert model_server.errors == []
+
+
+def test_a_denied_change_reads_as_proposed_and_keeps_the_call_argument_order(
+    kernel, model_server, workspace
+):
+    (workspace / "notes.md").write_text("# Notes\nold line\n")
+    write = {"path": "notes.md", "content": "# Notes\nnew line\n"}
+    model_server.extend(
+        [
+            {"tool_calls": [{"name": "write_file", "arguments": write}]},
+            {"expect": {"tool_result_contains": "denied"}, "text": "Left alone."},
+        ]
+    )
+    result = kernel.execute("rewrite the notes", on_message=WidgetClicker(["Deny"]))
+    assert result.status == "ok"
+    assert (workspace / "notes.md").read_text() == "# Notes\nold line\n"
+    [bundle] = [d for d in result.final_displays().values() if d.get(MIME_TOOL_CALL)]
+    # Nothing changed: the card says what was proposed, not "Change".
+    assert "<b>Proposed change, not applied</b>" in bundle["text/html"]
+    assert "<b>Change</b>" not in bundle["text/html"]
+    # A saved notebook sorts the keys; the order the model wrote rides beside them.
+    assert bundle[MIME_TOOL_CALL]["arg_order"] == ["path", "content"]
+    # The red verdict of the card: denied, in the decision language's words.
+    [widget] = widget_cards(result)
+    assert "Decision: 🚫 Denied" in widget["text/plain"]
+    assert "border-left: 3px solid #d9534f" in widget["text/html"]

@@ -214,3 +214,36 @@ def test_approve_all_takes_the_whole_call(kernel, model_server):
     page.serve(kernel.send("add three cells"), choice="approve_all", reject=[1])
     assert len(page.cells) == 4
     assert "Inserted 3 cell(s) at index 1" in tool_result(model_server)
+
+
+def test_the_card_names_each_cell_one_way_and_says_what_went_in(kernel, model_server):
+    page = LivePage(kernel, [dict(c) for c in NOTEBOOK])
+    model_server.extend([call("insert_cells", index=1, cells=THREE), {"text": "Inserted."}])
+    page.serve(kernel.send("add three cells"), reject=[1])
+    html = " ".join(s["value"] for s in widget_states(page, "HTMLModel").values())
+    # "cell 2 of 3: new Markdown cell", not beside a diff that numbers it "new cell 2".
+    assert ">✓ Apply cell 1 of 3: new Python cell</button>" in html
+    assert ">✓ Apply cell 2 of 3: new Markdown cell</button>" in html
+    assert "new cell 2" not in html
+    # The decided card says plainly what went in, wherever it is drawn.
+    [decided] = [
+        m["content"]["data"]
+        for m in page.messages
+        if m["msg_type"] == "update_display_data"
+        and "co-approval" in m["content"]["data"].get("text/html", "")
+    ]
+    assert "Decision: ✅ Applied 2 of 3 cells (cells 1, 3)" in decided["text/plain"]
+    assert "<b>✅ Applied 2 of 3 cells (cells 1, 3)</b>" in decided["text/html"]
+
+
+def test_a_card_whose_every_cell_was_rejected_says_nothing_went_in(kernel, model_server):
+    page = LivePage(kernel, [dict(c) for c in NOTEBOOK])
+    model_server.extend([call("insert_cells", index=0, cells=THREE), {"text": "ok"}])
+    page.serve(kernel.send("add three cells"), reject=[0, 1, 2])
+    [decided] = [
+        m["content"]["data"]
+        for m in page.messages
+        if m["msg_type"] == "update_display_data"
+        and "co-approval" in m["content"]["data"].get("text/html", "")
+    ]
+    assert "Decision: 🚫 Nothing applied: all 3 cells rejected" in decided["text/plain"]

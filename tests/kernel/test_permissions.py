@@ -183,7 +183,7 @@ def test_always_allow_in_the_console(kernel, model_server, workspace):
     )
     assert result.status == "ok", result.text()
     [request] = result.of_type("input_request")
-    assert "al[w]ays allow run_shell_command(touch*)" in request["content"]["prompt"]
+    assert "[w] Always allow run_shell_command(touch*)" in request["content"]["prompt"]
     assert (workspace / "made-1").exists() and (workspace / "made-2").exists()
     assert "Always allowed" in result.stdout
 

@@ -1,4 +1,4 @@
-"use strict";(self.rspackChunkco_kernel_lab=self.rspackChunkco_kernel_lab||[]).push([[232],{475(o,r,t){var e=t(601),a=t.n(e),i=t(314),n=(t.n(i))()(a());n.push([o.id,`/*
+"use strict";(self.rspackChunkco_kernel_lab=self.rspackChunkco_kernel_lab||[]).push([[232],{475(o,r,e){var t=e(601),a=e.n(t),n=e(314),i=(e.n(n))()(a());i.push([o.id,`/*
  * Co extension styles. Only JupyterLab theme variables, so the light and dark
  * themes (and high-contrast ones) both read well.
  */
@@ -105,8 +105,31 @@
   color: var(--jp-ui-font-color1);
 }
 
-.co-ToolCard-decision[data-allowed='false'] {
+/* The decision language (approval.ts): one colour per tone, everywhere. */
+.co-ToolCard-decision[data-tone='danger'] {
   border-color: var(--jp-error-color1);
+}
+
+.co-ToolCard-decision[data-tone='neutral'] {
+  border-color: var(--jp-border-color1);
+}
+
+/* Answer buttons outside the card: the colours ipywidgets gives the card's. */
+button.jp-mod-styled:is(.co-mod-success, .co-mod-danger, .co-mod-warning) {
+  color: var(--jp-ui-inverse-font-color1);
+  border: none;
+}
+
+button.jp-mod-styled.co-mod-success {
+  background-color: var(--jp-success-color1);
+}
+
+button.jp-mod-styled.co-mod-danger {
+  background-color: var(--jp-error-color1);
+}
+
+button.jp-mod-styled.co-mod-warning {
+  background-color: var(--jp-warn-color1);
 }
 
 .co-ToolCard-duration {
@@ -337,12 +360,16 @@
   font-family: var(--jp-code-font-family);
 }
 
-.co-Activity-decision[data-allowed='true'] {
+.co-Activity-decision[data-tone='success'] {
   color: var(--jp-success-color1);
 }
 
-.co-Activity-decision[data-allowed='false'] {
+.co-Activity-decision[data-tone='danger'] {
   color: var(--jp-error-color1);
+}
+
+.co-Activity-decision[data-tone='neutral'] {
+  color: var(--jp-ui-font-color2);
 }
 
 .co-Activity-empty {
@@ -414,4 +441,4 @@
   font-size: var(--jp-code-font-size);
   background: var(--jp-cell-editor-background);
 }
-`,""]),t.d(r,{},{A:n})},314(o){o.exports=function(o){var r=[];return r.toString=function(){return this.map(function(r){var t="",e=void 0!==r[5];return r[4]&&(t+="@supports (".concat(r[4],") {")),r[2]&&(t+="@media ".concat(r[2]," {")),e&&(t+="@layer".concat(r[5].length>0?" ".concat(r[5]):""," {")),t+=o(r),e&&(t+="}"),r[2]&&(t+="}"),r[4]&&(t+="}"),t}).join("")},r.i=function(o,t,e,a,i){"string"==typeof o&&(o=[[null,o,void 0]]);var n={};if(e)for(var c=0;c<this.length;c++){var l=this[c][0];null!=l&&(n[l]=!0)}for(var s=0;s<o.length;s++){var d=[].concat(o[s]);e&&n[d[0]]||(void 0!==i&&(void 0===d[5]||(d[1]="@layer".concat(d[5].length>0?" ".concat(d[5]):""," {").concat(d[1],"}")),d[5]=i),t&&(d[2]&&(d[1]="@media ".concat(d[2]," {").concat(d[1],"}")),d[2]=t),a&&(d[4]?(d[1]="@supports (".concat(d[4],") {").concat(d[1],"}"),d[4]=a):d[4]="".concat(a)),r.push(d))}},r}},601(o){o.exports=function(o){return o[1]}},72(o){var r=[];function t(o){for(var t=-1,e=0;e<r.length;e++)if(r[e].identifier===o){t=e;break}return t}function e(o,e){for(var a={},i=[],n=0;n<o.length;n++){var c=o[n],l=e.base?c[0]+e.base:c[0],s=a[l]||0,d="".concat(l," ").concat(s);a[l]=s+1;var p=t(d),u={css:c[1],media:c[2],sourceMap:c[3],supports:c[4],layer:c[5]};if(-1!==p)r[p].references++,r[p].updater(u);else{var f=function(o,r){var t=r.domAPI(r);return t.update(o),function(r){r?(r.css!==o.css||r.media!==o.media||r.sourceMap!==o.sourceMap||r.supports!==o.supports||r.layer!==o.layer)&&t.update(o=r):t.remove()}}(u,e);e.byIndex=n,r.splice(n,0,{identifier:d,updater:f,references:1})}i.push(d)}return i}o.exports=function(o,a){var i=e(o=o||[],a=a||{});return function(o){o=o||[];for(var n=0;n<i.length;n++){var c=t(i[n]);r[c].references--}for(var l=e(o,a),s=0;s<i.length;s++){var d=t(i[s]);0===r[d].references&&(r[d].updater(),r.splice(d,1))}i=l}}},659(o){var r={};o.exports=function(o,t){var e=function(o){if(void 0===r[o]){var t=document.querySelector(o);if(window.HTMLIFrameElement&&t instanceof window.HTMLIFrameElement)try{t=t.contentDocument.head}catch(o){t=null}r[o]=t}return r[o]}(o);if(!e)throw Error("Couldn't find a style target. This probably means that the value for the 'insert' parameter is invalid.");e.appendChild(t)}},540(o){o.exports=function(o){var r=document.createElement("style");return o.setAttributes(r,o.attributes),o.insert(r,o.options),r}},56(o,r,t){o.exports=function(o){var r=t.nc;r&&o.setAttribute("nonce",r)}},825(o){o.exports=function(o){if("u"<typeof document)return{update:function(){},remove:function(){}};var r=o.insertStyleElement(o);return{update:function(t){var e,a,i;e="",t.supports&&(e+="@supports (".concat(t.supports,") {")),t.media&&(e+="@media ".concat(t.media," {")),(a=void 0!==t.layer)&&(e+="@layer".concat(t.layer.length>0?" ".concat(t.layer):""," {")),e+=t.css,a&&(e+="}"),t.media&&(e+="}"),t.supports&&(e+="}"),(i=t.sourceMap)&&"u">typeof btoa&&(e+="\n/*# sourceMappingURL=data:application/json;base64,".concat(btoa(unescape(encodeURIComponent(JSON.stringify(i))))," */")),o.styleTagTransform(e,r,o.options)},remove:function(){var o;null===(o=r).parentNode||o.parentNode.removeChild(o)}}}},113(o){o.exports=function(o,r){if(r.styleSheet)r.styleSheet.cssText=o;else{for(;r.firstChild;)r.removeChild(r.firstChild);r.appendChild(document.createTextNode(o))}}},579(o,r,t){var e=t(72),a=t.n(e),i=t(825),n=t.n(i),c=t(659),l=t.n(c),s=t(56),d=t.n(s),p=t(540),u=t.n(p),f=t(113),v=t.n(f),h=t(475),m={};m.styleTagTransform=v(),m.setAttributes=d(),m.insert=l().bind(null,"head"),m.domAPI=n(),m.insertStyleElement=u(),a()(h.A,m),h.A&&h.A.locals&&h.A.locals}}]);
+`,""]),e.d(r,{},{A:i})},314(o){o.exports=function(o){var r=[];return r.toString=function(){return this.map(function(r){var e="",t=void 0!==r[5];return r[4]&&(e+="@supports (".concat(r[4],") {")),r[2]&&(e+="@media ".concat(r[2]," {")),t&&(e+="@layer".concat(r[5].length>0?" ".concat(r[5]):""," {")),e+=o(r),t&&(e+="}"),r[2]&&(e+="}"),r[4]&&(e+="}"),e}).join("")},r.i=function(o,e,t,a,n){"string"==typeof o&&(o=[[null,o,void 0]]);var i={};if(t)for(var c=0;c<this.length;c++){var s=this[c][0];null!=s&&(i[s]=!0)}for(var l=0;l<o.length;l++){var d=[].concat(o[l]);t&&i[d[0]]||(void 0!==n&&(void 0===d[5]||(d[1]="@layer".concat(d[5].length>0?" ".concat(d[5]):""," {").concat(d[1],"}")),d[5]=n),e&&(d[2]&&(d[1]="@media ".concat(d[2]," {").concat(d[1],"}")),d[2]=e),a&&(d[4]?(d[1]="@supports (".concat(d[4],") {").concat(d[1],"}"),d[4]=a):d[4]="".concat(a)),r.push(d))}},r}},601(o){o.exports=function(o){return o[1]}},72(o){var r=[];function e(o){for(var e=-1,t=0;t<r.length;t++)if(r[t].identifier===o){e=t;break}return e}function t(o,t){for(var a={},n=[],i=0;i<o.length;i++){var c=o[i],s=t.base?c[0]+t.base:c[0],l=a[s]||0,d="".concat(s," ").concat(l);a[s]=l+1;var p=e(d),u={css:c[1],media:c[2],sourceMap:c[3],supports:c[4],layer:c[5]};if(-1!==p)r[p].references++,r[p].updater(u);else{var f=function(o,r){var e=r.domAPI(r);return e.update(o),function(r){r?(r.css!==o.css||r.media!==o.media||r.sourceMap!==o.sourceMap||r.supports!==o.supports||r.layer!==o.layer)&&e.update(o=r):e.remove()}}(u,t);t.byIndex=i,r.splice(i,0,{identifier:d,updater:f,references:1})}n.push(d)}return n}o.exports=function(o,a){var n=t(o=o||[],a=a||{});return function(o){o=o||[];for(var i=0;i<n.length;i++){var c=e(n[i]);r[c].references--}for(var s=t(o,a),l=0;l<n.length;l++){var d=e(n[l]);0===r[d].references&&(r[d].updater(),r.splice(d,1))}n=s}}},659(o){var r={};o.exports=function(o,e){var t=function(o){if(void 0===r[o]){var e=document.querySelector(o);if(window.HTMLIFrameElement&&e instanceof window.HTMLIFrameElement)try{e=e.contentDocument.head}catch(o){e=null}r[o]=e}return r[o]}(o);if(!t)throw Error("Couldn't find a style target. This probably means that the value for the 'insert' parameter is invalid.");t.appendChild(e)}},540(o){o.exports=function(o){var r=document.createElement("style");return o.setAttributes(r,o.attributes),o.insert(r,o.options),r}},56(o,r,e){o.exports=function(o){var r=e.nc;r&&o.setAttribute("nonce",r)}},825(o){o.exports=function(o){if("u"<typeof document)return{update:function(){},remove:function(){}};var r=o.insertStyleElement(o);return{update:function(e){var t,a,n;t="",e.supports&&(t+="@supports (".concat(e.supports,") {")),e.media&&(t+="@media ".concat(e.media," {")),(a=void 0!==e.layer)&&(t+="@layer".concat(e.layer.length>0?" ".concat(e.layer):""," {")),t+=e.css,a&&(t+="}"),e.media&&(t+="}"),e.supports&&(t+="}"),(n=e.sourceMap)&&"u">typeof btoa&&(t+="\n/*# sourceMappingURL=data:application/json;base64,".concat(btoa(unescape(encodeURIComponent(JSON.stringify(n))))," */")),o.styleTagTransform(t,r,o.options)},remove:function(){var o;null===(o=r).parentNode||o.parentNode.removeChild(o)}}}},113(o){o.exports=function(o,r){if(r.styleSheet)r.styleSheet.cssText=o;else{for(;r.firstChild;)r.removeChild(r.firstChild);r.appendChild(document.createTextNode(o))}}},579(o,r,e){var t=e(72),a=e.n(t),n=e(825),i=e.n(n),c=e(659),s=e.n(c),l=e(56),d=e.n(l),p=e(540),u=e.n(p),f=e(113),v=e.n(f),h=e(475),m={};m.styleTagTransform=v(),m.setAttributes=d(),m.insert=s().bind(null,"head"),m.domAPI=i(),m.insertStyleElement=u(),a()(h.A,m),h.A&&h.A.locals&&h.A.locals}}]);
