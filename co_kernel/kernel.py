@@ -154,8 +154,10 @@ class CoKernel(IPythonKernel):
 
         ``python -m co_kernel`` starts with the collector off (``__main__``). Frozen objects
         are never scanned, so a full collection during a turn costs milliseconds instead of
-        a tenth of a second; their garbage, next to none, is never freed. Once: a later
-        freeze would keep the garbage of cells from being collected.
+        a tenth of a second. What among them becomes cyclic garbage is never freed: next to
+        nothing of start-up's, and the first session's cycles if a change of trust or model
+        replaces it (a rare, bounded cost). Once: a later freeze would keep the garbage of
+        cells from being collected.
         """
         if not self._collector_settled.is_set():
             self._collector_settled.set()
