@@ -221,13 +221,14 @@ def cold_turn(kernel: Kernel, cwd: Path) -> float:
         km.shutdown_kernel(now=True)
 
 
-def session_built(kernel: CoKernel) -> bool:
-    """Whether the kernel's background warm-up has built its session (kernel_info says)."""
-    msg_id = kernel.kc.kernel_info()
-    while True:
-        reply = kernel.kc.get_shell_msg(timeout=60)
-        if reply["parent_header"].get("msg_id") == msg_id:
-            return bool(reply["content"].get("co", {}).get("session_id"))
+def wait_for_warm_up(kernel: CoKernel) -> float:
+    """Seconds a completion request waited: Co answers one only after its warm-up (the
+    imports and the session's agent) is done, as a cell would wait."""
+    started = time.monotonic()
+    msg_id = kernel.kc.complete("%he", 3)
+    while kernel.kc.get_shell_msg(timeout=120)["parent_header"].get("msg_id") != msg_id:
+        pass
+    return time.monotonic() - started
 
 
 LATE: list[str] = []
@@ -236,15 +237,13 @@ LATE: list[str] = []
 
 def settled_turn(label: str, env: dict[str, str], cwd: Path, source: Path) -> float:
     """Section 4: a fresh Co kernel of ``source``, the prompt 6 s after its start, or
-    later if its warm-up is not done by then: this section measures a settled kernel."""
+    once its warm-up is done if that is later: this section measures a settled kernel."""
     started = time.monotonic()
     kernel = CoKernel(env, cwd, fork=False, source=None if source == REPO else source)
     try:
         time.sleep(max(0.0, started + SETTLED_AFTER - time.monotonic()))
-        if not session_built(kernel):
+        if wait_for_warm_up(kernel) > 0.1:
             LATE.append(label)
-            while not session_built(kernel):
-                time.sleep(0.2)
         return co_cut_trial(kernel, str(uuid.uuid4()))
     finally:
         kernel.shutdown()

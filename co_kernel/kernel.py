@@ -46,6 +46,27 @@ _WARM_MODULES = (
     "co_kernel.models._finish",
 )
 
+_WARM_REQUEST: dict[str, Any] = {
+    "model": "warm",
+    "stream": True,
+    "stream_options": {"include_usage": True},
+    "tool_choice": "auto",
+    "messages": [
+        {"role": "system", "content": "."},
+        {"role": "user", "content": [
+            {"type": "text", "text": "."},
+            {"type": "image_url", "image_url": {"url": "data:,"}},
+        ]},
+        {"role": "assistant", "content": ".", "tool_calls": [
+            {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+        ]},
+        {"role": "tool", "tool_call_id": "c", "content": "."},
+    ],
+    "tools": [{"type": "function", "function": {
+        "name": "f", "description": ".", "parameters": {"type": "object", "properties": {}},
+    }}],
+}  # fmt: skip
+"""A chat request with every part the first turns send, converted once in the warm-up."""
 
 _CELL_END_TIMEOUT = 3.0
 """Seconds a shutdown waits for the interrupted cell's reply (jupyter_client waits 5 s for
@@ -232,9 +253,10 @@ class CoKernel(IPythonKernel):
             self.log.exception("Co failed on a cell")
             message = f"Co hit an internal error: {type(exc).__name__}: {exc}. The kernel is still running."
             outcome = self._dispatcher.fail(type(exc).__name__, message)
-        # A client that never asked for kernel_info started no warm-up: the collector
-        # must not stay off for the kernel's life.
-        self._settle_collector()
+        if not self._warmed:
+            # A client that never asked for kernel_info started no warm-up (which settles
+            # the collector when it ends): the collector must not stay off for good.
+            self._settle_collector()
         if store_history and not silent and code.strip():
             # After the cell: by then the session exists, and its redactor knows every
             # configured secret (no store of Co's keeps one).
@@ -444,6 +466,17 @@ def _warm_imports() -> None:
         ChatCompletionChunk.construct(**chunk)
     except Exception:
         log.debug("warming the chunk types failed", exc_info=True)
+    try:
+        # The OpenAI client converts every request's parameters by their TypedDicts, whose
+        # type hints it resolves on first use and caches (20-40 ms in the first request):
+        # resolve them here, with a request of each message kind and a tool. Its private
+        # helper: should the SDK move it, only this warming is lost.
+        from openai._utils import transform
+        from openai.types.chat.completion_create_params import CompletionCreateParamsStreaming
+
+        transform(_WARM_REQUEST, CompletionCreateParamsStreaming)
+    except Exception:
+        log.debug("warming the request conversion failed", exc_info=True)
     try:
         # pydantic-ai builds the messages' serializer and validator on first use, which
         # was the first turn's save to the session store (about 50 ms): build them here.
