@@ -1,42 +1,68 @@
-"""Starting up: Co beside a stock ``python3`` ipykernel and a bare pydantic-ai loop.
+"""Starting up: Co beside the commit before, pydantic-ai-kernel, stock ipykernel and a bare loop.
 
-3. Kernel start to first kernel_info_reply. Both kernelspecs come from the same
-   environment and start the same way, alternating: ``KernelManager.start_kernel``, a
-   client, one ``kernel_info`` request sent at once (ZMQ queues it until the kernel
-   listens) and the clock stops when its reply arrives; then ``wait_for_ready`` confirms
-   the kernel (untimed) and it is shut down.
+Every kernel starts fresh (a new interpreter, never forked) from its own kernelspec, and
+each sample alternates who goes first so drift on a busy machine hits all alike. "Co" is
+this checkout; "Co before" is ``--baseline-ref`` (a git worktree beside this one, imported
+with this environment's packages); pydantic-ai-kernel (PyPI, in a venv of its own made
+once beside this checkout, ``--peer-venv``, with this environment's pydantic-ai) is
+configured with the same scripted model.
+
+3. Kernel start to first kernel_info_reply: ``KernelManager.start_kernel``, a client, one
+   ``kernel_info`` request sent at once (ZMQ queues it until the kernel listens) and the
+   clock stops when its reply arrives (target: Co within 1.5x the stock ``python3``).
 4. The first turn, sent 6 s after the kernel started (the background import and the
-   session build are done): execute_request -> first Markdown at the client, beside a bare
+   session build are done; on a loaded machine the prompt waits until they are, and the
+   run says so): execute_request -> first Markdown at the client, beside a bare
    pydantic-ai ``run_stream_events`` loop in this process (a fresh agent each time, built
    outside the clock) -> its first text delta, against the same scripted server (a 20 KB
-   Markdown answer), alternating, fresh kernels (target: within +50 ms).
+   Markdown answer) (target: within +20 ms of the bare loop).
 5. A prompt sent the moment the kernel answers kernel_info: kernel start -> first text at
-   the client, beside a stock python3 ipykernel whose first cell imports pydantic-ai,
-   builds an agent and streams the same answer with ``run_stream_events``, printing its
-   first text (target: within 1.3x), alternating, fresh kernels.
+   the client, beside pydantic-ai-kernel sent the same prompt the same way (target: no
+   later), and a stock python3 ipykernel whose first cell imports pydantic-ai, builds an
+   agent and streams the same answer with ``run_stream_events``, printing its first text.
 
 Run: PYTHONPATH=. .venv/bin/python benchmarks/bench_startup.py [--starts 7] [--turns 5]
+    [--baseline-ref 17870b3] [--peer-venv PATH]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import os
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-from _common import kernel_env, load_average, markdown_answer, median, ms, print_table, verdict
+from _common import (
+    REPO,
+    git_worktree,
+    kernel_env,
+    load_average,
+    markdown_answer,
+    median,
+    ms,
+    print_table,
+    verdict,
+)
 from bench_streaming import ANSWER_MIME, PROMPT, BareLoop, co_cut_trial, model_server
+from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
 from tests.kernel_harness import CoKernel, ensure_kernelspec
 
-KERNELS = ("python3", "co")
 SETTLED_AFTER = 6.0
 """Seconds after the kernel starts when the prompt of section 4 is sent."""
+
+PEER = "pydantic-ai-kernel==1.5.4"
 
 STOCK_CELL = """
 from pydantic_ai import Agent
@@ -58,12 +84,85 @@ async with agent.run_stream_events({prompt!r}) as events:
             break
 """
 
+PEER_CONFIG = """\
+agent_name: bench
+system_prompt: You are a helpful assistant.
+model:
+  model_type: openai
+  model_name: scripted
+  model_provider:
+    name: openai
+    params:
+      base_url: {url}
+      api_key: x
+"""
 
-def start_and_ask(name: str, env: dict[str, str], cwd: Path) -> tuple[Any, Any, float, Any]:
+
+@dataclass
+class Kernel:
+    """One kernel to start: its kernelspec, environment and the first cell it is sent."""
+
+    label: str
+    spec: str
+    env: dict[str, str]
+    cell: str = PROMPT
+    specs: KernelSpecManager = field(default_factory=KernelSpecManager)
+
+
+def peer_python(venv: Path) -> Path:
+    """pydantic-ai-kernel's Python, in a venv of its own made once (a minute the first time).
+
+    Its own dependencies, with this environment's pydantic-ai-slim (``[openai,mcp]``, what
+    it imports) and ipykernel: its requirement on the ``pydantic-ai`` meta package would
+    pull an older pydantic-ai, hence ``--no-deps`` for the kernel itself.
+    """
+    python = venv / "bin" / "python"
+    if not python.exists():
+        print(f"Installing {PEER} into {venv} (once)")
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        pip = [str(python), "-m", "pip", "install", "-q"]
+        subprocess.run([*pip, "--no-deps", PEER], check=True)
+        same = [
+            f"pydantic-ai-slim[openai,mcp]=={version('pydantic-ai-slim')}",
+            f"ipykernel=={version('ipykernel')}",
+        ]
+        subprocess.run(
+            [*pip, *same, "metakernel", "boosted-magics", "ipywidgets", "pyyaml"], check=True
+        )
+    return python
+
+
+def peer_kernel(venv: Path, base_url: str, home: Path, tmp: Path) -> Kernel:
+    """pydantic-ai-kernel on the scripted model, from a kernelspec of its own in ``tmp``."""
+    config = tmp / "peer.yaml"
+    config.write_text(PEER_CONFIG.format(url=base_url))
+    spec = tmp / "kernels" / "peer"
+    spec.mkdir(parents=True, exist_ok=True)
+    argv = [str(peer_python(venv)), "-m", "pydantic_ai_kernel", "-f", "{connection_file}"]
+    spec.joinpath("kernel.json").write_text(
+        json.dumps({"argv": argv, "display_name": "peer", "language": "text"})
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CO_") and k != "PYTHONPATH"}
+    env.update(HOME=str(home), PYDANTIC_AI_KERNEL_CONFIG=str(config))
+    return Kernel(
+        "pydantic-ai-kernel", "peer", env, specs=KernelSpecManager(kernel_dirs=[str(spec.parent)])
+    )
+
+
+def co_env(home: Path, base_url: str, source: Path) -> dict[str, str]:
+    """Co's environment importing ``source``'s co_kernel (this checkout or the baseline)."""
+    env = kernel_env(home, base_url)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(source), *(p for p in env["PYTHONPATH"].split(os.pathsep) if p != str(REPO))]
+    )
+    return env
+
+
+def start_and_ask(kernel: Kernel, cwd: Path) -> tuple[Any, Any, float, Any]:
     """Start a kernel and send kernel_info at once: (manager, client, start time, reply)."""
-    km = KernelManager(kernel_name=name)
+    km = KernelManager(kernel_name=kernel.spec, kernel_spec_manager=kernel.specs)
     start = time.monotonic()
-    km.start_kernel(env=env, cwd=str(cwd))
+    km.start_kernel(env=kernel.env, cwd=str(cwd))
     kc = km.client()
     kc.start_channels()
     msg_id = kc.kernel_info()
@@ -73,13 +172,15 @@ def start_and_ask(name: str, env: dict[str, str], cwd: Path) -> tuple[Any, Any, 
             return km, kc, start, reply
 
 
-def time_start(name: str, env: dict[str, str], cwd: Path) -> float:
+def time_start(kernel: Kernel, cwd: Path) -> float:
     """Seconds from start_kernel to the first kernel_info_reply."""
-    km, kc, start, reply = start_and_ask(name, env, cwd)
+    km, kc, start, reply = start_and_ask(kernel, cwd)
     try:
         elapsed = time.monotonic() - start
         if reply["msg_type"] != "kernel_info_reply":
-            raise RuntimeError(f"{name}: expected kernel_info_reply, got {reply['msg_type']}")
+            raise RuntimeError(
+                f"{kernel.label}: expected kernel_info_reply, got {reply['msg_type']}"
+            )
         kc.wait_for_ready(timeout=60)
         return elapsed
     finally:
@@ -87,30 +188,19 @@ def time_start(name: str, env: dict[str, str], cwd: Path) -> float:
         km.shutdown_kernel(now=False)
 
 
-def settled_turn(env: dict[str, str], cwd: Path) -> float:
-    """Section 4: a fresh Co kernel, the prompt 6 s after its start; seconds to first text."""
-    started = time.monotonic()
-    kernel = CoKernel(env, cwd)
-    try:
-        time.sleep(max(0.0, started + SETTLED_AFTER - time.monotonic()))
-        return co_cut_trial(kernel, str(uuid.uuid4()))
-    finally:
-        kernel.shutdown()
-
-
 def _first_text(msg: dict[str, Any]) -> bool:
-    """Co's first Markdown display, or the stock kernel's printed text."""
+    """Co's first Markdown display, or the printed text of the others."""
     if msg["msg_type"] == "stream" and msg["content"]["text"].strip():
         return True
     return msg["msg_type"] == "display_data" and bool(msg["content"]["data"].get(ANSWER_MIME))
 
 
-def cold_turn(name: str, code: str, env: dict[str, str], cwd: Path) -> float:
+def cold_turn(kernel: Kernel, cwd: Path) -> float:
     """Section 5: start_kernel -> first text of a cell sent when kernel_info is answered."""
-    km, kc, start, _ = start_and_ask(name, env, cwd)
+    km, kc, start, _ = start_and_ask(kernel, cwd)
     try:
         request = kc.session.msg("execute_request", {
-            "code": code, "silent": False, "store_history": True, "user_expressions": {},
+            "code": kernel.cell, "silent": False, "store_history": True, "user_expressions": {},
             "allow_stdin": False, "stop_on_error": False,
         })  # fmt: skip
         request["metadata"]["cellId"] = str(uuid.uuid4())  # JupyterLab's: Co's notebook mode
@@ -123,20 +213,86 @@ def cold_turn(name: str, code: str, env: dict[str, str], cwd: Path) -> float:
             if _first_text(msg):
                 return time.monotonic() - start
             if msg["msg_type"] == "error":
-                raise RuntimeError(f"{name}: {msg['content']['evalue']}")
+                raise RuntimeError(f"{kernel.label}: {msg['content']['evalue']}")
             if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-                raise RuntimeError(f"{name}: the cell showed no text")
+                raise RuntimeError(f"{kernel.label}: the cell showed no text")
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
 
 
-def first_turns(turns: int) -> None:
+def wait_for_warm_up(kernel: CoKernel) -> float:
+    """Seconds a completion request waited: Co answers one only after its warm-up (the
+    imports and the session's agent) is done, as a cell would wait."""
+    started = time.monotonic()
+    msg_id = kernel.kc.complete("%he", 3)
+    while kernel.kc.get_shell_msg(timeout=120)["parent_header"].get("msg_id") != msg_id:
+        pass
+    return time.monotonic() - started
+
+
+LATE: list[str] = []
+"""Section 4's kernels whose warm-up was not done 6 s after start (a loaded machine)."""
+
+
+def settled_turn(label: str, env: dict[str, str], cwd: Path, source: Path) -> float:
+    """Section 4: a fresh Co kernel of ``source``, the prompt 6 s after its start, or
+    once its warm-up is done if that is later: this section measures a settled kernel."""
+    started = time.monotonic()
+    kernel = CoKernel(env, cwd, fork=False, source=None if source == REPO else source)
+    try:
+        time.sleep(max(0.0, started + SETTLED_AFTER - time.monotonic()))
+        if wait_for_warm_up(kernel) > 0.1:
+            LATE.append(label)
+        return co_cut_trial(kernel, str(uuid.uuid4()))
+    finally:
+        kernel.shutdown()
+
+
+def alternate(runs: dict[str, Callable[[], float]], rounds: int) -> dict[str, list[float]]:
+    """``rounds`` samples of each, the order rotated every round; one untimed round first
+    (the OS file cache, this process's own imports)."""
+    for run in runs.values():
+        run()
+    samples: dict[str, list[float]] = {name: [] for name in runs}
+    names = list(runs)
+    for n in range(rounds):
+        shift = n % len(names)
+        for name in names[shift:] + names[:shift]:
+            samples[name].append(runs[name]())
+    return samples
+
+
+def span(values: list[float]) -> str:
+    return f"{ms(min(values))}..{ms(max(values))}"
+
+
+def print_samples(section: str, samples: dict[str, list[float]]) -> None:
+    for name, values in samples.items():
+        print(f"{section}. {name} samples (ms):", " ".join(f"{t * 1000:.0f}" for t in values))
+
+
+def kernel_starts(starts: int, kernels: list[Kernel], base_ref: str) -> None:
+    """Section 3."""
+    with tempfile.TemporaryDirectory(prefix="co-bench-") as tmp:
+        work = Path(tmp, "work")
+        work.mkdir()
+        times = alternate({k.label: lambda k=k: time_start(k, work) for k in kernels}, starts)
+    co, before, stock = (median(times[k]) for k in ("Co", "Co before", "python3"))
+    peer = median(times["pydantic-ai-kernel"])
+    print_table(
+        f"3. Kernel start to first kernel_info_reply ({starts} alternating starts each)",
+        ["target", "Co", f"Co {base_ref}", "pydantic-ai-kernel", "python3", "Co/python3",
+         "Co min..max", "verdict"],
+        [["<= 1.5x python3", ms(co), ms(before), ms(peer), ms(stock), f"{co / stock:.2f}x",
+          span(times["Co"]), verdict(co <= 1.5 * stock)]],
+    )  # fmt: skip
+    print_samples("3", times)
+
+
+def first_turns(turns: int, base_tree: Path, base_ref: str, peer_venv: Path) -> None:
     """Sections 4 and 5."""
-    answer = markdown_answer()
-    steps = [{"text": answer, "repeat": 10 * turns + 10}]
-    settled: dict[str, list[float]] = {"co": [], "bare": []}
-    cold: dict[str, list[float]] = {"co": [], "python3": []}
+    steps = [{"text": markdown_answer(), "repeat": 20 * turns + 20}]
     with (
         tempfile.TemporaryDirectory(prefix="co-bench-") as tmp,
         model_server(steps, Path(tmp)) as base_url,
@@ -145,103 +301,77 @@ def first_turns(turns: int) -> None:
         home, work = Path(tmp, "home"), Path(tmp, "work")
         home.mkdir()
         work.mkdir()
-        env = kernel_env(home, base_url)
+        here, before = co_env(home, base_url, REPO), co_env(home, base_url, base_tree)
         stock_cell = STOCK_CELL.format(url=base_url, prompt=PROMPT)
 
-        def bare() -> float:
-            return runner.run(BareLoop(base_url).run(cut=True))[0]
+        settled = alternate({
+            "Co": lambda: settled_turn("Co", here, work, REPO),
+            "Co before": lambda: settled_turn("Co before", before, work, base_tree),
+            "bare loop": lambda: runner.run(BareLoop(base_url).run(cut=True))[0],
+        }, turns)  # fmt: skip
+        kernels = [
+            Kernel("Co", "co", here),
+            Kernel("Co before", "co", before),
+            peer_kernel(peer_venv, base_url, home, Path(tmp)),
+            Kernel("python3", "python3", here, stock_cell),
+        ]
+        cold = alternate({k.label: lambda k=k: cold_turn(k, work) for k in kernels}, turns)
 
-        def co_cold() -> float:
-            return cold_turn("co", PROMPT, env, work)
-
-        def stock_cold() -> float:
-            return cold_turn("python3", stock_cell, env, work)
-
-        # Untimed: fill the OS file cache, open this process's imports.
-        bare(), co_cold(), stock_cold()
-        for n in range(turns):
-            # Alternate who goes first so drift on a noisy machine hits both alike.
-            order = [("co", lambda: settled_turn(env, work)), ("bare", bare)]
-            for name, run in order if n % 2 == 0 else order[::-1]:
-                settled[name].append(run())
-            order = [("co", co_cold), ("python3", stock_cold)]
-            for name, run in order if n % 2 == 0 else order[::-1]:
-                cold[name].append(run())
-
-    co, base = median(settled["co"]), median(settled["bare"])
+    co, old, bare = (median(settled[k]) for k in ("Co", "Co before", "bare loop"))
     print_table(
         f"4. First turn sent {SETTLED_AFTER:.0f} s after kernel start, to first text "
         f"({turns} alternating fresh kernels)",
-        ["target", "Co median", "bare loop median", "difference", "Co min..max", "verdict"],
-        [[
-            "<= +50 ms", ms(co), ms(base), f"{(co - base) * 1000:+.1f} ms",
-            f"{ms(min(settled['co']))}..{ms(max(settled['co']))}", verdict(co - base <= 0.050),
-        ]],
+        ["target", "Co", f"Co {base_ref}", "bare loop", "Co - bare", f"{base_ref} - bare",
+         "Co min..max", "verdict"],
+        [["<= +20 ms", ms(co), ms(old), ms(bare), f"{(co - bare) * 1000:+.1f} ms",
+          f"{(old - bare) * 1000:+.1f} ms", span(settled["Co"]), verdict(co - bare <= 0.020)]],
     )  # fmt: skip
-    co, stock = median(cold["co"]), median(cold["python3"])
+    co, old, peer, stock = (
+        median(cold[k]) for k in ("Co", "Co before", "pydantic-ai-kernel", "python3")
+    )
     print_table(
         f"5. Kernel start to first text, the prompt sent at kernel_info ({turns} alternating)",
-        ["target", "Co median", "python3 + pydantic-ai median", "ratio", "Co min..max", "verdict"],
-        [[
-            "<= 1.3x", ms(co), ms(stock), f"{co / stock:.2f}x",
-            f"{ms(min(cold['co']))}..{ms(max(cold['co']))}", verdict(co <= 1.3 * stock),
-        ]],
+        ["target", "Co", f"Co {base_ref}", "pydantic-ai-kernel", "python3 + pydantic-ai",
+         "Co/peer", f"{base_ref}/peer", "Co min..max", "verdict"],
+        [["<= pydantic-ai-kernel", ms(co), ms(old), ms(peer), ms(stock), f"{co / peer:.2f}x",
+          f"{old / peer:.2f}x", span(cold["Co"]), verdict(co <= peer)]],
     )  # fmt: skip
-    for label, samples in (("4", settled), ("5", cold)):
-        for name, values in samples.items():
-            print(f"{label}. {name} samples (ms):", " ".join(f"{t * 1000:.0f}" for t in values))
+    print_samples("4", settled)
+    if LATE:
+        print("4. prompts sent later than 6 s, after the warm-up:", ", ".join(LATE))
+    print_samples("5", cold)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--starts", type=int, default=7, help="timed starts of each kernel")
     parser.add_argument("--turns", type=int, default=5, help="first turns of each (4 and 5)")
+    parser.add_argument(
+        "--baseline-ref", default="17870b3", help="the Co started beside this one (a git ref)"
+    )
+    parser.add_argument(
+        "--peer-venv",
+        type=Path,
+        default=REPO.parent / f"{REPO.name}-bench-pydantic-ai-kernel",
+        help="the venv of pydantic-ai-kernel (made there if missing)",
+    )
     args = parser.parse_args()
     ensure_kernelspec()
+    base_tree = git_worktree(args.baseline_ref)
     print("Load average before:", load_average())
-
-    times: dict[str, list[float]] = {name: [] for name in KERNELS}
     with tempfile.TemporaryDirectory(prefix="co-bench-") as tmp:
-        home, work = Path(tmp, "home"), Path(tmp, "work")
+        home = Path(tmp, "home")
         home.mkdir()
-        work.mkdir()
         # Co's model is never called here; the variables only make its settings realistic.
-        env = kernel_env(home, "http://127.0.0.1:9/v1")
-        for name in KERNELS:  # untimed: fill the OS file cache for both
-            time_start(name, env, work)
-        for n in range(args.starts):
-            # Alternate who goes first so drift on a noisy machine hits both alike.
-            order = KERNELS if n % 2 == 0 else KERNELS[::-1]
-            for name in order:
-                times[name].append(time_start(name, env, work))
-
-    co, stock = median(times["co"]), median(times["python3"])
-    print_table(
-        f"3. Kernel start to first kernel_info_reply ({args.starts} alternating starts each)",
-        [
-            "target",
-            "Co median",
-            "python3 median",
-            "ratio",
-            "Co min..max",
-            "python3 min..max",
-            "verdict",
-        ],
-        [
-            [
-                "<= 1.5x",
-                ms(co),
-                ms(stock),
-                f"{co / stock:.2f}x",
-                f"{ms(min(times['co']))}..{ms(max(times['co']))}",
-                f"{ms(min(times['python3']))}..{ms(max(times['python3']))}",
-                verdict(co <= 1.5 * stock),
-            ]
-        ],
-    )
-    for name in KERNELS:
-        print(f"3. {name} samples (ms):", " ".join(f"{t * 1000:.0f}" for t in times[name]))
-    first_turns(args.turns)
+        url = "http://127.0.0.1:9/v1"
+        kernels = [
+            Kernel("Co", "co", co_env(home, url, REPO)),
+            Kernel("Co before", "co", co_env(home, url, base_tree)),
+            peer_kernel(args.peer_venv, url, home, Path(tmp)),
+            Kernel("python3", "python3", co_env(home, url, REPO)),
+        ]
+        kernel_starts(args.starts, kernels, args.baseline_ref)
+    first_turns(args.turns, base_tree, args.baseline_ref, args.peer_venv)
     print("Load average after:", load_average())
 
 

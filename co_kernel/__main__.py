@@ -6,13 +6,21 @@ folder off ``sys.path`` at start; this module keeps it off for the rest of the k
 life (``%%python`` reaches the person's own modules through ``notebook.FolderImports``).
 """
 
+import gc
 import logging
 import os
 import sys
 
-from ipykernel.kernelapp import IPKernelApp
+# Start-up makes a few hundred thousand objects that live as long as the kernel (the
+# kernel's imports now, pydantic-ai, the OpenAI client and the session in the warm-up) and
+# next to no garbage; every full collection meanwhile scanned all of them again, three or
+# four of 0.1-0.5 s before the first answer. The collector comes back, with all of that
+# frozen out of its scans, once the warm-up has built the session (kernel.py).
+gc.disable()
 
-from .kernel import CoKernel
+from ipykernel.kernelapp import IPKernelApp  # noqa: E402 - after the collector is off
+
+from .kernel import CoKernel  # noqa: E402
 
 log = logging.getLogger("co_kernel")
 

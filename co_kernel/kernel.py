@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import re
@@ -45,6 +46,27 @@ _WARM_MODULES = (
     "co_kernel.models._finish",
 )
 
+_WARM_REQUEST: dict[str, Any] = {
+    "model": "warm",
+    "stream": True,
+    "stream_options": {"include_usage": True},
+    "tool_choice": "auto",
+    "messages": [
+        {"role": "system", "content": "."},
+        {"role": "user", "content": [
+            {"type": "text", "text": "."},
+            {"type": "image_url", "image_url": {"url": "data:,"}},
+        ]},
+        {"role": "assistant", "content": ".", "tool_calls": [
+            {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+        ]},
+        {"role": "tool", "tool_call_id": "c", "content": "."},
+    ],
+    "tools": [{"type": "function", "function": {
+        "name": "f", "description": ".", "parameters": {"type": "object", "properties": {}},
+    }}],
+}  # fmt: skip
+"""A chat request with every part the first turns send, converted once in the warm-up."""
 
 _CELL_END_TIMEOUT = 3.0
 """Seconds a shutdown waits for the interrupted cell's reply (jupyter_client waits 5 s for
@@ -107,6 +129,8 @@ class CoKernel(IPythonKernel):
         self._cell_replied = threading.Event()
         """Set while no main-shell cell is running, or once its execute_reply went out."""
         self._cell_replied.set()
+        self._collector_settled = threading.Event()
+        """Set once start-up's objects are frozen and the collector runs again."""
         # Co's folders are the user's alone: what an older Co (or a library, with the
         # umask's mode) left readable to others is narrowed before this kernel writes there.
         tighten_private_files(paths().folders)
@@ -143,8 +167,23 @@ class CoKernel(IPythonKernel):
             # first turn pays for neither.
             self._warmed = True
             self._dispatcher.warmup = _warm_in_background(
-                asyncio.get_running_loop(), self._dispatcher.prebuild
+                asyncio.get_running_loop(), self._dispatcher.prebuild, self._settle_collector
             )
+
+    def _settle_collector(self) -> None:
+        """Freeze what start-up made (it lives as long as the kernel) and collect again.
+
+        ``python -m co_kernel`` starts with the collector off (``__main__``). Frozen objects
+        are never scanned, so a full collection during a turn costs milliseconds instead of
+        a tenth of a second. What among them becomes cyclic garbage is never freed: next to
+        nothing of start-up's, and the first session's cycles if a change of trust or model
+        replaces it (a rare, bounded cost). Once: a later freeze would keep the garbage of
+        cells from being collected.
+        """
+        if not self._collector_settled.is_set():
+            self._collector_settled.set()
+            gc.freeze()
+            gc.enable()
 
     @property
     def kernel_info(self) -> dict[str, Any]:
@@ -214,6 +253,10 @@ class CoKernel(IPythonKernel):
             self.log.exception("Co failed on a cell")
             message = f"Co hit an internal error: {type(exc).__name__}: {exc}. The kernel is still running."
             outcome = self._dispatcher.fail(type(exc).__name__, message)
+        if not self._warmed:
+            # A client that never asked for kernel_info started no warm-up (which settles
+            # the collector when it ends): the collector must not stay off for good.
+            self._settle_collector()
         if store_history and not silent and code.strip():
             # After the cell: by then the session exists, and its redactor knows every
             # configured secret (no store of Co's keeps one).
@@ -373,9 +416,10 @@ def _waiting_for_events(frame: Any) -> bool:
 
 
 def _warm_in_background(
-    loop: asyncio.AbstractEventLoop, then: Callable[[], None]
+    loop: asyncio.AbstractEventLoop, then: Callable[[], None], last: Callable[[], None]
 ) -> asyncio.Future[None]:
-    """Run the warm-up imports, then ``then``, on a daemon thread; the future resolves after.
+    """Run the warm-up imports, then ``then``, then ``last`` (also when they failed), on a
+    daemon thread; the future resolves after.
 
     Cells wait for the future, so nothing touches the session while ``then`` builds it.
 
@@ -394,6 +438,7 @@ def _warm_in_background(
             _warm_imports()
             then()
         finally:
+            last()
             with contextlib.suppress(RuntimeError):  # the loop closed: the kernel is exiting
                 loop.call_soon_threadsafe(settle)
 
@@ -421,6 +466,17 @@ def _warm_imports() -> None:
         ChatCompletionChunk.construct(**chunk)
     except Exception:
         log.debug("warming the chunk types failed", exc_info=True)
+    try:
+        # The OpenAI client converts every request's parameters by their TypedDicts, whose
+        # type hints it resolves on first use and caches (20-40 ms in the first request):
+        # resolve them here, with a request of each message kind and a tool. Its private
+        # helper: should the SDK move it, only this warming is lost.
+        from openai._utils import transform
+        from openai.types.chat.completion_create_params import CompletionCreateParamsStreaming
+
+        transform(_WARM_REQUEST, CompletionCreateParamsStreaming)
+    except Exception:
+        log.debug("warming the request conversion failed", exc_info=True)
     try:
         # pydantic-ai builds the messages' serializer and validator on first use, which
         # was the first turn's save to the session store (about 50 ms): build them here.

@@ -56,3 +56,30 @@ def test_a_cell_sent_with_the_first_kernel_info_waits_for_the_build_instead_of_b
     assert result.status == "ok" and result.markdown() == "First answer."
     # One session: the one the cell ran in is the one the kernel keeps.
     assert result.reply["metadata"]["co"]["session_id"] == _kernel_info(kernel)["session_id"]
+
+
+_COLLECTOR = "%%python\nimport gc\nprint(gc.isenabled(), gc.get_freeze_count() > 0)"
+
+
+def test_the_collector_runs_again_after_start_up_with_its_objects_left_out_of_its_scans(
+    start_kernel: Callable[..., CoKernel], model_server: Any
+) -> None:
+    kernel = start_kernel(fork=False)
+    _built_session_id(kernel)
+    result = kernel.execute(_COLLECTOR)
+    assert result.status == "ok"
+    assert result.stdout.split() == ["True", "True"]
+
+
+def test_the_collector_runs_again_when_no_client_asked_for_kernel_info(
+    start_kernel: Callable[..., CoKernel], model_server: Any
+) -> None:
+    # No kernel_info, so no warm-up: the first cell builds the session itself, and the
+    # collector must not stay off for the kernel's life.
+    kernel = start_kernel(wait_ready=False, fork=False)
+    model_server.extend([{"text": "First answer."}])
+    first = kernel.execute("Say something", timeout=120)
+    assert first.status == "ok" and first.markdown() == "First answer."
+    result = kernel.execute(_COLLECTOR)
+    assert result.status == "ok"
+    assert result.stdout.split() == ["True", "True"]
