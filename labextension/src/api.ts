@@ -217,7 +217,7 @@ export interface IActivityRow {
   target: string | null;
   /** auto, approved, denied, yolo, ... */
   decision: string;
-  /** ok, error, denied, refused, interrupted. */
+  /** waiting, running, ok, error, denied, refused, interrupted, kernel ended. */
   status: string;
   /** Characters returned to the model. */
   result_size: number | null;
@@ -225,6 +225,8 @@ export interface IActivityRow {
   duration_ms: number | null;
   /** A short reason. */
   detail: string | null;
+  /** The session's notebook, relative to the server's root; absent if unknown. */
+  notebook?: string | null;
 }
 
 /** One session in the activity panel's list. */
@@ -241,6 +243,10 @@ export interface ISessionSummary {
   calls: number;
   /** Actions denied or refused. */
   refused: number;
+  /** Its notebook, relative to the server's root (or as the kernel was told). */
+  notebook?: string | null;
+  /** True when its kernel was started without a notebook (a console). */
+  console?: boolean;
 }
 
 /** The activity endpoint's answer. */
