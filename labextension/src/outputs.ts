@@ -196,6 +196,46 @@ export function placeOutput(
 }
 
 /**
+ * Put the card of a call that waits (from the kernel's `co.approvals` comm)
+ * into its cell, on a page that shows it nowhere: reloaded before the notebook
+ * was saved, or a second tab opened before the save. It joins the outputs of
+ * its request, or, the cell holding none yet, replaces the cell's outputs as
+ * running it would have. Later updates find it by its display id. Returns
+ * whether it placed the card.
+ */
+export function placeCard(
+  lists: readonly IOutputList[],
+  card: IOutputJSON,
+  byCell: (cellId: string) => IOutputList | null
+): boolean {
+  const tag = outputTag(card);
+  if (!tag?.displayId) {
+    return false;
+  }
+  const shown = [...outputs(lists)].map(([list, , json]) => [
+    list,
+    outputTag(json)
+  ]) as [IOutputList, IOutputTag | null][];
+  if (shown.some(([, t]) => t?.displayId === tag.displayId)) {
+    return false;
+  }
+  const sibling = shown.find(
+    ([, t]) => tag.request && t?.request === tag.request
+  );
+  if (sibling) {
+    sibling[0].add(card);
+    return true;
+  }
+  const cell = tag.cell ? byCell(tag.cell) : null;
+  if (!cell) {
+    return false;
+  }
+  cell.clear();
+  cell.add(card);
+  return true;
+}
+
+/**
  * The kernel restarted: its waiting calls and their widgets are gone. A
  * waiting approval card becomes its text record saying it was cancelled, a
  * decided one loses its (dead) widget view, and a tool call still waiting or

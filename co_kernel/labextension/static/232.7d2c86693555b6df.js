@@ -246,9 +246,8 @@
 }
 
 /*
- * In a narrow panel the tables keep the columns a person scans (which tool on
- * what, the decision; a session's last use and its refusals) and drop the
- * rest, which the filters and a wider panel show.
+ * In a narrow panel (Notebook 7's side panel is about 311 px) every column
+ * stays: the text gets smaller and the table scrolls sideways in its wrapper.
  */
 .co-Activity {
   container: co-activity / inline-size;
@@ -262,17 +261,6 @@
   .co-Activity-table th,
   .co-Activity-table td {
     padding: 3px;
-    max-width: 8em;
-  }
-
-  /* The target is cut shorter: its cell's tooltip has it whole. */
-  .co-Activity-calls :is(th, td):nth-child(5) {
-    max-width: 4em;
-  }
-
-  .co-Activity-sessions :is(th, td):is(:nth-child(2), :nth-child(4)),
-  .co-Activity-calls :is(th, td):is(:nth-child(-n + 3), :nth-child(n + 7)) {
-    display: none;
   }
 }
 
@@ -298,7 +286,8 @@
 
 .co-Activity-table {
   border-collapse: collapse;
-  width: 100%;
+  /* At least the wrapper's width; wider, the wrapper scrolls it sideways. */
+  min-width: 100%;
 }
 
 .co-Activity-table th,
@@ -306,10 +295,16 @@
   padding: 3px 8px;
   text-align: left;
   border-bottom: var(--jp-border-width) solid var(--jp-border-color2);
-  max-width: 28em;
-  overflow: hidden;
-  text-overflow: ellipsis;
   white-space: nowrap;
+}
+
+/* Long text wraps in its column instead of being cut: nothing is hidden. */
+.co-Activity-table
+  td:is(.co-Activity-target, .co-Activity-detail, .co-Activity-notebook) {
+  min-width: 8em;
+  max-width: 24em;
+  white-space: normal;
+  overflow-wrap: anywhere;
 }
 
 .co-Activity-table th {
