@@ -301,8 +301,8 @@
 /* Long text wraps in its column instead of being cut: nothing is hidden. */
 .co-Activity-table
   td:is(.co-Activity-target, .co-Activity-detail, .co-Activity-notebook) {
-  min-width: 8em;
-  max-width: 24em;
+  min-width: 14em;
+  max-width: 28em;
   white-space: normal;
   overflow-wrap: anywhere;
 }
