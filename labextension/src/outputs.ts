@@ -65,6 +65,8 @@ export interface IOutputList {
   set(index: number, output: IOutputJSON): void;
   add(output: IOutputJSON): number;
   clear(): void;
+  /** Whether the outputs render as trusted (JupyterLab's output area model). */
+  trusted?: boolean;
 }
 
 /** The kernel's tag on a Co output. */
@@ -231,6 +233,10 @@ export function placeCard(
     return false;
   }
   cell.clear();
+  // Now the outputs of the kernel's run of this cell, which the page that ran it
+  // renders as trusted (that is how its card's widget view is drawn). An
+  // untrusted cell would show only the card's static HTML, without buttons.
+  cell.trusted = true;
   cell.add(card);
   return true;
 }

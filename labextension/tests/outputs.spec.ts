@@ -16,6 +16,7 @@ import {
 /** A cell's outputs, as JupyterLab's output area model keeps them. */
 class Outputs implements IOutputList {
   constructor(public items: IOutputJSON[] = []) {}
+  trusted = false;
   get length(): number {
     return this.items.length;
   }
@@ -260,6 +261,7 @@ describe('the card of a call that waits, on a page that lacks it', () => {
       true
     );
     expect(second.items).toEqual([card]);
+    expect(second.trusted).toBe(true);
     expect(first.items).toEqual([]);
   });
 
