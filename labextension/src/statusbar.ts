@@ -139,7 +139,7 @@ export class CoStatusModel {
         // call no page has shown for `approval_timeout_unseen`.
         this._seen(panel, comm, message.pending.length > 0);
         this._pending.set(panel, message.pending);
-        this._placeCards(panel, message.pending);
+        this._placeCards(panel);
         this._changed.emit();
         this._approvals.emit([panel, message]);
         const told = message.decided.filter(o => o.reason).map(o => o.id);
@@ -303,16 +303,18 @@ export class CoStatusModel {
    * reload of an unsaved notebook, a second tab): a card there decides as it
    * does on the page that asked. Not in a shared document, which has them.
    */
-  private _placeCards(
-    panel: NotebookPanel,
-    calls: readonly IPendingCall[]
-  ): void {
+  private _placeCards(panel: NotebookPanel): void {
+    if (!panel.context.isReady) {
+      // The comm may answer before the notebook's cells are loaded.
+      void panel.context.ready.then(() => this._placeCards(panel));
+      return;
+    }
     const model = panel.content.model;
     if (!model || model.collaborative) {
       return;
     }
     const cells = codeCells(panel);
-    for (const call of calls) {
+    for (const call of this._pending.get(panel) ?? []) {
       if (call.output) {
         placeCard(
           cells.map(([, outputs]) => outputs),
