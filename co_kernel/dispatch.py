@@ -119,11 +119,12 @@ class CellDispatcher:
         self._kernel = kernel
         # Every output of every cell passes the session's redactor (API keys, tokens), and
         # a terminal client's cells the terminal sanitiser after it.
-        self.terminal = TerminalPublisher(KernelPublisher(shell))
+        kernel_publisher = KernelPublisher(shell)
+        self.terminal = TerminalPublisher(kernel_publisher)
         self.redacting = RedactingPublisher(
             self.terminal, self.redact, image_hosts=self._image_hosts
         )
-        self.pending = PendingApprovals(self.redact)
+        self.pending = PendingApprovals(self.redact, kernel_publisher.origin)
         """The calls waiting for approval, for pages that lack their card (issue 27)."""
         if kernel is not None:
             self.pending.register(kernel.comm_manager)

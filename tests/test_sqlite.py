@@ -148,7 +148,7 @@ _DATABASES = {
     "sessions": ("SELECT COUNT(*) FROM sessions", 1),
     "history": ("SELECT COUNT(*) FROM sessions", 1),
     "memory": ("SELECT COUNT(*) FROM memories_fts WHERE memories_fts MATCH 'process'", 1),
-    "telemetry": ("SELECT COUNT(*) FROM agent_actions WHERE agent = 'a'", 2),
+    "telemetry": ("SELECT COUNT(*) FROM agent_actions WHERE agent = 'a'", 3),
 }
 
 
@@ -191,7 +191,7 @@ def test_processes_upgrading_an_old_telemetry_file_at_once_add_its_column_once(
 
     path = made_by(tmp_path / "telemetry.db", AUDIT_BEFORE_SUBAGENTS, user_version=0)
     _open_at_once("telemetry", path, 4)
-    assert user_version(path) == 2
+    assert user_version(path) == 3
     with contextlib.closing(sqlite3.connect(path)) as db:
-        assert "agent" in _columns(db, "agent_actions")
+        assert {"agent", "call_id"} <= set(_columns(db, "agent_actions"))
         assert db.execute("SELECT COUNT(*) FROM agent_actions WHERE agent = 'a'").fetchone() == (4,)

@@ -7,9 +7,11 @@ answers with the calls waiting now and sends the list again after every change:
 
 - kernel -> page: ``{"pending": [call, ...], "decided": [outcome, ...]}`` (the first
   message also ``"status"``: what ``kernel_info`` reports for the status item); a call is
-  ``{id, call_id, tool, arguments, detail, agent, rule}`` (``arguments`` pretty-printed,
-  everything redacted like the cell's outputs), an outcome ``{id, tool, decision, text}``
-  with the decision label and how the card words it. ``{"error": message}`` answers a
+  ``{id, call_id, tool, arguments, detail, agent, rule, output}`` (``arguments``
+  pretty-printed, ``output`` the card as the cell shows it, an nbformat output tagged with
+  its request, cell and display id, or null; everything redacted like the cell's
+  outputs), an outcome ``{id, tool, decision, text}`` with the decision label and how
+  the card words it. ``{"error": message}`` answers a
   message the kernel cannot read.
 - page -> kernel: ``{"decide": id, "choice": "approve" | "deny" | "approve_all" |
   "always_allow", "reject"?: [part, ...]}``. It settles the same future as the card's
@@ -43,6 +45,7 @@ from typing import Any, cast, get_args
 from ..turn import ApprovalDecision, ApprovalRequest
 from ._base import DECISION_TEXT
 from ._controls import mark_hidden
+from ._publisher import OUTPUT_TAG
 from ._toolcard import format_args
 
 __all__ = ["APPROVALS_TARGET", "PendingApprovals"]
@@ -74,8 +77,14 @@ class _Waiting:
 class PendingApprovals:
     """The calls waiting for a decision now, and the pages (comms) that watch them."""
 
-    def __init__(self, redact: Callable[[str], str]) -> None:
+    def __init__(
+        self,
+        redact: Callable[[str], str],
+        origin: Callable[[], dict[str, Any]] | None = None,
+    ) -> None:
+        """``origin``: where an output shown now belongs (``KernelPublisher.origin``)."""
         self._redact = redact
+        self._origin = origin
         self._lock = threading.Lock()
         self._waiting: dict[str, _Waiting] = {}
         self._comms: dict[str, Any] = {}
@@ -106,9 +115,15 @@ class PendingApprovals:
         request: ApprovalRequest,
         decide: Callable[[ApprovalDecision], None],
         choose: Callable[[ApprovalDecision, list[int]], None] | None = None,
+        card: dict[str, Any] | None = None,
     ) -> None:
         """A call starts waiting; ``decide`` is how a page's answer reaches it, ``choose``
-        how an approval of some of its cells does (a card with a choice per cell)."""
+        how an approval of some of its cells does (a card with a choice per cell).
+
+        ``card``: the ``data`` and ``metadata`` of the card shown in the cell (its display
+        id is ``pending_id``). A page that does not show it (reloaded before the notebook
+        was saved, a second tab) puts it into the cell the call came from.
+        """
         call = request.call
         view = {
             "id": pending_id,
@@ -118,6 +133,7 @@ class PendingApprovals:
             "detail": self._redact(mark_hidden(call.detail)) if call.detail else None,
             "agent": call.agent,
             "rule": self._redact(request.rule) if request.rule else None,
+            "output": self._output(pending_id, card) if card is not None else None,
         }
         waiting = _Waiting(view, decide, time.monotonic())
         if choose is not None and call.parts:
@@ -129,6 +145,17 @@ class PendingApprovals:
         with self._lock:
             self._waiting[pending_id] = waiting
         self._broadcast([])
+
+    def _output(self, pending_id: str, card: dict[str, Any]) -> dict[str, Any]:
+        """The card as a notebook output, tagged as the cell's copy is, redacted like it."""
+        tag = {**card.get("metadata", {}).get(OUTPUT_TAG, {})}
+        tag.update(self._origin() if self._origin is not None else {}, display_id=pending_id)
+        output = {
+            "output_type": "display_data",
+            "data": card.get("data", {}),
+            "metadata": {**card.get("metadata", {}), OUTPUT_TAG: tag},
+        }
+        return cast(dict[str, Any], _redacted(output, self._redact))
 
     async def _deny_unseen(self, pending_id: str, timeout: float) -> None:
         while True:
@@ -243,6 +270,17 @@ class PendingApprovals:
         message = {"pending": self.waiting(), "decided": decided}
         for comm in comms:
             comm.send(message)
+
+
+def _redacted(value: Any, redact: Callable[[str], str]) -> Any:
+    """``value`` with every string in it redacted."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: _redacted(v, redact) for k, v in cast(dict[str, Any], value).items()}
+    if isinstance(value, list):
+        return [_redacted(v, redact) for v in cast(list[Any], value)]
+    return value
 
 
 def _accepted(reject: Any, parts: int) -> list[int] | None:

@@ -66,20 +66,24 @@ class KernelPublisher:
         # The last stop before the wire: no Markdown leaves unrendered (``_safe_html``).
         data = safe_bundle(data)
         transient = {"display_id": display_id} if display_id else None
-        tag = {**(metadata or {}).get(OUTPUT_TAG, {})}
-        tag["request"] = self._pub.parent_header.get("msg_id")
+        tag = {**(metadata or {}).get(OUTPUT_TAG, {}), **self.origin()}
         if display_id:
             tag["display_id"] = display_id
+        self._pub.publish(
+            data, {**(metadata or {}), OUTPUT_TAG: tag}, transient=transient, update=update
+        )
+
+    def origin(self) -> dict[str, Any]:
+        """Where an output shown now belongs: the running cell's request, and JupyterLab's
+        id of the cell with the count its reply will carry (for a page that never receives
+        that reply: a reload, a second tab)."""
+        tag: dict[str, Any] = {"request": self._pub.parent_header.get("msg_id")}
         parent = self._kernel.get_parent() if self._kernel is not None else {}
         cell = (parent.get("metadata") or {}).get("cellId")
         if isinstance(cell, str):
             tag["cell"] = cell
-            # The count the cell's execute_reply will carry, for a page that never
-            # receives that reply (a reload, a second tab).
             tag["count"] = self._shell.execution_count
-        self._pub.publish(
-            data, {**(metadata or {}), OUTPUT_TAG: tag}, transient=transient, update=update
-        )
+        return tag
 
     def stream(self, name: str, text: str) -> None:
         (sys.stderr if name == "stderr" else sys.stdout).write(text)

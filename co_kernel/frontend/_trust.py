@@ -125,7 +125,8 @@ async def ask_trust_widget(
     card = TrustCard(notice, on_button, display_id)
     publisher.display(card.bundle(), card.metadata(), display_id=display_id)
     if pending is not None:
-        pending.add(display_id, _request(notice, folder, timeout), on_choice)
+        card_output = {"data": card.bundle(), "metadata": card.metadata()}
+        pending.add(display_id, _request(notice, folder, timeout), on_choice, card=card_output)
     trusted = False  # also when interrupted
     try:
         choice = await wait_for_answer(answer, timeout)

@@ -290,7 +290,13 @@ class WidgetApprover:
         self.cards.append(card)
         self._pub.display(card.bundle(), card.metadata(), display_id=display_id)
         if self._pending is not None:
-            self._pending.add(display_id, request, on_choice, on_parts if choose else None)
+            self._pending.add(
+                display_id,
+                request,
+                on_choice,
+                on_parts if choose else None,
+                card={"data": card.bundle(), "metadata": card.metadata()},
+            )
         try:
             choice = await wait_for_answer(answer, request.timeout)
         except asyncio.CancelledError:

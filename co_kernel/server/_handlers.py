@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import tornado.web
@@ -36,7 +37,10 @@ class ActivityHandler(APIHandler):
             self.set_status(400)
             self.finish(json.dumps({"message": f"Bad activity filter: {exc}"}))
             return
-        self.finish(json.dumps(read_activity(telemetry_db_path(), query)))
+        root = self.settings.get("server_root_dir")
+        self.finish(
+            json.dumps(read_activity(telemetry_db_path(), query, Path(root) if root else None))
+        )
 
 
 def setup_handlers(web_app: Any, namespace: str) -> None:

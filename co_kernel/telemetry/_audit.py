@@ -29,6 +29,7 @@ __all__ = ["DECISIONS", "AuditEvent", "AuditLog", "audit_target"]
 log = logging.getLogger(__name__)
 
 DECISIONS = (
+    "waiting",
     "auto",
     "approved",
     "denied",
@@ -68,6 +69,8 @@ class AuditEvent:
     """A short reason (why refused, what failed)."""
     agent: str | None = None
     """The subagent whose call it was; None for Co itself."""
+    call_id: str | None = None
+    """The model's id of the tool call: ties its question, decision and result together."""
     ts: float = field(default_factory=time.time)
     """Unix time of the decision."""
 
@@ -119,6 +122,23 @@ class AuditLog:
                 "INSERT OR REPLACE INTO agent_turns (session_id, turn, ts) VALUES (?, ?, ?)",
                 (session_id, turn, time.time() if ts is None else ts),
             )
+
+    def record_session(self, session_id: str, notebook: str | None, pid: int) -> None:
+        """Name the session's notebook (as the server named it) and its kernel's process."""
+        if notebook and self.redact is not None:
+            notebook = self.redact(notebook)
+        with self._connect() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO agent_sessions (session_id, notebook, pid, ts) "
+                "VALUES (?, ?, ?, ?)",
+                (session_id, notebook, pid, time.time()),
+            )
+
+    def sessions(self) -> dict[str, dict[str, Any]]:
+        """Each named session's notebook and kernel process id, by session id."""
+        with self._connect() as db:
+            rows = db.execute("SELECT session_id, notebook, pid FROM agent_sessions").fetchall()
+        return {r["session_id"]: dict(r) for r in rows}
 
     def turns(self, *, since: float | None = None) -> list[dict[str, Any]]:
         """Turns started (session_id, turn, ts), newest first."""

@@ -70,6 +70,20 @@ CREATE TABLE IF NOT EXISTS agent_turns (
     ),
     # Audit rows of a subagent's tool calls name the subagent (None for Co itself).
     Migration(2, "ALTER TABLE agent_actions ADD COLUMN agent TEXT;"),
+    # The activity panel follows one call from its question to its result by the call's id,
+    # and names each session's notebook and tells a live kernel from one that is gone.
+    Migration(
+        3,
+        """
+ALTER TABLE agent_actions ADD COLUMN call_id TEXT;
+CREATE TABLE IF NOT EXISTS agent_sessions (
+    session_id TEXT PRIMARY KEY,
+    notebook TEXT,
+    pid INTEGER,
+    ts REAL NOT NULL
+);
+""",
+    ),
 )
 
 

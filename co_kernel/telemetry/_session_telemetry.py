@@ -8,6 +8,7 @@ and nothing is set up before the first turn.
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -171,14 +172,25 @@ class SessionTelemetry:
 
     @contextmanager
     def turn(
-        self, *, session_id: str, turn: int, model: str, prompt: str
+        self,
+        *,
+        session_id: str,
+        turn: int,
+        model: str,
+        prompt: str,
+        notebook: str | None = None,
     ) -> Iterator[TurnSpan | _NoSpan]:
-        """The span of one turn, or a stand-in when tracing is off."""
+        """The span of one turn, or a stand-in when tracing is off.
+
+        ``notebook``: the session's notebook as the server named it, None in a console.
+        """
         audit = self.audit_log()
         if audit is not None:
-            # The activity panel counts turns from here, those without tool calls too.
+            # The activity panel counts turns from here, those without tool calls too, and
+            # names the session's notebook and watches its kernel process from here.
             try:
                 audit.record_turn(session_id, turn)
+                audit.record_session(session_id, notebook, os.getpid())
             except sqlite3.Error as exc:
                 log.warning("turn not noted in the audit log: %s", exc)
         tracing = self.tracing

@@ -43,6 +43,9 @@ if TYPE_CHECKING:
 
 __all__ = ["decide_batch"]
 
+WAITING = "waiting"
+"""The audit decision of a call asking for approval until it is decided."""
+
 _UNSEEN_OUTBOUND = (
     "This request was not sent: it repeats text read from the user's private data, or the "
     "settings make every outbound request ask (outbound_always_ask), and a headless run "
@@ -79,15 +82,18 @@ async def decide_batch(requests: DeferredToolRequests, events: TurnEvents) -> De
             view.decision = label
             frontend.on_tool_call(view)
             events.decisions[call_id] = label
+            events.audit_progress(call_id, call.tool_name, "decide", label)
             results.approvals[call_id] = ToolDenied(_UNSEEN_OUTBOUND)
             continue
         if label is not None:
             view.decision = label
             frontend.on_tool_call(view)
         else:
+            events.audit_progress(call_id, call.tool_name, "ask", WAITING)
             label, accepted = await _ask(view, timeout, events)
             record_decision(call_id, label, deps, by_policy=headless)
         events.decisions[call_id] = label
+        events.audit_progress(call_id, call.tool_name, "decide", label)
         if is_refusal(label):
             # A headless run's policy answered: the model must not think the user did.
             policy = deps.settings.approval_mode if headless else None

@@ -9,6 +9,7 @@ history.
 from __future__ import annotations
 
 import functools
+import logging
 import time
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
     from ..deps import CoDeps
 
 __all__ = ["TurnEvents"]
+
+log = logging.getLogger(__name__)
 
 
 @functools.cache
@@ -148,8 +151,39 @@ class TurnEvents:
                 result_size=size,
                 duration_ms=result.duration * 1000 if result.duration is not None else None,
                 agent=self.subagent,
+                call_id=result.call_id,
             )
         )
+
+    def audit_progress(self, call_id: str, name: str, action: str, decision: str) -> None:
+        """An audit row for a call that has no result yet: ``ask`` as it starts waiting for
+        approval, ``decide`` once decided. The activity panel shows the call as waiting or
+        decided until its result's row (same ``call_id``) takes their place, so a call held
+        at approval never reads as done."""
+        audit = self.deps.audit
+        if audit is None:
+            return
+        import sqlite3
+
+        from ..telemetry import AuditEvent, audit_target
+
+        status = "waiting" if action == "ask" else "denied" if is_refusal(decision) else "running"
+        try:
+            audit.record(
+                AuditEvent(
+                    session_id=self.deps.session_id,
+                    turn=self.deps.turn_index,
+                    tool=name,
+                    action=action,
+                    target=audit_target(normalise_args(self.call_args.get(call_id))),
+                    decision=decision,
+                    status=status,
+                    agent=self.subagent,
+                    call_id=call_id,
+                )
+            )
+        except sqlite3.Error:  # a locked log must not hold up the decision
+            log.warning("audit row of %s not written", name, exc_info=True)
 
     def _tool_result(self, part: Any) -> None:
         started = self.tool_started.pop(part.tool_call_id, None)

@@ -343,6 +343,7 @@ class ChatSession:
             turn=self.deps.turn_index,
             model=handle.label,
             prompt=prompt,
+            notebook=self.deps.notebook_path,
         ) as span:
             result = await run_turn(
                 agent,

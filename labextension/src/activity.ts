@@ -69,23 +69,90 @@ export function shortId(id: string): string {
   return id.length > 8 ? id.slice(0, 8) : id;
 }
 
+/** What a session ran in: its notebook, else a console, else unknown. */
+export function sessionPlace(s: {
+  notebook?: string | null;
+  console?: boolean;
+}): string {
+  if (s.notebook) {
+    return s.notebook;
+  }
+  return s.console ? 'console' : '';
+}
+
+/**
+ * One column of a table: its header, its cell's text and how the cell is
+ * marked. A column is added by adding an entry to a table's list.
+ */
+export interface IColumn<T> {
+  /** The header's text. */
+  header: string;
+  /** The cell's text. */
+  text: (item: T, now: Date) => string;
+  /** Class names of the cell. */
+  className?: string;
+  /** The cell's tooltip. */
+  title?: (item: T) => string;
+  /** Anything more the cell needs (classes, data attributes). */
+  mark?: (node: HTMLTableCellElement, item: T) => void;
+}
+
+/** The sessions table's columns, left to right. */
+export const SESSION_COLUMNS: IColumn<ISessionSummary>[] = [
+  {
+    header: 'Session',
+    text: s => shortId(s.session_id),
+    className: 'co-Activity-mono',
+    title: s => `Show only session ${s.session_id}`
+  },
+  {
+    header: 'Notebook',
+    text: s => sessionPlace(s),
+    className: 'co-Activity-notebook',
+    title: s =>
+      sessionPlace(s) ||
+      'Not recorded (the session ran before Co named notebooks)'
+  },
+  { header: 'First', text: (s, now) => formatTime(s.first, now) },
+  { header: 'Last', text: (s, now) => formatTime(s.last, now) },
+  { header: 'Turns', text: s => String(s.turns) },
+  { header: 'Calls', text: s => String(s.calls) },
+  { header: 'Refused', text: s => String(s.refused) },
+  {
+    header: 'Cost',
+    text: s => s.cost ?? '—',
+    title: s => (s.cost ? 'What its turns cost' : 'No priced turn')
+  }
+];
+
+function columnCell<T>(
+  doc: Document,
+  column: IColumn<T>,
+  item: T,
+  now: Date
+): HTMLTableCellElement {
+  const node = cell(doc, 'td', column.text(item, now), column.className);
+  if (column.title) {
+    node.title = column.title(item);
+  }
+  column.mark?.(node, item);
+  return node;
+}
+
 /** The sessions table; a click on a row picks that session. */
 export function renderSessions(
   sessions: ISessionSummary[],
   selected: string | undefined,
   onPick: (sessionId: string) => void,
   doc: Document = document,
-  now: Date = new Date()
+  now: Date = new Date(),
+  columns: readonly IColumn<ISessionSummary>[] = SESSION_COLUMNS
 ): HTMLTableElement {
-  const { table: node, body } = table(doc, 'co-Activity-sessions', [
-    'Session',
-    'First',
-    'Last',
-    'Turns',
-    'Calls',
-    'Refused',
-    'Cost'
-  ]);
+  const { table: node, body } = table(
+    doc,
+    'co-Activity-sessions',
+    columns.map(c => c.header)
+  );
   for (const s of sessions) {
     const row = body.insertRow();
     row.dataset.session = s.session_id;
@@ -93,67 +160,149 @@ export function renderSessions(
     if (s.session_id === selected) {
       row.classList.add('co-mod-selected');
     }
-    row.append(
-      cell(doc, 'td', shortId(s.session_id), 'co-Activity-mono'),
-      cell(doc, 'td', formatTime(s.first, now)),
-      cell(doc, 'td', formatTime(s.last, now)),
-      cell(doc, 'td', String(s.turns)),
-      cell(doc, 'td', String(s.calls)),
-      cell(doc, 'td', String(s.refused)),
-      cell(doc, 'td', s.cost ?? '—')
-    );
+    row.append(...columns.map(c => columnCell(doc, c, s, now)));
     row.addEventListener('click', () => onPick(s.session_id));
   }
   return node;
 }
 
+/**
+ * The kind of a decision, for its cell's class `co-verdict-<kind>`: waiting,
+ * approved, approved-all, rule, yolo, safe, auto, denied, timed-out,
+ * interrupted or refused.
+ */
+export function verdictKind(decision: string): string {
+  const base = decision.replace(/ \(recorded\)$/, '');
+  if (base === 'waiting') {
+    return 'waiting';
+  }
+  if (base === 'timed out' || base === 'timed-out') {
+    return 'timed-out';
+  }
+  if (['denied', 'interrupted'].includes(base)) {
+    return base;
+  }
+  if (base === 'approved all') {
+    return 'approved-all';
+  }
+  if (base.startsWith('allowed by rule')) {
+    return 'rule';
+  }
+  if (base === 'yolo') {
+    return 'yolo';
+  }
+  if (base === 'safe-prefix') {
+    return 'safe';
+  }
+  if (base === 'auto') {
+    return 'auto';
+  }
+  if (decisionAllows(base) || base.startsWith('approved')) {
+    return 'approved';
+  }
+  return 'refused';
+}
+
+/** Who or what took each kind of decision, as the panel says it. */
+export const DECIDED_BY: Record<string, string> = {
+  waiting: 'nobody yet',
+  approved: 'by you',
+  'approved-all': 'by you, Approve all',
+  rule: 'by a rule',
+  yolo: 'by yolo',
+  safe: 'read-only command',
+  auto: 'no approval needed',
+  denied: 'by you',
+  'timed-out': 'nobody answered',
+  interrupted: 'turn stopped',
+  refused: 'by a guard'
+};
+
+/** How a decision reads in the panel: the decision, then who took it. */
+export function decisionText(decision: string): string {
+  const kind = verdictKind(decision);
+  const label =
+    kind === 'waiting' ? 'waiting for approval' : decisionLabel(decision);
+  return `${label} · ${DECIDED_BY[kind]}`;
+}
+
+/** What a call's status reads as: "waiting" before a decision, never "ok" before it ran. */
+export const ROW_STATUS: Record<string, string> = {
+  waiting: 'waiting',
+  running: 'running',
+  ok: 'done'
+};
+
+/** The tool-call table's columns, left to right. */
+export const CALL_COLUMNS: IColumn<IActivityRow>[] = [
+  { header: 'Time', text: (r, now) => formatTime(r.ts, now) },
+  {
+    header: 'Session',
+    text: r => shortId(r.session_id),
+    className: 'co-Activity-mono',
+    title: r => (r.notebook ? `${r.session_id} (${r.notebook})` : r.session_id)
+  },
+  { header: 'Turn', text: r => String(r.turn) },
+  { header: 'Tool', text: r => r.tool, className: 'co-Activity-mono' },
+  {
+    header: 'Target',
+    text: r => r.target ?? '',
+    className: 'co-Activity-mono co-Activity-target',
+    title: r => r.target ?? ''
+  },
+  {
+    header: 'Decision',
+    text: r => decisionText(r.decision),
+    title: r =>
+      verdictKind(r.decision) === 'waiting'
+        ? 'Waiting for a person to approve or deny it: the tool has not run'
+        : (decisionTitle(r.decision) ?? r.decision),
+    mark: (node, r) => {
+      // Plain classes, so the one table of decision colours can style them.
+      const kind = verdictKind(r.decision);
+      node.className = `co-Activity-decision co-verdict-${kind}`;
+      node.dataset.verdict = kind;
+      // The colour of the decision language (approval.ts), as on the cards.
+      node.dataset.tone =
+        kind === 'waiting' ? 'neutral' : decisionTone(r.decision);
+      node.dataset.allowed =
+        kind === 'waiting' ? 'pending' : String(decisionAllows(r.decision));
+    }
+  },
+  {
+    header: 'Status',
+    text: r => ROW_STATUS[r.status] ?? r.status,
+    className: 'co-Activity-status'
+  },
+  {
+    header: 'Duration',
+    text: r => (r.duration_ms === null ? '' : `${Math.round(r.duration_ms)} ms`)
+  },
+  {
+    header: 'Detail',
+    text: r => r.detail ?? '',
+    className: 'co-Activity-detail'
+  }
+];
+
 /** The tool-call table, newest first. */
 export function renderRows(
   rows: IActivityRow[],
   doc: Document = document,
-  now: Date = new Date()
+  now: Date = new Date(),
+  columns: readonly IColumn<IActivityRow>[] = CALL_COLUMNS
 ): HTMLTableElement {
-  const { table: node, body } = table(doc, 'co-Activity-calls', [
-    'Time',
-    'Session',
-    'Turn',
-    'Tool',
-    'Target',
-    'Decision',
-    'Status',
-    'Duration',
-    'Detail'
-  ]);
+  const { table: node, body } = table(
+    doc,
+    'co-Activity-calls',
+    columns.map(c => c.header)
+  );
   for (const r of rows) {
     const row = body.insertRow();
     row.dataset.tool = r.tool;
     row.dataset.decision = r.decision;
-    const decision = cell(
-      doc,
-      'td',
-      decisionLabel(r.decision),
-      'co-Activity-decision'
-    );
-    decision.dataset.allowed = String(decisionAllows(r.decision));
-    decision.dataset.tone = decisionTone(r.decision);
-    decision.title = decisionTitle(r.decision) ?? r.decision;
-    const target = cell(doc, 'td', r.target ?? '', 'co-Activity-mono');
-    target.title = r.target ?? '';
-    row.append(
-      cell(doc, 'td', formatTime(r.ts, now)),
-      cell(doc, 'td', shortId(r.session_id), 'co-Activity-mono'),
-      cell(doc, 'td', String(r.turn)),
-      cell(doc, 'td', r.tool, 'co-Activity-mono'),
-      target,
-      decision,
-      cell(doc, 'td', r.status),
-      cell(
-        doc,
-        'td',
-        r.duration_ms === null ? '' : `${Math.round(r.duration_ms)} ms`
-      ),
-      cell(doc, 'td', r.detail ?? '')
-    );
+    row.dataset.status = r.status;
+    row.append(...columns.map(c => columnCell(doc, c, r, now)));
   }
   return node;
 }
@@ -301,9 +450,13 @@ export class ActivityPanel extends Widget {
       this._selects.session,
       [
         any,
-        ...data.sessions.map(
-          s => [shortId(s.session_id), s.session_id] as [string, string]
-        )
+        ...data.sessions.map(s => {
+          const place = sessionPlace(s);
+          const text = place
+            ? `${shortId(s.session_id)} · ${place}`
+            : shortId(s.session_id);
+          return [text, s.session_id] as [string, string];
+        })
       ],
       query.session ?? ''
     );

@@ -239,7 +239,7 @@ export interface IActivityRow {
   target: string | null;
   /** auto, approved, denied, yolo, ... */
   decision: string;
-  /** ok, error, denied, refused, interrupted. */
+  /** waiting, running, ok, error, denied, refused, interrupted, kernel ended. */
   status: string;
   /** Characters returned to the model. */
   result_size: number | null;
@@ -247,6 +247,8 @@ export interface IActivityRow {
   duration_ms: number | null;
   /** A short reason. */
   detail: string | null;
+  /** The session's notebook, relative to the server's root; absent if unknown. */
+  notebook?: string | null;
 }
 
 /** One session in the activity panel's list. */
@@ -265,6 +267,10 @@ export interface ISessionSummary {
   refused: number;
   /** What its turns cost (`$0.0123`, `price unknown`); null when none was priced. */
   cost?: string | null;
+  /** Its notebook, relative to the server's root (or as the kernel was told). */
+  notebook?: string | null;
+  /** True when its kernel was started without a notebook (a console). */
+  console?: boolean;
 }
 
 /** The activity endpoint's answer. */

@@ -119,12 +119,15 @@ const plugin: JupyterFrontEndPlugin<void> = {
       void panel.refresh();
     };
 
-    // Each answered Co cell may have written audit rows: keep an open panel current.
-    model.cellDone.connect(() => {
+    // Each answered Co cell may have written audit rows, and so does a call that
+    // starts or stops waiting for approval: keep an open panel current.
+    const refreshActivity = (): void => {
       if (panel && !panel.isDisposed && panel.isVisible) {
         void panel.refresh();
       }
-    });
+    };
+    model.cellDone.connect(refreshActivity);
+    model.approvals.connect(refreshActivity);
 
     addCommands(app, tracker, palette, openActivity, model);
 

@@ -72,6 +72,8 @@ export interface IOutputList {
   set(index: number, output: IOutputJSON): void;
   add(output: IOutputJSON): number;
   clear(): void;
+  /** Whether the outputs render as trusted (JupyterLab's output area model). */
+  trusted?: boolean;
 }
 
 /** The kernel's tag on a Co output. */
@@ -199,6 +201,50 @@ export function placeOutput(
   }
   cell.clear();
   cell.add(output);
+  return true;
+}
+
+/**
+ * Put the card of a call that waits (from the kernel's `co.approvals` comm)
+ * into its cell, on a page that shows it nowhere: reloaded before the notebook
+ * was saved, or a second tab opened before the save. It joins the outputs of
+ * its request, or, the cell holding none yet, replaces the cell's outputs as
+ * running it would have. Later updates find it by its display id. Returns
+ * whether it placed the card.
+ */
+export function placeCard(
+  lists: readonly IOutputList[],
+  card: IOutputJSON,
+  byCell: (cellId: string) => IOutputList | null
+): boolean {
+  const tag = outputTag(card);
+  if (!tag?.displayId) {
+    return false;
+  }
+  const shown = [...outputs(lists)].map(([list, , json]) => [
+    list,
+    outputTag(json)
+  ]) as [IOutputList, IOutputTag | null][];
+  if (shown.some(([, t]) => t?.displayId === tag.displayId)) {
+    return false;
+  }
+  const sibling = shown.find(
+    ([, t]) => tag.request && t?.request === tag.request
+  );
+  if (sibling) {
+    sibling[0].add(card);
+    return true;
+  }
+  const cell = tag.cell ? byCell(tag.cell) : null;
+  if (!cell) {
+    return false;
+  }
+  cell.clear();
+  // Now the outputs of the kernel's run of this cell, which the page that ran it
+  // renders as trusted (that is how its card's widget view is drawn). An
+  // untrusted cell would show only the card's static HTML, without buttons.
+  cell.trusted = true;
+  cell.add(card);
   return true;
 }
 

@@ -14,6 +14,7 @@ import type { ApprovalChoice } from './approval';
 import { BUTTON_LABELS, CHOICES as LOOKS, toneClass } from './approval';
 import { isUnifiedDiff, renderDiff } from './diff';
 import { byPerson } from './guard';
+import type { IOutputJSON } from './outputs';
 
 /** The comm target the kernel registers. */
 export const APPROVALS_TARGET = 'co.approvals';
@@ -30,6 +31,8 @@ export interface IPendingCall {
   detail: string | null;
   /** The subagent that asks; null for Co. */
   agent: string | null;
+  /** Its card as the cell shows it (an nbformat output), or null. */
+  output: IOutputJSON | null;
 }
 
 /** A decision the kernel reports. */
@@ -57,6 +60,22 @@ function str(value: unknown): string | null {
   return typeof value === 'string' ? value : null;
 }
 
+/** A card's output as the kernel sent it; null when it is not a display. */
+function outputJSON(value: unknown): IOutputJSON | null {
+  if (typeof value !== 'object' || value === null) {
+    return null;
+  }
+  const { output_type, data, metadata } = value as Record<string, unknown>;
+  if (output_type !== 'display_data' || typeof data !== 'object' || !data) {
+    return null;
+  }
+  return {
+    output_type,
+    data,
+    metadata: typeof metadata === 'object' && metadata ? metadata : {}
+  };
+}
+
 /** A comm message's data as calls and decisions; null when it is neither. */
 export function parseApprovals(data: unknown): IApprovalsMessage | null {
   if (typeof data !== 'object' || data === null) {
@@ -76,7 +95,8 @@ export function parseApprovals(data: unknown): IApprovalsMessage | null {
             tool: str(item.tool) ?? '?',
             arguments: str(item.arguments) ?? '',
             detail: str(item.detail),
-            agent: str(item.agent)
+            agent: str(item.agent),
+            output: outputJSON(item.output)
           }
         ]
       : [];

@@ -16,7 +16,13 @@ import type { CardChoice } from './guard';
 import type { IApprovalsMessage, IPendingCall } from './pending';
 import { APPROVALS_TARGET, parseApprovals, SEEN_INTERVAL_MS } from './pending';
 import type { IOutputList } from './outputs';
-import { cancelCards, outputOf, outputTag, placeOutput } from './outputs';
+import {
+  cancelCards,
+  outputOf,
+  outputTag,
+  placeCard,
+  placeOutput
+} from './outputs';
 import { decisionMessage } from './parts';
 import {
   approvalFromMessage,
@@ -133,6 +139,7 @@ export class CoStatusModel {
         // call no page has shown for `approval_timeout_unseen`.
         this._seen(panel, comm, message.pending.length > 0);
         this._pending.set(panel, message.pending);
+        this._placeCards(panel);
         this._changed.emit();
         this._approvals.emit([panel, message]);
         const told = message.decided.filter(o => o.reason).map(o => o.id);
@@ -288,6 +295,33 @@ export class CoStatusModel {
     const tag = output ? outputTag(output) : null;
     if (placed && tag?.count !== null && tag?.count !== undefined) {
       setCount(panel, tag.request, tag.count);
+    }
+  }
+
+  /**
+   * The cards of calls that wait, in their cells on a page that lacks them (a
+   * reload of an unsaved notebook, a second tab): a card there decides as it
+   * does on the page that asked. Not in a shared document, which has them.
+   */
+  private _placeCards(panel: NotebookPanel): void {
+    if (!panel.context.isReady) {
+      // The comm may answer before the notebook's cells are loaded.
+      void panel.context.ready.then(() => this._placeCards(panel));
+      return;
+    }
+    const model = panel.content.model;
+    if (!model || model.collaborative) {
+      return;
+    }
+    const cells = codeCells(panel);
+    for (const call of this._pending.get(panel) ?? []) {
+      if (call.output) {
+        placeCard(
+          cells.map(([, outputs]) => outputs),
+          call.output,
+          id => cells.find(([cellId]) => cellId === id)?.[1] ?? null
+        );
+      }
     }
   }
 

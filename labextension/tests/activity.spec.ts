@@ -48,8 +48,8 @@ describe('activity tables', () => {
       '3',
       'run_shell_command',
       'ls -la',
-      'approved',
-      'ok',
+      'approved · by you',
+      'done',
       '42 ms',
       ''
     ]);
@@ -57,6 +57,44 @@ describe('activity tables', () => {
       table.querySelectorAll<HTMLElement>('.co-Activity-decision')
     );
     expect(decisions.map(d => d.dataset.allowed)).toEqual(['true', 'false']);
+    expect(decisions.map(d => d.className)).toEqual([
+      'co-Activity-decision co-verdict-approved',
+      'co-Activity-decision co-verdict-denied'
+    ]);
+  });
+
+  it('says a call waits, who decided it, and never done before it ran', () => {
+    const rows: IActivityRow[] = [
+      { ...ROW, decision: 'waiting', status: 'waiting', duration_ms: null },
+      { ...ROW, decision: 'approved all', status: 'running' },
+      { ...ROW, decision: 'yolo' },
+      { ...ROW, decision: 'allowed by rule `Bash(ls:*)` (project)' },
+      { ...ROW, decision: 'timed out', status: 'denied' },
+      { ...ROW, decision: 'waiting', status: 'kernel ended' }
+    ];
+    const table = renderRows(rows, document, NOW);
+    const cells = Array.from(table.querySelectorAll('tbody tr')).map(r =>
+      texts(r).slice(5, 7)
+    );
+    expect(cells).toEqual([
+      ['waiting for approval · nobody yet', 'waiting'],
+      ['approved all · by you, Approve all', 'running'],
+      ['yolo · by yolo', 'done'],
+      ['allowed by rule `Bash(ls:*)` (project) · by a rule', 'done'],
+      ['timed out (denied) · nobody answered', 'denied'],
+      ['waiting for approval · nobody yet', 'kernel ended']
+    ]);
+    const kinds = Array.from(
+      table.querySelectorAll<HTMLElement>('.co-Activity-decision')
+    ).map(d => d.dataset.verdict);
+    expect(kinds).toEqual([
+      'waiting',
+      'approved-all',
+      'yolo',
+      'rule',
+      'timed-out',
+      'waiting'
+    ]);
   });
 
   it('words and colours each verdict as the cards do', () => {
@@ -68,9 +106,9 @@ describe('activity tables', () => {
       table.querySelectorAll<HTMLElement>('.co-Activity-decision')
     );
     expect(decisions.map(d => [d.textContent, d.dataset.tone])).toEqual([
-      ['timed out (denied)', 'danger'],
-      ['interrupted', 'neutral'],
-      ['applied 1 of 2 cells (cell 1)', 'success']
+      ['timed out (denied) · nobody answered', 'danger'],
+      ['interrupted · turn stopped', 'neutral'],
+      ['applied 1 of 2 cells (cell 1) · by you', 'success']
     ]);
   });
 
@@ -85,6 +123,7 @@ describe('activity tables', () => {
           turns: 2,
           calls: 5,
           refused: 1,
+          notebook: 'work/analysis.ipynb',
           cost: '$0.0045'
         },
         {
@@ -93,7 +132,9 @@ describe('activity tables', () => {
           last: T - 800,
           turns: 1,
           calls: 1,
-          refused: 0
+          refused: 0,
+          notebook: null,
+          console: true
         }
       ],
       's-two',
@@ -104,6 +145,7 @@ describe('activity tables', () => {
     const rows = table.querySelectorAll<HTMLTableRowElement>('tbody tr');
     expect(texts(rows[0])).toEqual([
       's-one',
+      'work/analysis.ipynb',
       '11:50:00',
       '11:59:00',
       '2',
@@ -112,6 +154,7 @@ describe('activity tables', () => {
       '$0.0045'
     ]);
     expect(texts(rows[1]).at(-1)).toBe('—');
+    expect(texts(rows[1]).slice(0, 2)).toEqual(['s-two', 'console']);
     expect(rows[1].classList.contains('co-mod-selected')).toBe(true);
     rows[0].click();
     expect(picked).toEqual(['s-one']);

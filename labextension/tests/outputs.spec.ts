@@ -9,12 +9,14 @@ import {
   cancelCards,
   cancelledCardHTML,
   outputTag,
+  placeCard,
   placeOutput
 } from '../src/outputs';
 
 /** A cell's outputs, as JupyterLab's output area model keeps them. */
 class Outputs implements IOutputList {
   constructor(public items: IOutputJSON[] = []) {}
+  trusted = false;
   get length(): number {
     return this.items.length;
   }
@@ -242,5 +244,41 @@ describe('cards of a kernel that restarted', () => {
       ['interrupted', 'approved'],
       ['ok', undefined]
     ]);
+  });
+});
+
+describe('the card of a call that waits, on a page that lacks it', () => {
+  const card = shown(
+    { 'text/html': '<div class="co-approval">✋ Co wants to run x</div>' },
+    { approval: 'waiting', request: 'req-1', display_id: 'd-1', cell: 'c-2' }
+  );
+
+  it('replaces the outputs of its cell, found by the cell id', () => {
+    const first = new Outputs();
+    const second = new Outputs([shown({ 'text/plain': 'old' }, {})]);
+    const cells: Record<string, Outputs> = { 'c-1': first, 'c-2': second };
+    expect(placeCard([first, second], card, id => cells[id] ?? null)).toBe(
+      true
+    );
+    expect(second.items).toEqual([card]);
+    expect(second.trusted).toBe(true);
+    expect(first.items).toEqual([]);
+  });
+
+  it('joins the outputs of its request, and is placed once', () => {
+    const answer = shown(
+      { 'text/plain': 'I will run x' },
+      { request: 'req-1' }
+    );
+    const cell = new Outputs([answer]);
+    expect(placeCard([cell], card, () => null)).toBe(true);
+    expect(placeCard([cell], card, () => cell)).toBe(false);
+    expect(cell.items).toEqual([answer, card]);
+  });
+
+  it('leaves a page that shows it (the asking page, a saved notebook) alone', () => {
+    const cell = new Outputs([card]);
+    expect(placeCard([cell], card, () => cell)).toBe(false);
+    expect(cell.items).toEqual([card]);
   });
 });

@@ -11,7 +11,12 @@ const MESSAGE = {
       arguments: 'path: notes.txt',
       detail: '+hello',
       agent: null,
-      rule: 'write_file(notes.txt)'
+      rule: 'write_file(notes.txt)',
+      output: {
+        output_type: 'display_data',
+        data: { 'text/plain': 'Co wants to run write_file' },
+        metadata: { co: { approval: 'waiting', display_id: 'a1' } }
+      }
     },
     { tool: 'no id: dropped' }
   ],
@@ -27,7 +32,12 @@ describe('pending approvals', () => {
           tool: 'write_file',
           arguments: 'path: notes.txt',
           detail: '+hello',
-          agent: null
+          agent: null,
+          output: {
+            output_type: 'display_data',
+            data: { 'text/plain': 'Co wants to run write_file' },
+            metadata: { co: { approval: 'waiting', display_id: 'a1' } }
+          }
         }
       ],
       decided: [

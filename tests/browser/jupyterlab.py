@@ -221,3 +221,56 @@ def co_lab(
         finally:
             lab.stop()
         assert server.errors == []
+
+
+def open_palette_command(page: Any, label: str) -> Any:
+    """Open the command palette as a person does and find the command ``label`` in it."""
+    page.evaluate("() => window.jupyterapp.commands.execute('apputils:activate-command-palette')")
+    palette = page.locator(".lm-CommandPalette-input:visible")
+    palette.wait_for()
+    palette.fill(label)
+    item = page.locator(".lm-CommandPalette-item:visible", has_text=label).first
+    item.wait_for()
+    return item
+
+
+SESSION_COLUMNS = ["Session", "Notebook", "First", "Last", "Turns", "Calls", "Refused"]
+CALL_COLUMNS = [
+    "Time", "Session", "Turn", "Tool", "Target", "Decision", "Status", "Duration", "Detail"
+]  # fmt: skip
+
+_CLIPPED_JS = """panel => {
+  const found = [];
+  const edge = panel.getBoundingClientRect();
+  for (const wrap of panel.querySelectorAll('.co-Activity-sessionsWrap, .co-Activity-callsWrap')) {
+    const table = wrap.querySelector('table');
+    if (!table) continue;
+    const box = wrap.getBoundingClientRect();
+    const where = wrap.className;
+    if (box.left < edge.left - 1 || box.right > edge.right + 1) found.push(`${where} goes past the panel`);
+    const scrolls = ['auto', 'scroll'].includes(getComputedStyle(wrap).overflowX);
+    if (wrap.scrollWidth > wrap.clientWidth + 1 && !scrolls) found.push(`${where} is cut, not scrolled`);
+    // What the wrapper can show by scrolling sideways.
+    const left = box.left - wrap.scrollLeft, right = left + wrap.scrollWidth;
+    for (const cell of table.querySelectorAll('th, td')) {
+      const r = cell.getBoundingClientRect();
+      const name = `${where} ${cell.tagName} ${JSON.stringify(cell.textContent)}`;
+      if (getComputedStyle(cell).display === 'none' || r.width === 0) found.push(`${name} is hidden`);
+      else if (cell.scrollWidth > cell.clientWidth + 1) found.push(`${name} is cut short`);
+      else if (r.left < left - 1 || r.right > right + 1) found.push(`${name} lies outside its table`);
+    }
+  }
+  return found;
+}"""
+
+
+def assert_activity_columns_intact(panel: Any) -> None:
+    """Every column of the activity panel's tables is there and whole: each header and
+    cell is shown, none has its text cut, and each lies inside its table's wrapper, which
+    stays within the panel and scrolls sideways when the table is wider."""
+    headers = [
+        [t.strip() for t in panel.locator(f"{wrap} th").all_inner_texts()]
+        for wrap in (".co-Activity-sessionsWrap", ".co-Activity-callsWrap")
+    ]
+    assert headers == [SESSION_COLUMNS, CALL_COLUMNS]
+    assert panel.evaluate(_CLIPPED_JS) == []

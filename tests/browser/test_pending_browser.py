@@ -1,9 +1,10 @@
 """A waiting approval survives a reload (issue 27): real server, real Chromium, real kernel.
 
-Unsaved, the reloaded page has no card: the Co status item says what waits, its panel
-answers through the kernel's ``co.approvals`` comm, and so does Alt+Y. Saved, the card
-comes back, and the rest of the turn reaches its cell on a page that did not send the
-request (a reload, a second tab). A restart draws the waiting card cancelled.
+Saved or not, the reloaded page (or a second tab) shows the card in its cell: unsaved,
+the kernel's ``co.approvals`` comm brings it. The Co status item says what waits and its
+panel answers too, and so does Alt+Y. The rest of the turn reaches its cell on a page that
+did not send the request (a reload, a second tab). A restart draws the waiting card
+cancelled.
 """
 
 from __future__ import annotations
@@ -45,8 +46,8 @@ def test_reload_unsaved_then_approve_from_the_status_item(tmp_path: Path) -> Non
 
         page.reload()
         page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=90_000)
-        # No card on the page: the status item still says what waits.
-        assert page.get_by_role("button", name="Approve", exact=True).count() == 0
+        # The card comes back into its cell, and the status item says what waits.
+        cell.get_by_role("button", name="Approve", exact=True).wait_for(timeout=60_000)
         waiting = page.locator(".co-StatusBar-waiting")
         waiting.wait_for(timeout=60_000)
         assert waiting.inner_text() == "waiting for approval: run_shell_command"
@@ -130,6 +131,44 @@ def ask(co: CoLab) -> Any:
     cell = run_cell(co.page, 0)
     cell.get_by_role("button", name="Approve", exact=True).wait_for(timeout=90_000)
     return cell
+
+
+def test_reload_unsaved_while_a_call_waits_its_card_is_in_the_cell_and_decides(
+    tmp_path: Path,
+) -> None:
+    with co_lab(tmp_path, ["Log a run"], ONCE) as co:
+        co.page.on("dialog", lambda dialog: dialog.accept())  # "leave unsaved page?"
+        ask(co)
+        co.page.reload()  # never saved: the file holds no output of the turn
+        cell = open_notebook(co.page, co.url, idle=False)
+        approve = cell.get_by_role("button", name="Approve", exact=True)
+        approve.wait_for(timeout=90_000)
+        assert "Co wants to run run_shell_command" in cell.inner_text()
+        assert "echo ran >> runs.txt" in cell.inner_text()
+        co.page.screenshot(path=str(ARTIFACTS / "pending-reload-unsaved-card.png"))
+        approve.click()
+        assert_turn_finished_in(cell)
+        assert (co.notebook.parent / "runs.txt").read_text() == "ran\n"
+
+
+def test_second_tab_of_an_unsaved_notebook_shows_the_waiting_card_and_denies_it(
+    tmp_path: Path,
+) -> None:
+    script = [
+        ONCE[0],
+        {"expect": {"tool_result_contains": "denied"}, "text": "Not logged."},
+    ]
+    with co_lab(tmp_path, ["Log a run"], script) as co:
+        asking = ask(co)  # not saved
+        second = co.page.context.new_page()
+        other = open_notebook(second, co.url, idle=False)
+        deny = other.get_by_role("button", name="Deny", exact=True)
+        deny.wait_for(timeout=90_000)
+        deny.click()
+        other.get_by_text("Not logged.").wait_for(timeout=60_000)
+        asking.get_by_text("Not logged.").wait_for(timeout=60_000)
+        assert other.get_by_role("button", name="Approve", exact=True).count() == 0
+        assert not (co.notebook.parent / "runs.txt").exists()
 
 
 def test_reload_saved_then_approve_on_the_card_the_answer_reaches_the_cell(

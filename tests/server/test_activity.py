@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -147,3 +148,74 @@ def test_turns_count_turns_without_tool_calls(tmp_path: Path) -> None:
     assert (quiet["session_id"], quiet["turns"], quiet["calls"]) == ("quiet", 1, 0)
     assert (busy["turns"], busy["calls"], busy["first"], busy["last"]) == (3, 1, 10.0, 30.0)
     assert read_activity(db, ActivityQuery(since=25.0))["sessions"][1]["turns"] == 1
+
+
+def test_a_call_is_its_latest_step_until_its_result_replaces_it(tmp_path: Path) -> None:
+    """A question, then a decision, then the result: one row that says where the call is."""
+    db = tmp_path / "telemetry.db"
+
+    def step(call_id: str, action: str, decision: str, status: str, ts: float) -> AuditEvent:
+        return AuditEvent(
+            "s1", "write_file", decision, turn=1, action=action, target="a.md",
+            status=status, call_id=call_id, ts=ts,
+        )  # fmt: skip
+
+    # The guard's check made as the call asked (an allowed write), then the question.
+    _log(
+        db,
+        AuditEvent("s1", "write_file", "auto", turn=1, action="write", target="a.md", ts=1.0),
+        step("c1", "ask", "waiting", "waiting", 2.0),
+    )
+    (row,) = read_activity(db, ActivityQuery())["rows"]
+    assert (row["decision"], row["status"], row["call_id"]) == ("waiting", "waiting", "c1")
+    assert row["checks"] == [
+        {"action": "write", "target": "a.md", "decision": "auto", "status": "ok", "detail": None}
+    ]
+    assert [
+        r["decision"] for r in read_activity(db, ActivityQuery(decision="waiting"))["rows"]
+    ] == ["waiting"]
+
+    _log(db, step("c1", "decide", "approved", "running", 3.0))
+    (row,) = read_activity(db, ActivityQuery())["rows"]
+    assert (row["decision"], row["status"], row["ts"]) == ("approved", "running", 2.0)
+
+    _log(db, step("c1", "call", "approved", "ok", 4.0))
+    (row,) = read_activity(db, ActivityQuery())["rows"]
+    assert (row["action"], row["decision"], row["status"]) == ("call", "approved", "ok")
+    assert row["ts"] == 4.0
+
+
+def test_sessions_name_their_notebook_and_a_gone_kernel_leaves_no_call_waiting(
+    tmp_path: Path,
+) -> None:
+    import subprocess
+    import sys
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    db = tmp_path / "telemetry.db"
+    root = tmp_path / "server-root"
+    log = AuditLog(db)
+    log.record_session("live", str(root / "work" / "analysis.ipynb"), os.getpid())
+    log.record_session("dead", str(tmp_path / "elsewhere.ipynb"), gone.pid)
+    log.record_session("console", None, os.getpid())
+    for session in ("live", "dead", "console"):
+        log.record(
+            AuditEvent(
+                session, "run_shell_command", "waiting", turn=1, action="ask",
+                status="waiting", call_id=f"{session}-1",
+            )
+        )  # fmt: skip
+    log.close()
+
+    data = read_activity(db, ActivityQuery(), root)
+    sessions = {s["session_id"]: (s["notebook"], s["console"]) for s in data["sessions"]}
+    assert sessions == {
+        "live": ("work/analysis.ipynb", False),
+        "dead": (str(tmp_path / "elsewhere.ipynb"), False),
+        "console": (None, True),
+    }
+    rows = {r["session_id"]: (r["status"], r["notebook"]) for r in data["rows"]}
+    assert rows["live"] == ("waiting", "work/analysis.ipynb")
+    assert rows["dead"][0] == "kernel ended"
+    assert rows["console"] == ("waiting", None)

@@ -59,6 +59,20 @@ def test_tool_calls_leave_spans_and_audit_rows_with_their_decisions(
 
     # Audit: one row per call, with decision, status, target, size and duration.
     rows = AuditLog(db).query()
+    # Each asking call also has rows for its question and its decision, before it ran.
+    steps = sorted(
+        (r for r in rows if r["session_id"] == approved_turn.session_id and r["action"] != "call"),
+        key=lambda r: r["id"],
+    )
+    assert [(r["tool"], r["action"], r["decision"], r["status"]) for r in steps] == [
+        ("send_slack_message", "ask", "waiting", "waiting"),
+        ("send_slack_message", "decide", "approved", "running"),
+    ]
+    assert {r["call_id"] for r in steps} == {
+        r["call_id"] for r in rows if r["action"] == "call" and r["tool"] == "send_slack_message"
+        and r["session_id"] == approved_turn.session_id
+    }  # fmt: skip
+    rows = [r for r in rows if r["action"] == "call"]
     by_session = {
         sid: sorted((r for r in rows if r["session_id"] == sid), key=lambda r: r["id"])
         for sid in (approved_turn.session_id, denied_turn.session_id)
@@ -99,18 +113,27 @@ def test_tool_calls_leave_spans_and_audit_rows_with_their_decisions(
     # Each decision is also an event on its turn's span, the denied one included.
     def decisions(turn):
         return [
-            (e["attributes"]["co.tool"], e["attributes"]["co.decision"])
+            (
+                e["attributes"]["co.tool"],
+                e["attributes"]["co.action"],
+                e["attributes"]["co.decision"],
+            )
             for e in turn.events
             if e["name"] == "co.audit"
         ]
 
+    # The trace tells the call's question and decision too, as the audit log does.
     assert decisions(approved_turn) == [
-        ("list_slack_channels", "auto"),
-        ("send_slack_message", "approved"),
+        ("list_slack_channels", "call", "auto"),
+        ("send_slack_message", "ask", "waiting"),
+        ("send_slack_message", "decide", "approved"),
+        ("send_slack_message", "call", "approved"),
     ]
     assert decisions(denied_turn) == [
-        ("list_slack_channels", "auto"),
-        ("send_slack_message", "denied"),
+        ("list_slack_channels", "call", "auto"),
+        ("send_slack_message", "ask", "waiting"),
+        ("send_slack_message", "decide", "denied"),
+        ("send_slack_message", "call", "denied"),
     ]
 
 
@@ -128,14 +151,19 @@ def test_a_call_cut_short_by_an_interrupt_is_audited(start_kernel, model_server,
     stopped = kernel.execute("Wait a while in Python", interrupt_after=3.0, timeout=60)
     assert stopped.reply["content"]["ename"] == "KeyboardInterrupt"
     assert kernel.execute("Are you there?").markdown() == "Still here."
-    (row,) = AuditLog(telemetry_db(co_home)).query(tool="run_python")
+    rows = AuditLog(telemetry_db(co_home)).query(tool="run_python")
+    (row,) = [r for r in rows if r["action"] == "call"]
     assert (row["decision"], row["status"], row["turn"]) == ("interrupted", "interrupted", 2)
     assert row["target"] == code
     spans = wait_for_spans(telemetry_db(co_home), turns_done(3))
     (turn,) = [s for s in spans if s.kind == "turn" and s.turn == 2]
     assert turn.attributes["co.status"] == "interrupted"
     events = [e["attributes"] for e in turn.events if e["name"] == "co.audit"]
-    assert [(e["co.tool"], e["co.status"]) for e in events] == [("run_python", "interrupted")]
+    assert [(e["co.tool"], e["co.action"], e["co.status"]) for e in events][-1] == (
+        "run_python",
+        "call",
+        "interrupted",
+    )
 
 
 def test_a_scope_refusal_is_audited_on_the_tool_span(start_kernel, model_server, co_home):

@@ -81,6 +81,18 @@ CREATE TABLE IF NOT EXISTS agent_turns (
 AUDIT_BEFORE_SUBAGENTS = AUDIT.replace("    detail TEXT,\n    agent TEXT\n", "    detail TEXT\n")
 assert "agent TEXT" not in AUDIT_BEFORE_SUBAGENTS
 
+# Migration 3: the call id that ties a call's question, decision and result together, and
+# the sessions' notebooks and kernel processes (the activity panel).
+CALLS_AND_SESSIONS = """
+ALTER TABLE agent_actions ADD COLUMN call_id TEXT;
+CREATE TABLE IF NOT EXISTS agent_sessions (
+    session_id TEXT PRIMARY KEY,
+    notebook TEXT,
+    pid INTEGER,
+    ts REAL NOT NULL
+);
+"""
+
 SPAN_ROW = """
 INSERT INTO spans (span_id, trace_id, name, kind, session_id, turn, start_time, end_time,
     start_ns, end_ns, duration_ms, status)
@@ -91,7 +103,7 @@ AUDIT_ROW = """
 INSERT INTO agent_actions (ts, session_id, tool, decision) VALUES (1, 'old', 'read_file', 'auto');
 INSERT INTO agent_turns (session_id, turn, ts) VALUES ('old', 1, 1);
 """
-LATEST = 2
+LATEST = 3
 
 
 def _latest(tmp_path: Path) -> dict[str, object]:
@@ -106,7 +118,7 @@ def _columns(path: Path, table: str) -> list[str]:
 
 
 def test_a_fresh_file_has_the_tables_earlier_co_made(tmp_path: Path) -> None:
-    earlier = made_by(tmp_path / "earlier.db", SPANS + AUDIT, user_version=0)
+    earlier = made_by(tmp_path / "earlier.db", SPANS + AUDIT + CALLS_AND_SESSIONS, user_version=0)
     assert _latest(tmp_path) == shape(earlier)
     assert user_version(tmp_path / "fresh.db") == LATEST
 
@@ -135,7 +147,7 @@ def test_a_file_of_spans_only_gains_the_audit_tables(tmp_path: Path) -> None:
     path = made_by(tmp_path / "telemetry.db", SPANS, user_version=0, rows=SPAN_ROW)
     assert max_span_id(path) == 1
     assert user_version(path) == LATEST
-    assert _columns(path, "agent_actions")[-1] == "agent"
+    assert _columns(path, "agent_actions")[-2:] == ["agent", "call_id"]
     assert shape(path) == _latest(tmp_path)
     AuditLog(path).close()
     assert [s.name for s in read_spans(path)] == ["turn 1"]

@@ -366,7 +366,8 @@ def test_audit_rows_of_a_subagents_calls_name_the_subagent(
 
     with sqlite3.connect(co_home / "data" / "telemetry.db") as db:
         rows = db.execute(
-            "SELECT target, agent FROM agent_actions WHERE tool = 'run_shell_command' ORDER BY id"
+            "SELECT target, agent FROM agent_actions"
+            " WHERE tool = 'run_shell_command' AND action = 'call' ORDER BY id"
         ).fetchall()
     assert len(rows) == 2, rows
     by_target = {target: agent for target, agent in rows}

@@ -269,10 +269,8 @@ button.jp-mod-styled.co-mod-warning {
 }
 
 /*
- * In a narrow panel the tables keep the columns a person scans (which tool on
- * what, the decision; a session's last use and its refusals) and drop the
- * rest (a session's cost too: the status item shows the notebook's), which the
- * filters and a wider panel show.
+ * In a narrow panel (Notebook 7's side panel is about 311 px) every column
+ * stays: the text gets smaller and the table scrolls sideways in its wrapper.
  */
 .co-Activity {
   container: co-activity / inline-size;
@@ -286,18 +284,6 @@ button.jp-mod-styled.co-mod-warning {
   .co-Activity-table th,
   .co-Activity-table td {
     padding: 3px;
-    max-width: 8em;
-  }
-
-  /* The target is cut shorter: its cell's tooltip has it whole. */
-  .co-Activity-calls :is(th, td):nth-child(5) {
-    max-width: 4em;
-  }
-
-  .co-Activity-sessions
-    :is(th, td):is(:nth-child(2), :nth-child(4), :nth-child(7)),
-  .co-Activity-calls :is(th, td):is(:nth-child(-n + 3), :nth-child(n + 7)) {
-    display: none;
   }
 }
 
@@ -323,7 +309,8 @@ button.jp-mod-styled.co-mod-warning {
 
 .co-Activity-table {
   border-collapse: collapse;
-  width: 100%;
+  /* At least the wrapper's width; wider, the wrapper scrolls it sideways. */
+  min-width: 100%;
 }
 
 .co-Activity-table th,
@@ -331,10 +318,16 @@ button.jp-mod-styled.co-mod-warning {
   padding: 3px 8px;
   text-align: left;
   border-bottom: var(--jp-border-width) solid var(--jp-border-color2);
-  max-width: 28em;
-  overflow: hidden;
-  text-overflow: ellipsis;
   white-space: nowrap;
+}
+
+/* Long text wraps in its column instead of being cut: nothing is hidden. */
+.co-Activity-table
+  td:is(.co-Activity-target, .co-Activity-detail, .co-Activity-notebook) {
+  min-width: 14em;
+  max-width: 28em;
+  white-space: normal;
+  overflow-wrap: anywhere;
 }
 
 .co-Activity-table th {
@@ -441,4 +434,4 @@ button.jp-mod-styled.co-mod-warning {
   font-size: var(--jp-code-font-size);
   background: var(--jp-cell-editor-background);
 }
-`,""]),e.d(r,{},{A:i})},314(o){o.exports=function(o){var r=[];return r.toString=function(){return this.map(function(r){var e="",t=void 0!==r[5];return r[4]&&(e+="@supports (".concat(r[4],") {")),r[2]&&(e+="@media ".concat(r[2]," {")),t&&(e+="@layer".concat(r[5].length>0?" ".concat(r[5]):""," {")),e+=o(r),t&&(e+="}"),r[2]&&(e+="}"),r[4]&&(e+="}"),e}).join("")},r.i=function(o,e,t,a,n){"string"==typeof o&&(o=[[null,o,void 0]]);var i={};if(t)for(var c=0;c<this.length;c++){var s=this[c][0];null!=s&&(i[s]=!0)}for(var l=0;l<o.length;l++){var d=[].concat(o[l]);t&&i[d[0]]||(void 0!==n&&(void 0===d[5]||(d[1]="@layer".concat(d[5].length>0?" ".concat(d[5]):""," {").concat(d[1],"}")),d[5]=n),e&&(d[2]&&(d[1]="@media ".concat(d[2]," {").concat(d[1],"}")),d[2]=e),a&&(d[4]?(d[1]="@supports (".concat(d[4],") {").concat(d[1],"}"),d[4]=a):d[4]="".concat(a)),r.push(d))}},r}},601(o){o.exports=function(o){return o[1]}},72(o){var r=[];function e(o){for(var e=-1,t=0;t<r.length;t++)if(r[t].identifier===o){e=t;break}return e}function t(o,t){for(var a={},n=[],i=0;i<o.length;i++){var c=o[i],s=t.base?c[0]+t.base:c[0],l=a[s]||0,d="".concat(s," ").concat(l);a[s]=l+1;var p=e(d),u={css:c[1],media:c[2],sourceMap:c[3],supports:c[4],layer:c[5]};if(-1!==p)r[p].references++,r[p].updater(u);else{var f=function(o,r){var e=r.domAPI(r);return e.update(o),function(r){r?(r.css!==o.css||r.media!==o.media||r.sourceMap!==o.sourceMap||r.supports!==o.supports||r.layer!==o.layer)&&e.update(o=r):e.remove()}}(u,t);t.byIndex=i,r.splice(i,0,{identifier:d,updater:f,references:1})}n.push(d)}return n}o.exports=function(o,a){var n=t(o=o||[],a=a||{});return function(o){o=o||[];for(var i=0;i<n.length;i++){var c=e(n[i]);r[c].references--}for(var s=t(o,a),l=0;l<n.length;l++){var d=e(n[l]);0===r[d].references&&(r[d].updater(),r.splice(d,1))}n=s}}},659(o){var r={};o.exports=function(o,e){var t=function(o){if(void 0===r[o]){var e=document.querySelector(o);if(window.HTMLIFrameElement&&e instanceof window.HTMLIFrameElement)try{e=e.contentDocument.head}catch(o){e=null}r[o]=e}return r[o]}(o);if(!t)throw Error("Couldn't find a style target. This probably means that the value for the 'insert' parameter is invalid.");t.appendChild(e)}},540(o){o.exports=function(o){var r=document.createElement("style");return o.setAttributes(r,o.attributes),o.insert(r,o.options),r}},56(o,r,e){o.exports=function(o){var r=e.nc;r&&o.setAttribute("nonce",r)}},825(o){o.exports=function(o){if("u"<typeof document)return{update:function(){},remove:function(){}};var r=o.insertStyleElement(o);return{update:function(e){var t,a,n;t="",e.supports&&(t+="@supports (".concat(e.supports,") {")),e.media&&(t+="@media ".concat(e.media," {")),(a=void 0!==e.layer)&&(t+="@layer".concat(e.layer.length>0?" ".concat(e.layer):""," {")),t+=e.css,a&&(t+="}"),e.media&&(t+="}"),e.supports&&(t+="}"),(n=e.sourceMap)&&"u">typeof btoa&&(t+="\n/*# sourceMappingURL=data:application/json;base64,".concat(btoa(unescape(encodeURIComponent(JSON.stringify(n))))," */")),o.styleTagTransform(t,r,o.options)},remove:function(){var o;null===(o=r).parentNode||o.parentNode.removeChild(o)}}}},113(o){o.exports=function(o,r){if(r.styleSheet)r.styleSheet.cssText=o;else{for(;r.firstChild;)r.removeChild(r.firstChild);r.appendChild(document.createTextNode(o))}}},579(o,r,e){var t=e(72),a=e.n(t),n=e(825),i=e.n(n),c=e(659),s=e.n(c),l=e(56),d=e.n(l),p=e(540),u=e.n(p),f=e(113),v=e.n(f),h=e(475),m={};m.styleTagTransform=v(),m.setAttributes=d(),m.insert=s().bind(null,"head"),m.domAPI=i(),m.insertStyleElement=u(),a()(h.A,m),h.A&&h.A.locals&&h.A.locals}}]);
+`,""]),e.d(r,{},{A:i})},314(o){o.exports=function(o){var r=[];return r.toString=function(){return this.map(function(r){var e="",t=void 0!==r[5];return r[4]&&(e+="@supports (".concat(r[4],") {")),r[2]&&(e+="@media ".concat(r[2]," {")),t&&(e+="@layer".concat(r[5].length>0?" ".concat(r[5]):""," {")),e+=o(r),t&&(e+="}"),r[2]&&(e+="}"),r[4]&&(e+="}"),e}).join("")},r.i=function(o,e,t,a,n){"string"==typeof o&&(o=[[null,o,void 0]]);var i={};if(t)for(var c=0;c<this.length;c++){var l=this[c][0];null!=l&&(i[l]=!0)}for(var s=0;s<o.length;s++){var d=[].concat(o[s]);t&&i[d[0]]||(void 0!==n&&(void 0===d[5]||(d[1]="@layer".concat(d[5].length>0?" ".concat(d[5]):""," {").concat(d[1],"}")),d[5]=n),e&&(d[2]&&(d[1]="@media ".concat(d[2]," {").concat(d[1],"}")),d[2]=e),a&&(d[4]?(d[1]="@supports (".concat(d[4],") {").concat(d[1],"}"),d[4]=a):d[4]="".concat(a)),r.push(d))}},r}},601(o){o.exports=function(o){return o[1]}},72(o){var r=[];function e(o){for(var e=-1,t=0;t<r.length;t++)if(r[t].identifier===o){e=t;break}return e}function t(o,t){for(var a={},n=[],i=0;i<o.length;i++){var c=o[i],l=t.base?c[0]+t.base:c[0],s=a[l]||0,d="".concat(l," ").concat(s);a[l]=s+1;var p=e(d),u={css:c[1],media:c[2],sourceMap:c[3],supports:c[4],layer:c[5]};if(-1!==p)r[p].references++,r[p].updater(u);else{var f=function(o,r){var e=r.domAPI(r);return e.update(o),function(r){r?(r.css!==o.css||r.media!==o.media||r.sourceMap!==o.sourceMap||r.supports!==o.supports||r.layer!==o.layer)&&e.update(o=r):e.remove()}}(u,t);t.byIndex=i,r.splice(i,0,{identifier:d,updater:f,references:1})}n.push(d)}return n}o.exports=function(o,a){var n=t(o=o||[],a=a||{});return function(o){o=o||[];for(var i=0;i<n.length;i++){var c=e(n[i]);r[c].references--}for(var l=t(o,a),s=0;s<n.length;s++){var d=e(n[s]);0===r[d].references&&(r[d].updater(),r.splice(d,1))}n=l}}},659(o){var r={};o.exports=function(o,e){var t=function(o){if(void 0===r[o]){var e=document.querySelector(o);if(window.HTMLIFrameElement&&e instanceof window.HTMLIFrameElement)try{e=e.contentDocument.head}catch(o){e=null}r[o]=e}return r[o]}(o);if(!t)throw Error("Couldn't find a style target. This probably means that the value for the 'insert' parameter is invalid.");t.appendChild(e)}},540(o){o.exports=function(o){var r=document.createElement("style");return o.setAttributes(r,o.attributes),o.insert(r,o.options),r}},56(o,r,e){o.exports=function(o){var r=e.nc;r&&o.setAttribute("nonce",r)}},825(o){o.exports=function(o){if("u"<typeof document)return{update:function(){},remove:function(){}};var r=o.insertStyleElement(o);return{update:function(e){var t,a,n;t="",e.supports&&(t+="@supports (".concat(e.supports,") {")),e.media&&(t+="@media ".concat(e.media," {")),(a=void 0!==e.layer)&&(t+="@layer".concat(e.layer.length>0?" ".concat(e.layer):""," {")),t+=e.css,a&&(t+="}"),e.media&&(t+="}"),e.supports&&(t+="}"),(n=e.sourceMap)&&"u">typeof btoa&&(t+="\n/*# sourceMappingURL=data:application/json;base64,".concat(btoa(unescape(encodeURIComponent(JSON.stringify(n))))," */")),o.styleTagTransform(t,r,o.options)},remove:function(){var o;null===(o=r).parentNode||o.parentNode.removeChild(o)}}}},113(o){o.exports=function(o,r){if(r.styleSheet)r.styleSheet.cssText=o;else{for(;r.firstChild;)r.removeChild(r.firstChild);r.appendChild(document.createTextNode(o))}}},579(o,r,e){var t=e(72),a=e.n(t),n=e(825),i=e.n(n),c=e(659),l=e.n(c),s=e(56),d=e.n(s),p=e(540),u=e.n(p),f=e(113),v=e.n(f),h=e(475),m={};m.styleTagTransform=v(),m.setAttributes=d(),m.insert=l().bind(null,"head"),m.domAPI=i(),m.insertStyleElement=u(),a()(h.A,m),h.A&&h.A.locals&&h.A.locals}}]);
