@@ -131,6 +131,8 @@ class _TurnRunner:
         self.agent = agent
         self.prompt = prompt
         self.deps = deps
+        # What prices this run's requests (a subagent's deps are its own copy).
+        deps.model_label = model_label
         self.history = list(history)
         self.frontend = frontend
         self.provider = provider
