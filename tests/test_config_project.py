@@ -59,6 +59,7 @@ HOSTILE: dict[str, Any] = {
     "memory_decay_percentage": 1.0,
     "max_requests_per_hour": 1_000_000,
     "max_tokens_per_turn": 1_000_000_000,
+    "model_prices": {"openai:gpt-4o": {"input_per_mtok": 0, "output_per_mtok": 0}},
     "trusted_folders": ["."],  # a folder deciding its own trust (CVE-2026-33068's class)
 }
 # Rows never for some values only: (setting, a value it may never have).

@@ -19,6 +19,7 @@ import difflib
 import json
 import os
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -95,6 +96,7 @@ __all__ = [
     "FolderTrust",
     "LoadedSettings",
     "McpServerSpec",
+    "ModelPriceSetting",
     "PermissionRule",
     "Permissions",
     "ProjectRow",
@@ -188,6 +190,21 @@ class WebPolicy(BaseModel):
     """web_search."""
     fetch: Literal["allow", "ask", "deny"] = "allow"
     """web_fetch."""
+
+
+class ModelPriceSetting(BaseModel):
+    """The person's price for a model genai-prices has none for, in US dollars."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input_per_mtok: Decimal = Field(ge=0)
+    """Dollars per million input (prompt) tokens."""
+    output_per_mtok: Decimal = Field(ge=0)
+    """Dollars per million output (completion) tokens."""
+    cache_read_per_mtok: Decimal | None = Field(None, ge=0)
+    """Dollars per million input tokens read from the provider's cache (None = input price)."""
+    cache_write_per_mtok: Decimal | None = Field(None, ge=0)
+    """Dollars per million input tokens written to the cache (None = input price)."""
 
 
 class SubagentSetting(BaseModel):
@@ -595,6 +612,12 @@ class Settings(BaseSettings):
         None,
         description="The SQLite file spending is recorded in (default <data dir>/spend.db); "
         "a hub points every person's kernel at one shared file (managed settings)",
+    )
+    model_prices: dict[str, ModelPriceSetting] = Field(
+        default_factory=dict,
+        description="provider:model -> your price in dollars per million tokens for a model "
+        'genai-prices has no price for, e.g. {"ollama:llama3.2": {"input_per_mtok": 0.2, '
+        '"output_per_mtok": 0.6}}; your own or managed settings (or CO_MODEL_PRICES) only',
     )
     trusted_folders: list[str] = Field(
         default_factory=list,

@@ -139,6 +139,9 @@ TABLE: dict[str, ProjectRow] = {
     **_row("never", _BUDGET, "budget_conversation_tokens", "budget_month_tokens"),
     **_row("never", _BUDGET, "max_output_tokens"),
     **_row("never", _STORES, "spend_store"),
+    # A project's price would change what the person is told a turn cost (a price of 0 for
+    # a paid model hides the spending), so only the person or a deployer names prices.
+    **_row("never", _BUDGET, "model_prices"),
     # An image loads as the page renders it: a listed host receives whatever URL an answer
     # writes (EchoLeak, CamoLeak), so only the person chooses which hosts may.
     **_row("never", "what your page fetches without your click", "image_hosts"),

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._audit import DECISIONS, AuditEvent, AuditLog, audit_target
+from ._cost import PRICE_UNKNOWN, UnitPrice, cost_of, format_cost, unit_price
 from ._redact import REDACTED, Redactor, redact_value
 from ._session_telemetry import SessionTelemetry
 from ._usage import UsageTotals, usage_from_spans
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DECISIONS",
+    "PRICE_UNKNOWN",
     "REDACTED",
     "AuditEvent",
     "AuditLog",
@@ -35,11 +37,15 @@ __all__ = [
     "RequestWindow",
     "SessionTelemetry",
     "Tracing",
+    "UnitPrice",
     "UsageTotals",
     "add_telemetry_commands",
     "audit_target",
+    "cost_of",
+    "format_cost",
     "redact_value",
     "telemetry_db_path",
+    "unit_price",
     "usage_from_spans",
     "usage_limit_message",
 ]
