@@ -59,8 +59,7 @@ CEILINGS = frozenset(
 
 def _within(value: Any, ceiling: Any) -> bool:
     """Whether a lower layer's budget stays at or under the managed one (None: no budget)."""
-    numbers = (int, float)
-    if isinstance(value, bool) or not isinstance(value, numbers | str):
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
         return False
     try:
         return float(value) <= float(ceiling)

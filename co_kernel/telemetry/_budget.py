@@ -109,9 +109,7 @@ def _content_chars(content: Any) -> int:
     if isinstance(content, str):
         return len(content)
     if isinstance(content, list | tuple):
-        return sum(
-            len(item) if isinstance(item, str) else _IMAGE_CHARS for item in content
-        )  # pyright: ignore[reportUnknownVariableType]
+        return sum(len(item) if isinstance(item, str) else _IMAGE_CHARS for item in content)  # pyright: ignore[reportUnknownVariableType]
     try:
         return len(json.dumps(content, default=str))
     except (TypeError, ValueError):
@@ -189,9 +187,8 @@ def _amount(limit: BudgetLimit, value: float) -> str:
 def _how_to_go_on(limit: BudgetLimit) -> str:
     if limit.managed:
         where = limit.origin.removeprefix("managed (").removesuffix(")")
-        return (
-            f"This budget is set by your administrator ({where}); ask them to raise it"
-            + ("." if limit.period in ("day", "month") else ", or continue in a new turn.")
+        return f"This budget is set by your administrator ({where}); ask them to raise it" + (
+            "." if limit.period in ("day", "month") else ", or continue in a new turn."
         )
     command = f"%budget {limit.period}{' tokens' if limit.tokens else ''}"
     more = "200000" if limit.tokens else f"{max(limit.limit * 2, 0.01):.2f}"
@@ -255,9 +252,7 @@ class Budgets:
             return DEFAULT_OUTPUT_CAP
         return None
 
-    def admit(
-        self, ctx: Any, messages: Sequence[Any], params: Any, output_cap: int | None
-    ) -> int:
+    def admit(self, ctx: Any, messages: Sequence[Any], params: Any, output_cap: int | None) -> int:
         """Reserve the request in the spend store and return its row; raises BudgetRefused
         (nothing written) when it could pass a budget."""
         deps = ctx.deps
@@ -322,7 +317,8 @@ class Budgets:
         return (
             f"Stopped before sending: the next model request ({request}) could pass the "
             f"{limit.period}'s {what} of {_amount(limit, limit.limit)} (setting "
-            f"`{limit.setting}`, {limit.origin}); {scope} has spent {_amount(limit, used)}. "
+            f"`{limit.setting}`, {limit.origin}); {scope} has spent {_amount(limit, used)}"
+            f"{', requests in flight included' if limit.period in ('day', 'month') else ''}. "
             f"Nothing was sent and the conversation is kept. {_how_to_go_on(limit)}"
         )
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.exceptions import UsageLimitExceeded
+from pydantic_ai.exceptions import AgentRunError, UsageLimitExceeded
 from pydantic_ai.usage import UsageLimits
 
 from ..exceptions import RunError
@@ -46,6 +46,10 @@ class CoLimitExceeded(UsageLimitExceeded, RunError):
     A ``UsageLimitExceeded`` so the turn ends the way any budget ends: what was done so far
     is kept and the message is shown as is.
     """
+
+    def __init__(self, message: str) -> None:
+        # Co's message says how to go on; pydantic-ai's would append a link to its docs.
+        AgentRunError.__init__(self, message)
 
 
 class RequestWindow:

@@ -38,7 +38,9 @@ class SpendMetrics:
             OTLPMetricExporter(endpoint=otlp_metrics_url(endpoint)),
             export_interval_millis=EXPORT_INTERVAL_MS,
         )
-        resource = Resource.create({"service.name": "co-kernel", "service.version": service_version})
+        resource = Resource.create(
+            {"service.name": "co-kernel", "service.version": service_version}
+        )
         # A provider of its own, not the global one: the kernel's spans have theirs too.
         self._provider: MeterProvider = MeterProvider(metric_readers=[reader], resource=resource)
         meter = self._provider.get_meter("co_kernel.spend")

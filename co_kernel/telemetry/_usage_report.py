@@ -52,9 +52,7 @@ def usage_table(rows: list[SpendRow]) -> str:
         total[3] += row.cost or 0.0
         total[4] += row.unpriced
         total[5] += 1 if row.cost is not None else 0
-    for person, (requests, tokens_in, tokens_out, cost, unpriced, priced) in sorted(
-        totals.items()
-    ):
+    for person, (requests, tokens_in, tokens_out, cost, unpriced, priced) in sorted(totals.items()):
         lines.append(
             (
                 "total",

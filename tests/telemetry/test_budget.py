@@ -1,0 +1,253 @@
+"""Budgets through real kernels: a request that could pass a budget is never sent.
+
+The scripted server answers as ``openai:gpt-4o-mini`` (genai-prices: $0.15 per million input
+tokens, $0.60 per million output tokens) and reports the usage each step names, so each
+request's cost is known; ``scripted`` (through ``compat:``) has no price.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+PRICED = {
+    "CO_MODEL": "openai:gpt-4o-mini",
+    "OPENAI_API_KEY": "sk-test-not-a-real-key",
+}
+
+
+def _priced(model_server: Any) -> dict[str, str]:
+    return {**PRICED, "CO_BASE_URL": model_server.base_url}
+
+
+def _write(path: Path, data: dict[str, Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+    return path
+
+
+def _user_settings(co_home: Path, **values: Any) -> Path:
+    return _write(co_home / "config" / "settings.json", values)
+
+
+def _echo(n: int, prompt_tokens: int = 10_000) -> dict[str, Any]:
+    return {
+        "tool_calls": [{"name": "run_shell_command", "arguments": {"cmd": f"echo step {n}"}}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": 10},
+    }
+
+
+def test_a_loop_of_tool_calls_stops_before_the_request_that_would_pass_the_turn_budget(
+    start_kernel, model_server, co_home
+):
+    # Each request costs $0.001506 (10,000 in, 10 out); the next one is estimated at its
+    # counted prompt plus 100 output tokens: the fourth would pass $0.005.
+    _user_settings(co_home, budget_turn=0.005, max_output_tokens=100)
+    done = {"text": "Done.", "usage": {"prompt_tokens": 10, "completion_tokens": 2}}
+    model_server.extend([_echo(1), _echo(2), _echo(3), done])
+    kernel = start_kernel(_priced(model_server))
+    stopped = kernel.execute("loop over the steps")
+    assert stopped.status == "error", stopped.text()
+    text = stopped.text()
+    assert len(model_server.requests) == 3, "no request past the budget reached the model"
+    assert "`budget_turn`" in text and "$0.0050" in text, text
+    assert "Nothing was sent" in text and "%budget turn" in text, text
+    assert "Traceback" not in text and "pydantic.dev" not in text
+    # Every request went out with the output cap the estimate counted.
+    assert all(
+        r.get("max_tokens") == 100 or r.get("max_completion_tokens") == 100
+        for r in model_server.requests
+    ), model_server.requests[0].keys()
+    # The conversation is intact: the next turn (a new turn budget) sees the tool results.
+    after = kernel.execute("carry on")
+    assert after.status == "ok", after.text()
+    assert "Done." in after.markdown()
+    sent = json.dumps(model_server.requests[-1]["messages"])
+    assert "step 3" in sent and "loop over the steps" in sent
+    assert kernel.is_alive()
+
+
+def test_two_kernels_of_one_person_share_a_daily_budget_in_flight_and_after(
+    start_kernel, model_server, co_home
+):
+    # An answer is counted as 100,000 output tokens ($0.06) before it is sent, so two
+    # requests in flight at once would pass $0.10: the second waits for the first.
+    _user_settings(co_home, budget_day=0.10, max_output_tokens=100_000)
+    model_server.extend(
+        [
+            {"text": "slow", "fault": {"kind": "stall", "seconds": 300}},
+            {"text": "B answers.", "usage": {"prompt_tokens": 300_000, "completion_tokens": 5}},
+        ]
+    )
+    first = start_kernel(_priced(model_server))
+    second = start_kernel(_priced(model_server))
+    refused = threading.Event()
+    outcome: dict[str, Any] = {}
+
+    def run_first() -> None:
+        outcome["first"] = first.execute(
+            "a long answer", interrupt_when=refused.is_set, timeout=120
+        )
+
+    thread = threading.Thread(target=run_first)
+    thread.start()
+    try:
+        while not model_server.requests:
+            time.sleep(0.05)  # the first kernel's request is in flight (reserved)
+        blocked = second.execute("meanwhile, in another notebook")
+    finally:
+        refused.set()
+        thread.join()
+    assert blocked.status == "error", blocked.text()
+    text = blocked.text()
+    assert "`budget_day`" in text and "today has spent $0.06" in text, text
+    assert len(model_server.requests) == 1, "the second kernel's request was not sent"
+    # The interrupted request released its reservation: the second kernel goes on.
+    assert outcome["first"].interrupt_sent
+    after = second.execute("again")
+    assert after.status == "ok", after.text()
+    assert "B answers." in after.markdown()
+    # B's answer cost $0.045: a third kernel (a restart, a new notebook) counts it.
+    third = start_kernel(_priced(model_server))
+    late = third.execute("one more")
+    assert late.status == "error", late.text()
+    assert "today has spent $0.0450" in late.text(), late.text()
+    assert len(model_server.requests) == 2
+
+
+def test_a_managed_budget_is_a_ceiling_no_layer_below_can_raise(
+    start_kernel, model_server, co_home, workspace, tmp_path
+):
+    managed = _write(tmp_path / "etc-co" / "settings.json", {"budget_day": 0.05})
+    user_file = _user_settings(co_home, budget_day=5, max_output_tokens=100_000)
+    project_file = _write(workspace / ".co" / "settings.json", {"budget_day": 10})
+    kernel = start_kernel(
+        {**_priced(model_server), "CO_MANAGED_SETTINGS": str(managed), "CO_BUDGET_DAY": "20"}
+    )
+    model_server.extend([{"text": "never sent"}])
+    stopped = kernel.execute("hello")
+    text = stopped.text()
+    assert stopped.status == "error", text
+    assert f"{user_file}: budget_day: your administrator sets at most 0.05" in text
+    assert "environment (CO_BUDGET_DAY): budget_day: your administrator sets at most" in text
+    assert f"{project_file}: budget_day: a project file cannot set this" in text
+    assert "day's budget of $0.0500" in text and "set by your administrator" in text, text
+    assert "`%budget" not in text.split("set by your administrator")[1]
+    assert model_server.requests == []
+    # Nor %budget: higher or off is refused, lower is kept.
+    higher = kernel.execute("%budget day 1")
+    assert higher.status == "error" and "at most $0.0500" in higher.text(), higher.text()
+    off = kernel.execute("%budget day off")
+    assert off.status == "error" and "not turn it off" in off.text(), off.text()
+    lower = kernel.execute("%budget day 0.02")
+    assert lower.status == "ok", lower.text()
+    shown = kernel.execute("%budget").markdown()
+    assert "$0.0200" in shown and "managed at most $0.0500" in shown, shown
+
+
+def test_an_unpriced_model_obeys_a_token_budget(start_kernel, model_server, co_home):
+    # `scripted` has no price: a money budget cannot count it, a token budget does.
+    _user_settings(co_home, budget_turn=0.000001, budget_turn_tokens=25_000, max_output_tokens=50)
+    model_server.extend([_echo(1), _echo(2), _echo(3)])
+    kernel = start_kernel()
+    stopped = kernel.execute("loop")
+    text = stopped.text()
+    assert stopped.status == "error", text
+    assert len(model_server.requests) == 2, "the third request would pass 25,000 tokens"
+    assert "turn's token budget of 25,000 tokens" in text and "`budget_turn_tokens`" in text
+    assert "this turn has spent 20,020 tokens" in text, text
+
+
+def test_budget_magic_sets_shows_and_removes_the_persons_own(start_kernel, co_home):
+    kernel = start_kernel()
+    assert "%budget" in kernel.execute("%help").markdown()
+    assert "No budgets set" in kernel.execute("%budget").markdown()
+    set_turn = kernel.execute("%budget turn 0.50")
+    assert set_turn.status == "ok", set_turn.text()
+    assert "`budget_turn` is now $0.5000" in set_turn.markdown(), set_turn.markdown()
+    kernel.execute("%budget month tokens 2000000")
+    saved = json.loads((co_home / "config" / "settings.json").read_text())
+    assert saved["budget_turn"] == 0.5 and saved["budget_month_tokens"] == 2_000_000
+    shown = kernel.execute("%budget").markdown()
+    assert "$0.5000" in shown and "2,000,000 tokens" in shown and "user" in shown, shown
+    bad = kernel.execute("%budget week 3")
+    assert bad.status == "error" and "one of turn, conversation, day, month" in bad.text()
+    worse = kernel.execute("%budget day lots")
+    assert worse.status == "error" and "US dollars" in worse.text()
+    kernel.execute("%budget turn off")
+    saved = json.loads((co_home / "config" / "settings.json").read_text())
+    assert "budget_turn" not in saved and saved["budget_month_tokens"] == 2_000_000
+    kernel.execute("%budget off")
+    assert json.loads((co_home / "config" / "settings.json").read_text()) == {}
+    assert kernel.is_alive()
+
+
+def test_the_warning_at_80_percent_of_a_daily_budget_comes_once(
+    start_kernel, model_server, co_home
+):
+    _user_settings(co_home, budget_day=0.01, max_output_tokens=100)
+    model_server.extend(
+        [
+            {"text": "One.", "usage": {"prompt_tokens": 10, "completion_tokens": 10_000}},
+            {"text": "Two.", "usage": {"prompt_tokens": 10, "completion_tokens": 4_000}},
+            {"text": "Three.", "usage": {"prompt_tokens": 10, "completion_tokens": 10}},
+            {"text": "Four.", "usage": {"prompt_tokens": 10, "completion_tokens": 10}},
+        ]
+    )
+    kernel = start_kernel(_priced(model_server))
+    first = kernel.execute("one")  # $0.006: 60 %
+    assert first.status == "ok" and "of your day's budget" not in first.text()
+    second = kernel.execute("two")  # $0.0084: 84 %
+    assert second.status == "ok", second.text()
+    assert "You have used 84 % of your day's budget: $0.0084 of $0.0100" in second.text()
+    third = kernel.execute("three")
+    assert third.status == "ok" and "of your day's budget" not in third.text()
+    # Once per day for the person, not per kernel.
+    other = start_kernel(_priced(model_server)).execute("four")
+    assert other.status == "ok" and "of your day's budget" not in other.text(), other.text()
+
+
+def test_co_kernel_usage_prints_spend_per_person_day_and_model_from_the_shared_store(
+    start_kernel, model_server, co_home, tmp_path
+):
+    shared = tmp_path / "hub" / "spend.db"
+    managed = _write(tmp_path / "etc-co" / "settings.json", {"spend_store": str(shared)})
+    model_server.extend(
+        [
+            {"text": "Priced.", "usage": {"prompt_tokens": 20_000, "completion_tokens": 1_000}},
+            {"text": "Unpriced.", "usage": {"prompt_tokens": 300, "completion_tokens": 20}},
+        ]
+    )
+    env = {**_priced(model_server), "CO_MANAGED_SETTINGS": str(managed)}
+    assert start_kernel(env).execute("hi").status == "ok"
+    unpriced = {"CO_MANAGED_SETTINGS": str(managed), "CO_BASE_URL": model_server.base_url}
+    assert start_kernel(unpriced).execute("hi").status == "ok"
+    assert shared.exists()
+    person_env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("CO_", "PYTEST"))},
+        "CO_HOME": str(co_home),
+        "CO_MANAGED_SETTINGS": str(managed),
+    }
+    co_kernel = Path(sys.executable).with_name("co-kernel")
+    out = subprocess.run(
+        [str(co_kernel), "usage"], env=person_env, capture_output=True, text=True, check=True
+    ).stdout
+    today = time.strftime("%Y-%m-%d")
+    person = os.environ.get("JUPYTERHUB_USER") or getpass.getuser()
+    assert f"Spending recorded in {shared}" in out, out
+    lines = out.splitlines()
+    priced = next(line for line in lines if "gpt-4o-mini" in line)
+    assert priced.split()[:2] == [today, person], out
+    # 20,000 x $0.15 + 1,000 x $0.60 per million tokens.
+    assert priced.split()[-4:] == ["1", "20,000", "1,000", "$0.0036"], out
+    scripted = next(line for line in lines if " scripted " in line)
+    assert scripted.endswith("price unknown"), out
+    total = next(line for line in lines if line.startswith("total"))
+    assert total.endswith("$0.0036 (+1 unpriced)"), out
