@@ -22,7 +22,13 @@ from ._usage import UsageTotals, usage_from_spans
 
 if TYPE_CHECKING:
     from ._cli import add_telemetry_commands
-    from ._limits import CoLimitExceeded, RateLimits, RequestWindow, usage_limit_message
+    from ._limits import (
+        BudgetExceeded,
+        CoLimitExceeded,
+        RateLimits,
+        RequestWindow,
+        usage_limit_message,
+    )
     from ._tracing import Tracing
 
 __all__ = [
@@ -31,6 +37,7 @@ __all__ = [
     "REDACTED",
     "AuditEvent",
     "AuditLog",
+    "BudgetExceeded",
     "CoLimitExceeded",
     "RateLimits",
     "Redactor",
@@ -51,6 +58,7 @@ __all__ = [
 ]
 
 _LAZY = {
+    "BudgetExceeded": "._limits",
     "CoLimitExceeded": "._limits",
     "RateLimits": "._limits",
     "RequestWindow": "._limits",

@@ -21,7 +21,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import AgentRunError, UsageLimitExceeded
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ._budget import Budgets
 
 __all__ = [
+    "BudgetExceeded",
     "CoLimitExceeded",
     "RateLimits",
     "RequestWindow",
@@ -50,6 +51,10 @@ class CoLimitExceeded(UsageLimitExceeded, RunError):
     def __init__(self, message: str) -> None:
         # Co's message says how to go on; pydantic-ai's would append a link to its docs.
         AgentRunError.__init__(self, message)
+
+
+class BudgetExceeded(CoLimitExceeded):
+    """A request could pass a budget (``budget_*``): the whole turn stops, a subagent's too."""
 
 
 class RequestWindow:
@@ -178,7 +183,7 @@ class RateLimits(AbstractCapability[Any]):
                 ctx, request_context.messages, request_context.model_request_parameters, cap
             )
         except BudgetRefused as refused:
-            self._refuse(ctx, refused.limit.setting, str(refused))
+            self._refuse(ctx, refused.limit.setting, str(refused), BudgetExceeded)
         slot = _reservation.get()
         if slot is not None:
             slot.row = row
@@ -186,10 +191,12 @@ class RateLimits(AbstractCapability[Any]):
             self.budgets.release(row)
         return request_context
 
-    def _refuse(self, ctx: Any, limit: str, message: str) -> None:
+    def _refuse(
+        self, ctx: Any, limit: str, message: str, kind: type[CoLimitExceeded] = CoLimitExceeded
+    ) -> NoReturn:
         if self.on_refused is not None:
             self.on_refused(limit, message, ctx.deps)
-        raise CoLimitExceeded(message)
+        raise kind(message)
 
 
 def usage_limit_message(exc: BaseException, settings: Any) -> str:

@@ -259,7 +259,12 @@ class _TurnRunner:
             return self._stop(str(exc), resume)
         if isinstance(exc, UsageLimitExceeded):
             # The request budget, or one of telemetry's RateLimits.
-            from ..telemetry import usage_limit_message
+            from ..telemetry import BudgetExceeded, usage_limit_message
+
+            if self.child and isinstance(exc, BudgetExceeded):
+                # A budget: the turn stops, not just this subagent (its caller's tool call
+                # raises it on, cancelling the calls beside it: a card waiting is closed).
+                raise exc
 
             return self._stop(usage_limit_message(exc, self.deps.settings), resume)
         if isinstance(exc, UnexpectedModelBehavior):

@@ -17,6 +17,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from co_kernel.frontend import MIME_TOOL_CALL
+from tests.support.cells import tool_cards
+
 PRICED = {
     "CO_MODEL": "openai:gpt-4o-mini",
     "OPENAI_API_KEY": "sk-test-not-a-real-key",
@@ -251,3 +254,84 @@ def test_co_kernel_usage_prints_spend_per_person_day_and_model_from_the_shared_s
     assert scripted.endswith("price unknown"), out
     total = next(line for line in lines if line.startswith("total"))
     assert total.endswith("$0.0036 (+1 unpriced)"), out
+
+
+HELPER = """---
+name: helper
+description: Runs shell commands in the workspace.
+tools: [run_shell_command]
+---
+You help.
+"""
+
+
+def _card_waiting(seen: list[dict[str, Any]]) -> bool:
+    return any(
+        m["msg_type"] in ("display_data", "update_display_data")
+        and (m["content"]["data"].get(MIME_TOOL_CALL) or {}).get("status") == "waiting"
+        for m in seen
+    )
+
+
+def test_an_approval_card_waiting_when_a_subagent_passes_the_budget_is_cancelled(
+    start_kernel, model_server, co_home, workspace
+):
+    """Two subagents run side by side: one waits for the person's approval, the other's
+    next request could pass the turn's budget. The turn stops, and the card stops waiting."""
+    (workspace / ".co" / "agents").mkdir(parents=True)
+    (workspace / ".co" / "agents" / "helper.md").write_text(HELPER)
+    # The command waits until the test has seen the other subagent's card, so the budget
+    # stop comes while the card waits, whichever subagent takes which step.
+    (workspace / "wait.sh").write_text(
+        "while [ ! -e card-shown ]; do sleep 0.05; done\necho seen\n"
+    )
+    _user_settings(
+        co_home,
+        budget_turn=0.01,
+        max_output_tokens=100,
+        permissions={"allow": ["run_shell_command(sh wait.sh)"]},
+    )
+    both = {
+        "tool_calls": [
+            {"name": "delegate_task", "arguments": {"description": "wait", "subagent": "helper"}},
+            {"name": "delegate_task", "arguments": {"description": "ask", "subagent": "helper"}},
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 10},
+    }
+    # 40,000 prompt tokens cost $0.006 and make the next request's estimate as much: the
+    # second request of that subagent could pass $0.01, its first could not.
+    waits = {
+        "tool_calls": [{"name": "run_shell_command", "arguments": {"cmd": "sh wait.sh"}}],
+        "usage": {"prompt_tokens": 40_000, "completion_tokens": 10},
+    }
+    asks = {
+        "tool_calls": [{"name": "run_shell_command", "arguments": {"cmd": "touch asked.txt"}}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 10},
+    }
+    model_server.extend([both, waits, asks, {"text": "never sent"}])
+    kernel = start_kernel(_priced(model_server))
+    seen: list[dict[str, Any]] = []
+
+    def watch(_kernel: Any, message: dict[str, Any]) -> None:
+        seen.append(message)
+        if _card_waiting(seen):
+            (workspace / "card-shown").touch()
+
+    result = kernel.execute("do both", on_message=watch, timeout=120)
+    text = result.text()
+    assert result.status == "error", text
+    assert "`budget_turn`" in text and "Nothing was sent" in text, text
+    assert len(model_server.requests) == 3, "the request past the budget was not sent"
+    assert not (workspace / "asked.txt").exists()
+    shell = [c for c in tool_cards(result) if c["tool"] == "run_shell_command"]
+    asked = next(c for c in shell if "touch" in json.dumps(c["args"]))
+    assert (asked["status"], asked["decision"]) == ("interrupted", "interrupted"), asked
+    assert kernel.is_alive()
+    # The conversation goes on from a valid history: both delegations have their returns.
+    model_server.reset([{"text": "Fine."}])
+    after = kernel.execute("%budget turn off")
+    assert after.status == "ok"
+    again = kernel.execute("what happened?")
+    assert again.status == "ok" and "Fine." in again.markdown(), again.text()
+    sent = model_server.requests[-1]["messages"]
+    assert sum(1 for m in sent if m["role"] == "tool") == 2, sent
