@@ -228,10 +228,13 @@ class Budgets:
     )
     """(model label, settings object) -> US dollars per input and output token."""
 
+    shared: bool = False
+    """The store is a deployer's shared file (``spend_store``), created group-writable."""
+
     @property
     def store(self) -> SpendStore:
         if self._store is None:
-            self._store = SpendStore(self.store_path)
+            self._store = SpendStore(self.store_path, shared=self.shared)
         return self._store
 
     def close(self) -> None:

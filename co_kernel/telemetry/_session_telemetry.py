@@ -172,6 +172,7 @@ class SessionTelemetry:
             path = spend_store_path(self.settings)
             try:
                 budgets = Budgets(path, self.origins)
+                budgets.shared = self.settings.spend_store is not None
                 budgets.on_warning = self.budget_warnings.append
                 if self.settings.otlp_endpoint:
                     from .. import __version__

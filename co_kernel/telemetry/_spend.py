@@ -80,6 +80,19 @@ def spend_store_path(settings: Any = None) -> Path:
     return paths().data_dir / "spend.db"
 
 
+def _create_shared(path: Path) -> None:
+    """Create a shared store group-writable (0660) in the deployer's folder, so every
+    user's kernel can write it (SQLite gives its -wal and -shm files the same mode)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o660)
+    except FileExistsError:
+        return
+    try:
+        os.fchmod(fd, 0o660)  # past the umask
+    finally:
+        os.close(fd)
+
+
 def current_person() -> str:
     """Whose budget a kernel spends: the hub's user name, else the login name."""
     # On a hub every container may run as the same Unix user; the hub names the person.
@@ -121,10 +134,12 @@ class SpendRow:
 class SpendStore:
     """A connection to the spend store (one per kernel session)."""
 
-    def __init__(self, path: Path, *, create: bool = True) -> None:
+    def __init__(self, path: Path, *, create: bool = True, shared: bool = False) -> None:
         self.path = path
-        # A shared store a deployer made is used as it is (its mode lets the group write);
-        # a person's own is created private like every other Co file.
+        if create and shared:
+            _create_shared(path)
+        # A person's own store is created private like every other Co file; an existing
+        # one (a hub's shared store) is used with the mode it has.
         self._conn = connect(path, _MIGRATIONS, create=create and not path.exists())
 
     def close(self) -> None:

@@ -10,15 +10,19 @@ from __future__ import annotations
 import getpass
 import json
 import os
+import stat
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from co_kernel.frontend import MIME_TOOL_CALL
 from tests.support.cells import tool_cards
+
+from .test_spans import otlp_collector  # noqa: F401 - a fixture
 
 PRICED = {
     "CO_MODEL": "openai:gpt-4o-mini",
@@ -91,29 +95,21 @@ def test_two_kernels_of_one_person_share_a_daily_budget_in_flight_and_after(
     )
     first = start_kernel(_priced(model_server))
     second = start_kernel(_priced(model_server))
-    refused = threading.Event()
-    outcome: dict[str, Any] = {}
-
-    def run_first() -> None:
-        outcome["first"] = first.execute(
-            "a long answer", interrupt_when=refused.is_set, timeout=120
-        )
-
-    thread = threading.Thread(target=run_first)
-    thread.start()
-    try:
-        while not model_server.requests:
-            time.sleep(0.05)  # the first kernel's request is in flight (reserved)
-        blocked = second.execute("meanwhile, in another notebook")
-    finally:
-        refused.set()
-        thread.join()
+    # The first kernel's cell runs while the second's is refused (the person stops it later).
+    msg_id = first.send("a long answer")
+    while not model_server.requests:
+        time.sleep(0.05)  # its request is in flight, reserved in the store
+    blocked = second.execute("meanwhile, in another notebook")
+    first.km.interrupt_kernel()
+    first.wait_for(
+        msg_id,
+        lambda m: m["msg_type"] == "status" and m["content"]["execution_state"] == "idle",
+    )
     assert blocked.status == "error", blocked.text()
     text = blocked.text()
     assert "`budget_day`" in text and "today has spent $0.06" in text, text
     assert len(model_server.requests) == 1, "the second kernel's request was not sent"
     # The interrupted request released its reservation: the second kernel goes on.
-    assert outcome["first"].interrupt_sent
     after = second.execute("again")
     assert after.status == "ok", after.text()
     assert "B answers." in after.markdown()
@@ -221,6 +217,7 @@ def test_co_kernel_usage_prints_spend_per_person_day_and_model_from_the_shared_s
     start_kernel, model_server, co_home, tmp_path
 ):
     shared = tmp_path / "hub" / "spend.db"
+    shared.parent.mkdir()  # the deployer's folder, writable by every user's kernel
     managed = _write(tmp_path / "etc-co" / "settings.json", {"spend_store": str(shared)})
     model_server.extend(
         [
@@ -232,7 +229,7 @@ def test_co_kernel_usage_prints_spend_per_person_day_and_model_from_the_shared_s
     assert start_kernel(env).execute("hi").status == "ok"
     unpriced = {"CO_MANAGED_SETTINGS": str(managed), "CO_BASE_URL": model_server.base_url}
     assert start_kernel(unpriced).execute("hi").status == "ok"
-    assert shared.exists()
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o660, "every user's kernel writes it"
     person_env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("CO_", "PYTEST"))},
         "CO_HOME": str(co_home),
@@ -335,3 +332,41 @@ def test_an_approval_card_waiting_when_a_subagent_passes_the_budget_is_cancelled
     assert again.status == "ok" and "Fine." in again.markdown(), again.text()
     sent = model_server.requests[-1]["messages"]
     assert sum(1 for m in sent if m["role"] == "tool") == 2, sent
+
+
+def test_spend_goes_out_as_opentelemetry_counters_per_person_and_model(
+    start_kernel,
+    model_server,
+    otlp_collector,  # noqa: F811 - the fixture imported above
+):
+    from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+        ExportMetricsServiceRequest,
+    )
+
+    port = otlp_collector.server_address[1]
+    model_server.extend(
+        [{"text": "Priced.", "usage": {"prompt_tokens": 20_000, "completion_tokens": 1_000}}]
+    )
+    kernel = start_kernel({**_priced(model_server), "CO_OTLP_ENDPOINT": f"http://127.0.0.1:{port}"})
+    assert kernel.execute("hi").status == "ok"
+    kernel.shutdown()  # sends what was counted
+    points: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+    for path, body in otlp_collector.bodies:
+        if path != "/v1/metrics":
+            continue
+        request = ExportMetricsServiceRequest.FromString(body)
+        for resource in request.resource_metrics:
+            for scope in resource.scope_metrics:
+                for metric in scope.metrics:
+                    for point in metric.sum.data_points:
+                        attributes = tuple(
+                            sorted((a.key, a.value.string_value) for a in point.attributes)
+                        )
+                        value = point.as_double or float(point.as_int)
+                        points[(metric.name, attributes)] = value
+    person = os.environ.get("JUPYTERHUB_USER") or getpass.getuser()
+    who = (("co.person", person), ("gen_ai.request.model", "gpt-4o-mini"))
+    assert points[("co.spend", who)] == pytest.approx(0.0036), points
+    tokens = {k[1]: v for k, v in points.items() if k[0] == "co.tokens"}
+    assert tokens[tuple(sorted((*who, ("co.token.type", "input"))))] == 20_000
+    assert tokens[tuple(sorted((*who, ("co.token.type", "output"))))] == 1_000
