@@ -221,6 +221,8 @@ class Budgets:
     _turn_usage: Any = field(default=None, init=False, repr=False)
     """The usage object of the current turn (shared by its resumes and subagents)."""
     _turn_started: float = field(default=0.0, init=False, repr=False)
+    _warned: set[tuple[str, str]] = field(default_factory=set[tuple[str, str]], init=False)
+    """(budget, period) whose 80 % warning was given, here or by another kernel."""
     _prices: dict[tuple[str, int], tuple[float, float] | None] = field(
         default_factory=dict[tuple[str, int], "tuple[float, float] | None"],
         init=False,
@@ -274,6 +276,8 @@ class Budgets:
             estimate = RequestEstimate(input_tokens, output_tokens, cost)
 
         def check(store: SpendStore) -> None:
+            # One sum per period: its money and token budgets read the same rows.
+            sums: dict[str, Spent] = {}
             for limit in limits:
                 if limit.tokens:
                     wanted: float = estimate.tokens
@@ -281,7 +285,9 @@ class Budgets:
                     continue  # no price: only a token budget counts this request
                 else:
                     wanted = estimate.cost
-                spent = self._spent(store, limit.period, deps)
+                spent = sums.get(limit.period)
+                if spent is None:
+                    spent = sums[limit.period] = self._spent(store, limit.period, deps)
                 used = spent.tokens if limit.tokens else spent.cost
                 if used + wanted > limit.limit:
                     raise BudgetRefused(limit, self._refusal(limit, used, wanted, estimate))
@@ -380,16 +386,20 @@ class Budgets:
 
     def _warn(self, deps: Any) -> None:
         day, month = period_keys(time.time())
+        sums: dict[str, Spent] = {}
         for limit in budget_limits(deps.settings, self.origins):
-            if limit.period not in ("day", "month"):
+            period = day if limit.period == "day" else month
+            if limit.period not in ("day", "month") or (limit.setting, period) in self._warned:
                 continue
-            spent = self._spent(self.store, limit.period, deps)
+            spent = sums.get(limit.period)
+            if spent is None:
+                spent = sums[limit.period] = self._spent(self.store, limit.period, deps)
             used = spent.tokens if limit.tokens else spent.cost
             if used < WARN_AT * limit.limit:
                 continue
-            period = day if limit.period == "day" else month
+            self._warned.add((limit.setting, period))
             if not self.store.first_warning(self.person, limit.setting, period):
-                continue
+                continue  # another kernel of the person gave it
             share = min(100, math.floor(100 * used / limit.limit))
             assert self.on_warning is not None
             self.on_warning(
