@@ -11,9 +11,11 @@ Day and month budgets count every kernel and notebook of yours; Co warns once at
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 from ..config import CEILINGS, load_settings, save_user_settings
+from ..exceptions import DatabaseTooNew
 from . import MagicContext, MagicError
 from ._render import Md, code, table
 
@@ -57,13 +59,15 @@ def _parse(period: str, tokens: bool, text: str) -> float | int:
 
 
 def _spent(ctx: MagicContext, period: str) -> Any:
+    """What is spent in ``period``; None when the spend store cannot be read."""
     session = ctx.session
     budgets = session.telemetry.budgets
-    if budgets is None:
+    try:
+        return budgets.store.spent(
+            period, person=budgets.person, session_id=session.session_id, turn=len(session.turns)
+        )
+    except (OSError, sqlite3.Error, DatabaseTooNew):
         return None
-    return budgets.store.spent(
-        period, person=budgets.person, session_id=session.session_id, turn=len(session.turns)
-    )
 
 
 def _show(ctx: MagicContext) -> str:
@@ -98,7 +102,7 @@ def _show(ctx: MagicContext) -> str:
         head = "**No budgets set.** "
     else:
         head = "**Budgets** (money in US dollars; token budgets count every model). "
-    person = session.telemetry.budgets.person if session.telemetry.budgets else "?"
+    person = session.telemetry.budgets.person
     head += (
         f"Day and month count every kernel of {code(person)}. Set one with "
         "`%budget day 2.50`, `%budget turn tokens 50000`; `%budget day off` removes it."

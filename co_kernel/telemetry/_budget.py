@@ -16,13 +16,17 @@ Budgets are read from the settings at each request: ``%budget`` changes them at 
 from __future__ import annotations
 
 import json
+import logging
 import math
+import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..exceptions import DatabaseTooNew
+from ..inert import inert_code, inert_text
 from ._spend import SpendStore, Spent, current_person, period_keys
 
 if TYPE_CHECKING:
@@ -39,6 +43,8 @@ __all__ = [
     "budget_limits",
     "estimate_input_tokens",
 ]
+
+log = logging.getLogger(__name__)
 
 DEFAULT_OUTPUT_CAP = 4096
 """The output cap a request is sent with under a budget when ``max_output_tokens`` is unset."""
@@ -292,16 +298,31 @@ class Budgets:
                 if used + wanted > limit.limit:
                     raise BudgetRefused(limit, self._refusal(limit, used, wanted, estimate))
 
-        return self.store.reserve(
-            person=self.person,
-            session_id=deps.session_id,
-            turn=deps.turn_index,
-            kernel_id=deps.kernel_id,
-            model=_model_name(ctx),
-            tokens=estimate.tokens,
-            cost=estimate.cost,
-            check=check if limits else None,
-        )
+        try:
+            return self.store.reserve(
+                person=self.person,
+                session_id=deps.session_id,
+                turn=deps.turn_index,
+                kernel_id=deps.kernel_id,
+                model=_model_name(ctx),
+                tokens=estimate.tokens,
+                cost=estimate.cost,
+                check=check if limits else None,
+            )
+        except (OSError, sqlite3.Error, DatabaseTooNew) as exc:
+            reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+            if not limits:
+                # Nothing to enforce: the turn goes on, this request is not recorded.
+                log.warning("spending not recorded in %s: %s", self.store_path, reason)
+                return 0
+            # A budget that cannot be checked holds: nothing is sent unchecked.
+            raise BudgetRefused(
+                limits[0],
+                f"Stopped before sending: your budgets cannot be checked, the spend store "
+                f"{inert_code(self.store_path)} cannot be written ({inert_text(reason)}). "
+                "Nothing was sent and the conversation is kept. Check the `spend_store` "
+                "setting and the data directory (`CO_HOME`), then run the cell again.",
+            ) from None
 
     def _spent(self, store: SpendStore, period: str, deps: Any) -> Spent:
         return store.spent(
@@ -363,13 +384,18 @@ class Budgets:
         usage = response.usage
         cost = self.cost_of(ctx, response)
         model = getattr(response, "model_name", None) or _model_name(ctx)
-        self.store.settle(
-            row_id,
-            model=model,
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            cost=cost,
-        )
+        try:
+            self.store.settle(
+                row_id,
+                model=model,
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                cost=cost,
+            )
+        except (OSError, sqlite3.Error) as exc:
+            # The answer is here; its estimate stays reserved until it goes stale.
+            log.warning("spending not settled in %s: %s", self.store_path, exc)
+            return
         if self.metrics is not None:
             self.metrics.record(
                 person=self.person,
@@ -379,10 +405,16 @@ class Budgets:
                 cost=cost,
             )
         if self.on_warning is not None:
-            self._warn(ctx.deps)
+            try:
+                self._warn(ctx.deps)
+            except (OSError, sqlite3.Error) as exc:
+                log.warning("budget warning not checked in %s: %s", self.store_path, exc)
 
     def release(self, row_id: int) -> None:
-        self.store.release(row_id)
+        try:
+            self.store.release(row_id)
+        except (OSError, sqlite3.Error) as exc:
+            log.warning("reservation not released in %s: %s", self.store_path, exc)
 
     def _warn(self, deps: Any) -> None:
         day, month = period_keys(time.time())

@@ -187,7 +187,7 @@ class RateLimits(AbstractCapability[Any]):
         slot = _reservation.get()
         if slot is not None:
             slot.row = row
-        else:  # no wrap around this request: settle at once rather than hold it an hour
+        elif row:  # no wrap around this request: release it rather than hold it an hour
             self.budgets.release(row)
         return request_context
 

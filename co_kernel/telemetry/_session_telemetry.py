@@ -65,7 +65,6 @@ class SessionTelemetry:
         self.origins = origins if origins is not None else {}
         """Setting -> the layer that set it (the budgets name it); `%budget` updates it."""
         self._budgets: Budgets | None = None
-        self._spend_broken = False
         self.budget_warnings: list[str] = []
         """80 % warnings of a day's or month's budget, shown when the turn ends."""
 
@@ -163,34 +162,34 @@ class SessionTelemetry:
         return caps
 
     @property
-    def budgets(self) -> Budgets | None:
-        """The session's budgets and spend store; None when the store cannot be opened."""
-        if self._budgets is None and not self._spend_broken:
+    def budgets(self) -> Budgets:
+        """The session's budgets and spend store (opened on first use)."""
+        if self._budgets is None:
             from ._budget import Budgets
             from ._spend import spend_store_path
 
             path = spend_store_path(self.settings)
-            try:
-                budgets = Budgets(path, self.origins)
-                budgets.shared = self.settings.spend_store is not None
-                budgets.on_warning = self.budget_warnings.append
-                if self.settings.otlp_endpoint:
-                    from .. import __version__
-                    from ._metrics import SpendMetrics
+            budgets = Budgets(path, self.origins)
+            budgets.shared = self.settings.spend_store is not None
+            budgets.on_warning = self.budget_warnings.append
+            if self.settings.otlp_endpoint:
+                from .. import __version__
+                from ._metrics import SpendMetrics
 
-                    budgets.metrics = SpendMetrics(
-                        self.settings.otlp_endpoint, service_version=__version__
-                    )
+                budgets.metrics = SpendMetrics(
+                    self.settings.otlp_endpoint, service_version=__version__
+                )
+            try:
                 budgets.store  # noqa: B018 - opened now, so a broken file is told at once
             except (OSError, sqlite3.Error, DatabaseTooNew) as exc:
-                self._spend_broken = True
+                # Told once; each request tries again, and with a budget set none is sent
+                # unchecked (``Budgets.admit``).
                 reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
                 self.problems.append(
-                    f"Spending is not recorded and budgets are not checked: cannot open "
-                    f"{inert_code(path)} ({inert_text(reason)}). Check `spend_store` or the "
-                    "data directory (`CO_HOME`)."
+                    f"Spending cannot be recorded: cannot open {inert_code(path)} "
+                    f"({inert_text(reason)}); with a budget set, no request is sent. Check "
+                    "`spend_store` or the data directory (`CO_HOME`)."
                 )
-                return None
             self._budgets = budgets
         return self._budgets
 

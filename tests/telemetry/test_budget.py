@@ -370,3 +370,23 @@ def test_spend_goes_out_as_opentelemetry_counters_per_person_and_model(
     tokens = {k[1]: v for k, v in points.items() if k[0] == "co.tokens"}
     assert tokens[tuple(sorted((*who, ("co.token.type", "input"))))] == 20_000
     assert tokens[tuple(sorted((*who, ("co.token.type", "output"))))] == 1_000
+
+
+def test_a_budget_that_cannot_be_checked_sends_nothing(
+    start_kernel, model_server, co_home, tmp_path
+):
+    # The deployer's folder for the shared store is missing: nothing can be recorded.
+    missing = tmp_path / "no-such-folder" / "spend.db"
+    _user_settings(co_home, spend_store=str(missing), budget_day=5)
+    model_server.extend([{"text": "never sent"}, {"text": "Unbudgeted."}])
+    kernel = start_kernel(_priced(model_server))
+    stopped = kernel.execute("hello")
+    text = stopped.text()
+    assert stopped.status == "error", text
+    assert "Spending cannot be recorded: cannot open" in text and str(missing) in text
+    assert "your budgets cannot be checked" in text and "Nothing was sent" in text
+    assert model_server.requests == []
+    # Without a budget the turn goes on, unrecorded.
+    assert kernel.execute("%budget day off").status == "ok"
+    after = kernel.execute("hello again")
+    assert after.status == "ok" and "never sent" in after.markdown(), after.text()
