@@ -22,13 +22,7 @@ from ._usage import UsageTotals, usage_from_spans
 
 if TYPE_CHECKING:
     from ._cli import add_telemetry_commands
-    from ._limits import (
-        BudgetExceeded,
-        CoLimitExceeded,
-        RateLimits,
-        RequestWindow,
-        usage_limit_message,
-    )
+    from ._limits import CoLimitExceeded, RateLimits, RequestWindow, usage_limit_message
     from ._tracing import Tracing
 
 __all__ = [
@@ -37,7 +31,6 @@ __all__ = [
     "REDACTED",
     "AuditEvent",
     "AuditLog",
-    "BudgetExceeded",
     "CoLimitExceeded",
     "RateLimits",
     "Redactor",
@@ -58,7 +51,6 @@ __all__ = [
 ]
 
 _LAZY = {
-    "BudgetExceeded": "._limits",
     "CoLimitExceeded": "._limits",
     "RateLimits": "._limits",
     "RequestWindow": "._limits",

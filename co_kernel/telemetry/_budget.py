@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..exceptions import DatabaseTooNew
+from ..exceptions import BudgetRefused, DatabaseTooNew
 from ..inert import inert_code, inert_text
 from ._spend import SpendStore, Spent, current_person, period_keys
 
@@ -37,7 +37,6 @@ __all__ = [
     "PERIODS",
     "WARN_AT",
     "BudgetLimit",
-    "BudgetRefused",
     "Budgets",
     "RequestEstimate",
     "budget_limits",
@@ -101,14 +100,6 @@ class RequestEstimate:
     @property
     def tokens(self) -> int:
         return self.input_tokens + self.output_tokens
-
-
-class BudgetRefused(Exception):
-    """The request would pass ``limit``; the message says what was spent and how to go on."""
-
-    def __init__(self, limit: BudgetLimit, message: str) -> None:
-        super().__init__(message)
-        self.limit = limit
 
 
 def _content_chars(content: Any) -> int:
@@ -296,7 +287,7 @@ class Budgets:
                     spent = sums[limit.period] = self._spent(store, limit.period, deps)
                 used = spent.tokens if limit.tokens else spent.cost
                 if used + wanted > limit.limit:
-                    raise BudgetRefused(limit, self._refusal(limit, used, wanted, estimate))
+                    raise BudgetRefused(limit.setting, self._refusal(limit, used, wanted, estimate))
 
         try:
             return self.store.reserve(
@@ -317,7 +308,7 @@ class Budgets:
                 return 0
             # A budget that cannot be checked holds: nothing is sent unchecked.
             raise BudgetRefused(
-                limits[0],
+                limits[0].setting,
                 f"Stopped before sending: your budgets cannot be checked, the spend store "
                 f"{inert_code(self.store_path)} cannot be written ({inert_text(reason)}). "
                 "Nothing was sent and the conversation is kept. Check the `spend_store` "

@@ -27,13 +27,12 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import AgentRunError, UsageLimitExceeded
 from pydantic_ai.usage import UsageLimits
 
-from ..exceptions import RunError
+from ..exceptions import BudgetRefused, RunError
 
 if TYPE_CHECKING:
     from ._budget import Budgets
 
 __all__ = [
-    "BudgetExceeded",
     "CoLimitExceeded",
     "RateLimits",
     "RequestWindow",
@@ -48,13 +47,11 @@ class CoLimitExceeded(UsageLimitExceeded, RunError):
     is kept and the message is shown as is.
     """
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, budget: bool = False) -> None:
         # Co's message says how to go on; pydantic-ai's would append a link to its docs.
         AgentRunError.__init__(self, message)
-
-
-class BudgetExceeded(CoLimitExceeded):
-    """A request could pass a budget (``budget_*``): the whole turn stops, a subagent's too."""
+        self.budget = budget
+        """A budget (``budget_*``) was reached: the whole turn stops, a subagent's too."""
 
 
 class RequestWindow:
@@ -168,8 +165,6 @@ class RateLimits(AbstractCapability[Any]):
 
     def _admit(self, ctx: Any, request_context: Any) -> Any:
         """Reserve the request against the budgets, or refuse it."""
-        from ._budget import BudgetRefused
-
         assert self.budgets is not None
         model_settings = request_context.model_settings
         cap = self.budgets.output_cap(ctx.deps.settings, model_settings)
@@ -183,7 +178,7 @@ class RateLimits(AbstractCapability[Any]):
                 ctx, request_context.messages, request_context.model_request_parameters, cap
             )
         except BudgetRefused as refused:
-            self._refuse(ctx, refused.limit.setting, str(refused), BudgetExceeded)
+            self._refuse(ctx, refused.setting, str(refused), budget=True)
         slot = _reservation.get()
         if slot is not None:
             slot.row = row
@@ -191,12 +186,10 @@ class RateLimits(AbstractCapability[Any]):
             self.budgets.release(row)
         return request_context
 
-    def _refuse(
-        self, ctx: Any, limit: str, message: str, kind: type[CoLimitExceeded] = CoLimitExceeded
-    ) -> NoReturn:
+    def _refuse(self, ctx: Any, limit: str, message: str, *, budget: bool = False) -> NoReturn:
         if self.on_refused is not None:
             self.on_refused(limit, message, ctx.deps)
-        raise kind(message)
+        raise CoLimitExceeded(message, budget=budget)
 
 
 def usage_limit_message(exc: BaseException, settings: Any) -> str:

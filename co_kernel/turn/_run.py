@@ -259,9 +259,9 @@ class _TurnRunner:
             return self._stop(str(exc), resume)
         if isinstance(exc, UsageLimitExceeded):
             # The request budget, or one of telemetry's RateLimits.
-            from ..telemetry import BudgetExceeded, usage_limit_message
+            from ..telemetry import usage_limit_message
 
-            if self.child and isinstance(exc, BudgetExceeded):
+            if self.child and getattr(exc, "budget", False):
                 # A budget: the turn stops, not just this subagent (its caller's tool call
                 # raises it on, cancelling the calls beside it: a card waiting is closed).
                 raise exc
