@@ -56,9 +56,16 @@ _MIGRATIONS = [
             cost REAL,
             reserved INTEGER NOT NULL DEFAULT 0
         );
-        CREATE INDEX spend_person_day ON spend (person, day);
-        CREATE INDEX spend_person_month ON spend (person, month);
+        CREATE INDEX spend_day ON spend (day, person);
         CREATE INDEX spend_session_turn ON spend (session_id, turn);
+        CREATE INDEX spend_in_flight ON spend (person) WHERE reserved = 1;
+        CREATE TABLE spend_totals (
+            scope TEXT NOT NULL,
+            key TEXT NOT NULL,
+            cost REAL NOT NULL DEFAULT 0,
+            tokens INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (scope, key)
+        ) WITHOUT ROWID;
         CREATE TABLE budget_warnings (
             person TEXT NOT NULL,
             budget TEXT NOT NULL,
@@ -147,13 +154,19 @@ class SpendStore:
 
     # -- sums ---------------------------------------------------------------
 
-    def _sum(self, where: str, params: Sequence[Any], now: float) -> Spent:
+    def _sum(self, where: str, params: Sequence[Any]) -> Spent:
         row = self._conn.execute(
-            f"SELECT COALESCE(SUM(cost), 0), COALESCE(SUM(input_tokens + output_tokens), 0) "
-            f"FROM spend WHERE {where} AND (reserved = 0 OR at > ?)",
-            (*params, now - STALE_AFTER),
+            "SELECT COALESCE(SUM(cost), 0), COALESCE(SUM(input_tokens + output_tokens), 0) "
+            f"FROM spend WHERE {where}",
+            params,
         ).fetchone()
         return Spent(float(row[0]), int(row[1]))
+
+    def _total(self, scope: str, key: str) -> Spent:
+        row = self._conn.execute(
+            "SELECT cost, tokens FROM spend_totals WHERE scope = ? AND key = ?", (scope, key)
+        ).fetchone()
+        return Spent(float(row[0]), int(row[1])) if row else Spent()
 
     def spent(
         self,
@@ -164,19 +177,32 @@ class SpendStore:
         turn: int = 0,
         turn_started: float = 0.0,
     ) -> Spent:
-        """What is spent in ``scope`` (turn, conversation, day, month) so far; a turn's
-        requests are those since it started (a cell run again replaces its turn)."""
+        """What is spent in ``scope`` (turn, conversation, day, month) so far, requests in
+        flight included; a turn's requests are those since it started (a cell run again
+        replaces its turn).
+
+        A turn sums its own few rows; the others read the settled totals (one row each, so
+        the check costs the same on the last day of a busy month) plus the requests in
+        flight, which are few."""
         now = time.time()
-        day, month = period_keys(now)
         if scope == "turn":
             return self._sum(
-                "session_id = ? AND turn = ? AND at >= ?", (session_id, turn, turn_started), now
+                "session_id = ? AND turn = ? AND at >= ? AND (reserved = 0 OR at > ?)",
+                (session_id, turn, turn_started, now - STALE_AFTER),
             )
+        day, month = period_keys(now)
         if scope == "conversation":
-            return self._sum("session_id = ?", (session_id,), now)
-        if scope == "day":
-            return self._sum("person = ? AND day = ?", (person, day), now)
-        return self._sum("person = ? AND month = ?", (person, month), now)
+            key, column, value = session_id, "session_id", session_id
+        elif scope == "day":
+            key, column, value = f"{person}|{day}", "day", day
+        else:
+            key, column, value = f"{person}|{month}", "month", month
+        settled = self._total(scope, key)
+        flying = self._sum(
+            f"reserved = 1 AND person = ? AND {column} = ? AND at > ?",
+            (person, value, now - STALE_AFTER),
+        )
+        return Spent(settled.cost + flying.cost, settled.tokens + flying.tokens)
 
     # -- one request --------------------------------------------------------
 
@@ -212,12 +238,28 @@ class SpendStore:
     def settle(
         self, row_id: int, *, model: str, input_tokens: int, output_tokens: int, cost: float | None
     ) -> None:
-        """Replace a reservation by what the request really used."""
-        self._conn.execute(
-            "UPDATE spend SET model = ?, input_tokens = ?, output_tokens = ?, cost = ?, "
-            "reserved = 0 WHERE id = ?",
-            (model, input_tokens, output_tokens, cost, row_id),
-        )
+        """Replace a reservation by what the request really used, and add it to the totals."""
+        with write(self._conn):
+            found = self._conn.execute(
+                "UPDATE spend SET model = ?, input_tokens = ?, output_tokens = ?, cost = ?, "
+                "reserved = 0 WHERE id = ? AND reserved = 1 "
+                "RETURNING person, day, month, session_id",
+                (model, input_tokens, output_tokens, cost, row_id),
+            ).fetchone()
+            if found is None:
+                return
+            person, day, month, session_id = found
+            for scope, key in (
+                ("day", f"{person}|{day}"),
+                ("month", f"{person}|{month}"),
+                ("conversation", session_id),
+            ):
+                self._conn.execute(
+                    "INSERT INTO spend_totals (scope, key, cost, tokens) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT (scope, key) DO UPDATE SET cost = cost + excluded.cost, "
+                    "tokens = tokens + excluded.tokens",
+                    (scope, key, cost or 0.0, input_tokens + output_tokens),
+                )
 
     def release(self, row_id: int) -> None:
         """Drop the reservation of a request that was not answered."""
