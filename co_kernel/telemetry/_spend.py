@@ -5,7 +5,9 @@ cost, ``reserved = 1``) and settled with what the provider counted once it answe
 deleted when it fails. The check of a day's or month's budget and the reservation are one
 ``BEGIN IMMEDIATE`` transaction, so two kernels of one person (a second notebook, a restart)
 queue for the lock and cannot both pass the last dollar. A reservation whose kernel died
-stops counting after ``STALE_AFTER`` seconds.
+stops counting after ``STALE_AFTER`` seconds. Settling also adds the request to the totals
+of its day, month and conversation (``spend_totals``), so a check reads one row per
+budget, however many requests the month holds.
 
 The file is ``<data dir>/spend.db`` unless ``spend_store`` names another: a hub deployment
 points every person's kernel at one shared file (managed settings), which
