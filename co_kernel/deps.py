@@ -42,6 +42,9 @@ class CoDeps:
     """Created lazily on first `!cmd` or shell tool call."""
     turn_index: int = 0
     """Number of the turn in progress, for audit rows and spans."""
+    model_label: str = ""
+    """provider:model of the run these deps serve (a subagent's own), which prices its
+    requests against the budgets."""
     notebook_path: str | None = None
     """The notebook's path when the frontend says it."""
     page_tokens: dict[str, Any] = field(default_factory=dict)

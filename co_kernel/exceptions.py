@@ -24,6 +24,7 @@
         ├── PageReplayMismatch           a replayed notebook edit differs from the recorded one
         ├── CompactError                 compaction failed; the history is unchanged
         ├── DatabaseTooNew               a database file written by a newer Co
+        ├── BudgetRefused                a model request could pass a budget; it is not sent
         ├── UnfinishedResponse *         the model's answer has no finish reason (ModelAPIError)
         ├── ReplayMismatch *             a request the replay script has no step for (ModelAPIError)
         └── CoLimitExceeded *            a Co rate limit was reached (UsageLimitExceeded)
@@ -42,6 +43,7 @@ import enum
 from pathlib import Path
 
 __all__ = [
+    "BudgetRefused",
     "CoError",
     "CompactError",
     "ConfigError",
@@ -211,6 +213,16 @@ class PageReplayMismatch(RunError):
 
 class CompactError(RunError):
     """Compaction could not run; the message says why and the history is unchanged."""
+
+
+class BudgetRefused(RunError):
+    """A model request could pass a budget (``budget_*``); the message says what was spent
+    and how to go on. The rate-limit capability turns it into the turn's stop."""
+
+    def __init__(self, setting: str, message: str) -> None:
+        super().__init__(message)
+        self.setting = setting
+        """The budget's setting, ``budget_day`` or ``budget_day_tokens``."""
 
 
 class DatabaseTooNew(RunError):

@@ -244,3 +244,32 @@ def test_a_broken_managed_file_is_reported_and_the_rest_applies(managed: Path) -
     )
     assert loaded.settings.model == "gemini:mine"
     assert loaded.origins["approval_mode"] == f"managed ({managed})"
+
+
+def test_a_managed_budget_is_a_ceiling_a_lower_layer_may_lower_not_raise(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from co_kernel.config import load_settings, paths
+
+    managed = tmp_path / "managed.json"
+    managed.write_text(json.dumps({"budget_day": 2.0, "budget_month_tokens": 1000}))
+    monkeypatch.setenv("CO_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("CO_MANAGED_SETTINGS", str(managed))
+    user = paths().settings_file
+    user.parent.mkdir(parents=True)
+    user.write_text(json.dumps({"budget_day": 0.5, "budget_month_tokens": None}))
+    monkeypatch.setenv("CO_BUDGET_MONTH_TOKENS", "5000")
+    loaded = load_settings()
+    assert loaded.settings.budget_day == 0.5, "lowered by the user"
+    assert loaded.origins["budget_day"].startswith("user")
+    assert loaded.settings.budget_month_tokens == 1000, "neither off nor higher"
+    assert loaded.origins["budget_month_tokens"].startswith("managed")
+    assert loaded.ceilings == {"budget_day": 2.0, "budget_month_tokens": 1000}
+    assert any(
+        p.startswith(f"{user}: budget_month_tokens: your administrator sets at most 1000")
+        for p in loaded.problems
+    )
+    assert any(
+        p.startswith("environment (CO_BUDGET_MONTH_TOKENS): budget_month_tokens: your admin")
+        for p in loaded.problems
+    )

@@ -59,6 +59,16 @@ HOSTILE: dict[str, Any] = {
     "memory_decay_percentage": 1.0,
     "max_requests_per_hour": 1_000_000,
     "max_tokens_per_turn": 1_000_000_000,
+    "budget_turn": 1_000_000,
+    "budget_conversation": 1_000_000,
+    "budget_day": 1_000_000,
+    "budget_month": 1_000_000,
+    "budget_turn_tokens": 1_000_000_000,
+    "budget_conversation_tokens": 1_000_000_000,
+    "budget_day_tokens": 1_000_000_000,
+    "budget_month_tokens": 1_000_000_000,
+    "max_output_tokens": 1_000_000,
+    "spend_store": "/tmp/someone-elses-spend.db",
     "model_prices": {"openai:gpt-4o": {"input_per_mtok": 0, "output_per_mtok": 0}},
     "trusted_folders": ["."],  # a folder deciding its own trust (CVE-2026-33068's class)
 }

@@ -37,7 +37,14 @@ from ._credentials import (
     plain_secrets,
     resolve_secrets,
 )
-from ._managed import MANAGED, MANAGED_ENV, ManagedLayer, layer_origins, managed_settings_file
+from ._managed import (
+    CEILINGS,
+    MANAGED,
+    MANAGED_ENV,
+    ManagedLayer,
+    layer_origins,
+    managed_settings_file,
+)
 from ._mcp import McpServerSpec, expand_vars, merge_server_layers
 from ._models import PROVIDERS, SUGGESTED_MODELS, parse_model_string, suggested
 from ._permissions import (
@@ -49,6 +56,7 @@ from ._permissions import (
     RuleKind,
     merge_permission_layers,
     save_user_rule,
+    save_user_settings,
 )
 from ._private import private_file, private_folder, tighten_private_files
 from ._project import TABLE as PROJECT_TABLE
@@ -71,6 +79,7 @@ if TYPE_CHECKING:
     from ._secrets_cli import add_secrets_commands
 
 __all__ = [
+    "CEILINGS",
     "CREDENTIAL_NAME",
     "KINDS",
     "MANAGED",
@@ -114,6 +123,7 @@ __all__ = [
     "protected_paths",
     "readme_table",
     "save_user_rule",
+    "save_user_settings",
     "suggested",
     "tighten_private_files",
     "trust_folder",
@@ -567,6 +577,42 @@ class Settings(BaseSettings):
     max_tokens_per_turn: int | None = Field(
         None, ge=1, description="Tokens (input + output) one turn may use"
     )
+    # --- budgets (telemetry/_budget.py): money in US dollars, tokens for unpriced models ---
+    budget_turn: float | None = Field(
+        None, gt=0, description="Most one turn may cost, in US dollars (subagents included)"
+    )
+    budget_conversation: float | None = Field(
+        None, gt=0, description="Most one conversation may cost, in US dollars"
+    )
+    budget_day: float | None = Field(
+        None, gt=0, description="Most you may spend per day, in US dollars, over all kernels"
+    )
+    budget_month: float | None = Field(
+        None, gt=0, description="Most you may spend per month, in US dollars, over all kernels"
+    )
+    budget_turn_tokens: int | None = Field(
+        None, ge=1, description="Most tokens one turn may use (any model, priced or not)"
+    )
+    budget_conversation_tokens: int | None = Field(
+        None, ge=1, description="Most tokens one conversation may use"
+    )
+    budget_day_tokens: int | None = Field(
+        None, ge=1, description="Most tokens you may use per day, over all kernels"
+    )
+    budget_month_tokens: int | None = Field(
+        None, ge=1, description="Most tokens you may use per month, over all kernels"
+    )
+    max_output_tokens: int | None = Field(
+        None,
+        ge=1,
+        description="Most tokens one response may have (sent as max_tokens); with a budget "
+        "set and this unset, 4,096: what a budget counts a request's answer as",
+    )
+    spend_store: Path | None = Field(
+        None,
+        description="The SQLite file spending is recorded in (default <data dir>/spend.db); "
+        "a hub points every person's kernel at one shared file (managed settings)",
+    )
     model_prices: dict[str, ModelPriceSetting] = Field(
         default_factory=dict,
         description="provider:model -> your price in dollars per million tokens for a model "
@@ -620,6 +666,8 @@ class LoadedSettings:
     ``project (<path>)``, ``environment (CO_X)``); a setting absent is at its default."""
     managed_file: Path | None = None
     """The managed settings file, when one was read (its keys are locked)."""
+    ceilings: dict[str, Any] = field(default_factory=dict)
+    """Budget -> the most the managed file lets any other layer set (``CEILINGS``)."""
 
 
 def _read_json(path: Path, problems: list[str]) -> dict[str, Any]:
@@ -821,5 +869,6 @@ def load_settings(project_dir: Path | None = None) -> LoadedSettings:
                 held=held_lines,
                 origins=origins,
                 managed_file=found,
+                ceilings={k: v for k, v in managed.values.items() if k in CEILINGS},
             )
     raise RuntimeError("settings could not be validated")  # pragma: no cover

@@ -14,6 +14,11 @@ ignored"). Two settings are floors that add up instead of locking:
   (by name, or by command as written or its file name, or by URL) any other layer may add;
   every other server is dropped with a notice.
 
+The budgets (``CEILINGS``: per turn, conversation, day and month, in money and tokens) are
+ceilings instead: a managed value is the most any other layer may set, so a user file or
+``CO_BUDGET_*`` may lower it, and a value above it (or ``null``, no budget) is ignored with
+a notice.
+
 ``LoadedSettings.origins`` says which layer set each value (``layer_origins``).
 """
 
@@ -25,6 +30,7 @@ from pathlib import Path, PurePath
 from typing import Any
 
 __all__ = [
+    "CEILINGS",
     "MANAGED",
     "MANAGED_ENV",
     "MANAGED_ONLY",
@@ -43,6 +49,22 @@ MANAGED_ONLY = frozenset({"mcp_allowed_servers"})
 """Settings only the managed file may set."""
 _FLOORS = frozenset({"permissions", "mcp_servers"})
 """Managed settings that add to the other layers' instead of replacing them."""
+CEILINGS = frozenset(
+    f"budget_{period}{unit}"
+    for period in ("turn", "conversation", "day", "month")
+    for unit in ("", "_tokens")
+)
+"""Managed settings that other layers may lower, never raise: the budgets."""
+
+
+def _within(value: Any, ceiling: Any) -> bool:
+    """Whether a lower layer's budget stays at or under the managed one (None: no budget)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return False
+    try:
+        return float(value) <= float(ceiling)
+    except (TypeError, ValueError):
+        return False
 
 
 def managed_settings_file() -> Path:
@@ -124,6 +146,14 @@ class ManagedLayer:
                 )
             elif name == "mcp_servers":
                 kept[name] = self._lock_servers(where, value, problems)
+            elif name in CEILINGS and name in self.values:
+                if _within(value, self.values[name]):
+                    kept[name] = value
+                else:
+                    problems.append(
+                        f"{where}: {name}: your administrator sets at most "
+                        f"{self.values[name]} in {self.path}; your value ignored"
+                    )
             elif name in self.values and name not in _FLOORS:
                 if value != self.values[name]:
                     problems.append(

@@ -14,8 +14,9 @@ read and checked for syntax.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from pydantic import (
     BaseModel,
@@ -40,6 +41,7 @@ __all__ = [
     "merge_permission_layers",
     "parse_rule",
     "save_user_rule",
+    "save_user_settings",
 ]
 
 RuleKind = Literal["allow", "ask", "deny"]
@@ -179,7 +181,36 @@ def merge_permission_layers(
 
 def save_user_rule(rule: PermissionRule) -> Path:
     """Add ``rule`` to the user settings file's ``permissions`` (``%allow --save``),
-    keeping everything else in the file; written to a temporary file, then renamed."""
+    keeping everything else in the file."""
+
+    def add(data: dict[str, Any], target: Path) -> None:
+        layer = data.setdefault("permissions", {})
+        if not isinstance(layer, dict):
+            raise ValueError(f"{target}: `permissions` is not an object; fix it first")
+        listed = cast(dict[str, list[str]], layer).setdefault(rule.kind, [])
+        if rule.rule not in listed:
+            listed.append(rule.rule)
+
+    return _update_user_settings(add)
+
+
+def save_user_settings(values: dict[str, Any]) -> Path:
+    """Set settings in the user settings file (``%budget``); a value of None removes the
+    key, so the setting falls back to its default. Everything else in the file is kept."""
+
+    def put(data: dict[str, Any], _target: Path) -> None:
+        for name, value in values.items():
+            if value is None:
+                data.pop(name, None)
+            else:
+                data[name] = value
+
+    return _update_user_settings(put)
+
+
+def _update_user_settings(change: Callable[[dict[str, Any], Path], None]) -> Path:
+    """Read the user settings file, ``change`` its object, and write it back through a
+    temporary file, then renamed."""
     import json
     import os
 
@@ -196,12 +227,7 @@ def save_user_rule(rule: PermissionRule) -> Path:
         ) from None
     if not isinstance(data, dict):
         raise ValueError(f"{target} does not hold a JSON object of settings; fix it first")
-    layer = data.setdefault("permissions", {})
-    if not isinstance(layer, dict):
-        raise ValueError(f"{target}: `permissions` is not an object; fix it first")
-    listed = layer.setdefault(rule.kind, [])
-    if rule.rule not in listed:
-        listed.append(rule.rule)
+    change(cast(dict[str, Any], data), target)
     private_folder(target.parent)
     temporary = target.with_name(f".{target.name}.tmp")
     # The file may hold API keys: only its owner reads it, as a new settings file.

@@ -134,6 +134,11 @@ TABLE: dict[str, ProjectRow] = {
     **_row("never", _STORES, "memory_dedup_threshold", "memory_decay_strategy"),
     **_row("never", _STORES, "memory_decay_percentage"),
     **_row("never", _BUDGET, "max_requests_per_hour", "max_tokens_per_turn"),
+    **_row("never", _BUDGET, "budget_turn", "budget_conversation", "budget_day"),
+    **_row("never", _BUDGET, "budget_month", "budget_turn_tokens", "budget_day_tokens"),
+    **_row("never", _BUDGET, "budget_conversation_tokens", "budget_month_tokens"),
+    **_row("never", _BUDGET, "max_output_tokens"),
+    **_row("never", _STORES, "spend_store"),
     # A project's price would change what the person is told a turn cost (a price of 0 for
     # a paid model hides the spending), so only the person or a deployer names prices.
     **_row("never", _BUDGET, "model_prices"),

@@ -47,6 +47,7 @@ MAGICS: dict[str, str] = {
     "model": "model",
     "forget": "forget",
     "usage": "usage",
+    "budget": "budget",
     "sessions": "sessions",
     "resume": "resume",
     "mcp": "mcp",

@@ -1,4 +1,4 @@
-"""The telemetry subcommands of ``co-kernel``: tail, logs, traces."""
+"""The telemetry subcommands of ``co-kernel``: tail, logs, traces, usage."""
 
 from __future__ import annotations
 
@@ -51,8 +51,19 @@ def _cmd_traces(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_usage(args: argparse.Namespace) -> int:
+    from ._usage_report import print_usage
+
+    return print_usage(
+        Path(args.store).expanduser() if args.store else None,
+        since=args.since,
+        days=args.days,
+        person=args.person,
+    )
+
+
 def add_telemetry_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register ``tail``, ``logs`` and ``traces`` on the ``co-kernel`` parser."""
+    """Register ``tail``, ``logs``, ``traces`` and ``usage`` on the ``co-kernel`` parser."""
     db_help = "the telemetry database (default: <data dir>/telemetry.db)"
 
     p_tail = sub.add_parser("tail", help="show spans live in the terminal")
@@ -78,3 +89,15 @@ def add_telemetry_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
     p_traces.add_argument("--limit", type=int, default=50, help="the last N turns")
     p_traces.add_argument("--db", help=db_help)
     p_traces.set_defaults(func=_cmd_traces)
+
+    p_usage = sub.add_parser(
+        "usage", help="print spending per person, day and model from the spend store"
+    )
+    p_usage.add_argument(
+        "--store",
+        help="the spend store (default: the `spend_store` setting, else <data dir>/spend.db)",
+    )
+    p_usage.add_argument("--since", help="from this day on (YYYY-MM-DD)")
+    p_usage.add_argument("--days", type=int, help="the last N days, today included")
+    p_usage.add_argument("--person", help="only this person")
+    p_usage.set_defaults(func=_cmd_usage)

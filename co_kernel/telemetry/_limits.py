@@ -6,21 +6,31 @@ that would break a limit is never sent. The tokens-per-turn check is pydantic-ai
 ``UsageLimits(total_tokens_limit=...)`` applied to the turn's usage, which every approval
 resume and retry of the turn shares; requests per hour use a sliding window that lives
 as long as the session, across model switches.
+
+Budgets (``_budget.py``) are checked by the same capability, last: a request that could
+pass a turn's, conversation's, day's or month's budget is not sent, and every request
+sent is reserved in the spend store first and settled with what it used (``wrap_model_request``
+around the request, so a failed or interrupted request releases its reservation).
 """
 
 from __future__ import annotations
 
+import contextvars
+import dataclasses
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.exceptions import UsageLimitExceeded
+from pydantic_ai.exceptions import AgentRunError, UsageLimitExceeded
 from pydantic_ai.usage import UsageLimits
 
-from ..exceptions import RunError
+from ..exceptions import BudgetRefused, RunError
+
+if TYPE_CHECKING:
+    from ._budget import Budgets
 
 __all__ = [
     "CoLimitExceeded",
@@ -36,6 +46,12 @@ class CoLimitExceeded(UsageLimitExceeded, RunError):
     A ``UsageLimitExceeded`` so the turn ends the way any budget ends: what was done so far
     is kept and the message is shown as is.
     """
+
+    def __init__(self, message: str, *, budget: bool = False) -> None:
+        # Co's message says how to go on; pydantic-ai's would append a link to its docs.
+        AgentRunError.__init__(self, message)
+        self.budget = budget
+        """A budget (``budget_*``) was reached: the whole turn stops, a subagent's too."""
 
 
 class RequestWindow:
@@ -76,8 +92,22 @@ def _wait_text(seconds: float) -> str:
 
 
 @dataclass
+class _Reservation:
+    """The spend-store row of the request in flight (0: none)."""
+
+    row: int = 0
+
+
+# Set by wrap_model_request around one request; before_model_request, which runs inside
+# it, puts the reservation there for the wrap to settle or release.
+_reservation: contextvars.ContextVar[_Reservation | None] = contextvars.ContextVar(
+    "co_budget_reservation", default=None
+)
+
+
+@dataclass
 class RateLimits(AbstractCapability[Any]):
-    """Refuses a model request that would break the session's rate limits."""
+    """Refuses a model request that would break the session's rate limits or budgets."""
 
     window: RequestWindow | None = None
     """The session's requests-per-hour window; None when unlimited."""
@@ -85,6 +115,25 @@ class RateLimits(AbstractCapability[Any]):
     """Tokens (input + output) one turn may use; None when unlimited."""
     on_refused: Callable[[str, str, Any], None] | None = field(default=None, repr=False)
     """Called with (limit name, message, deps) before the request is refused (audit log)."""
+    budgets: Budgets | None = None
+    """The session's budgets and spend store; None records and limits no spending."""
+
+    async def wrap_model_request(self, ctx: Any, *, request_context: Any, handler: Any) -> Any:
+        if self.budgets is None:
+            return await handler(request_context)
+        slot = _Reservation()
+        token = _reservation.set(slot)
+        try:
+            response = await handler(request_context)
+        except BaseException:
+            if slot.row:
+                self.budgets.release(slot.row)
+            raise
+        finally:
+            _reservation.reset(token)
+        if slot.row:
+            self.budgets.settle(slot.row, ctx, response)
+        return response
 
     async def before_model_request(self, ctx: Any, request_context: Any) -> Any:
         if self.max_tokens_per_turn is not None:
@@ -110,12 +159,37 @@ class RateLimits(AbstractCapability[Any]):
                     f"last hour, its limit (setting `max_requests_per_hour`). The next request "
                     f"is allowed in {_wait_text(wait)}; nothing was sent.",
                 )
+        if self.budgets is not None:
+            request_context = self._admit(ctx, request_context)
         return request_context
 
-    def _refuse(self, ctx: Any, limit: str, message: str) -> None:
+    def _admit(self, ctx: Any, request_context: Any) -> Any:
+        """Reserve the request against the budgets, or refuse it."""
+        assert self.budgets is not None
+        model_settings = request_context.model_settings
+        cap = self.budgets.output_cap(ctx.deps.settings, model_settings)
+        if cap is not None and not (model_settings or {}).get("max_tokens"):
+            # Sent as the request's max_tokens, so the estimate is a bound, not a guess.
+            request_context = dataclasses.replace(
+                request_context, model_settings={**(model_settings or {}), "max_tokens": cap}
+            )
+        try:
+            row = self.budgets.admit(
+                ctx, request_context.messages, request_context.model_request_parameters, cap
+            )
+        except BudgetRefused as refused:
+            self._refuse(ctx, refused.setting, str(refused), budget=True)
+        slot = _reservation.get()
+        if slot is not None:
+            slot.row = row
+        elif row:  # no wrap around this request: release it rather than hold it an hour
+            self.budgets.release(row)
+        return request_context
+
+    def _refuse(self, ctx: Any, limit: str, message: str, *, budget: bool = False) -> NoReturn:
         if self.on_refused is not None:
             self.on_refused(limit, message, ctx.deps)
-        raise CoLimitExceeded(message)
+        raise CoLimitExceeded(message, budget=budget)
 
 
 def usage_limit_message(exc: BaseException, settings: Any) -> str:

@@ -23,6 +23,7 @@ from ._redact import Redactor
 if TYPE_CHECKING:
     from pydantic_ai.capabilities import AbstractCapability
 
+    from ._budget import Budgets
     from ._limits import RequestWindow
     from ._tracing import Tracing, TurnSpan
 
@@ -48,6 +49,7 @@ class SessionTelemetry:
         kernel_id: str,
         db_path: Path | None = None,
         settings_files: list[Path] | None = None,
+        origins: dict[str, str] | None = None,
     ) -> None:
         # The session id is passed per turn: `%resume` may change it during a session.
         self.settings = settings
@@ -61,6 +63,11 @@ class SessionTelemetry:
         self._broken = False
         self.problems: list[str] = []
         """Set-up failures to show in the next cell (telemetry never stops a turn)."""
+        self.origins = origins if origins is not None else {}
+        """Setting -> the layer that set it (the budgets name it); `%budget` updates it."""
+        self._budgets: Budgets | None = None
+        self.budget_warnings: list[str] = []
+        """80 % warnings of a day's or month's budget, shown when the turn ends."""
 
     @property
     def db_path(self) -> Path:
@@ -139,19 +146,59 @@ class SessionTelemetry:
         if tracing is not None:
             caps.append(tracing.instrumentation())
         settings = self.settings
-        if settings.max_requests_per_hour is not None or settings.max_tokens_per_turn is not None:
-            from ._limits import RateLimits, RequestWindow
+        from ._limits import RateLimits, RequestWindow
 
-            if settings.max_requests_per_hour is not None and self._window is None:
-                self._window = RequestWindow(settings.max_requests_per_hour)
-            caps.append(
-                RateLimits(
-                    window=self._window,
-                    max_tokens_per_turn=settings.max_tokens_per_turn,
-                    on_refused=self._audit_refusal,
-                )
+        if settings.max_requests_per_hour is not None and self._window is None:
+            self._window = RequestWindow(settings.max_requests_per_hour)
+        # Always there: every request's spending is recorded, and `%budget` may set a
+        # budget after the agent was built.
+        caps.append(
+            RateLimits(
+                window=self._window,
+                max_tokens_per_turn=settings.max_tokens_per_turn,
+                on_refused=self._audit_refusal,
+                budgets=self.budgets,
             )
+        )
         return caps
+
+    @property
+    def budgets(self) -> Budgets:
+        """The session's budgets and spend store (opened on first use)."""
+        if self._budgets is None:
+            from ._budget import Budgets
+            from ._spend import spend_store_path
+
+            path = spend_store_path(self.settings)
+            budgets = Budgets(path, self.origins)
+            budgets.shared = self.settings.spend_store is not None
+            budgets.on_warning = self.budget_warnings.append
+            if self.settings.otlp_endpoint:
+                from .. import __version__
+                from ._metrics import SpendMetrics
+
+                budgets.metrics = SpendMetrics(
+                    self.settings.otlp_endpoint, service_version=__version__
+                )
+            try:
+                budgets.store  # noqa: B018 - opened now, so a broken file is told at once
+            except (OSError, sqlite3.Error, DatabaseTooNew) as exc:
+                # Told once; each request tries again, and with a budget set none is sent
+                # unchecked (``Budgets.admit``).
+                reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+                self.problems.append(
+                    f"Spending cannot be recorded: cannot open {inert_code(path)} "
+                    f"({inert_text(reason)}); with a budget set, no request is sent. Check "
+                    "`spend_store` or the data directory (`CO_HOME`)."
+                )
+            self._budgets = budgets
+        return self._budgets
+
+    def take_budget_warnings(self) -> list[str]:
+        """Budget warnings not yet shown (each is shown once)."""
+        warnings = list(self.budget_warnings)
+        self.budget_warnings.clear()
+        return warnings
 
     def _audit_refusal(self, limit: str, message: str, deps: Any) -> None:
         audit = self.audit_log()
@@ -218,3 +265,8 @@ class SessionTelemetry:
         if self._audit is not None:
             self._audit.close()
             self._audit = None
+        if self._budgets is not None:
+            if self._budgets.metrics is not None:
+                self._budgets.metrics.shutdown()
+            self._budgets.close()
+            self._budgets = None

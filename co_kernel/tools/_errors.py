@@ -26,7 +26,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.exceptions import ModelRetry, ToolFailed, UnexpectedModelBehavior
+from pydantic_ai.exceptions import (
+    ModelRetry,
+    ToolFailed,
+    UnexpectedModelBehavior,
+    UsageLimitExceeded,
+)
 
 from ..config import paths
 from ..exceptions import PageReplayMismatch, ToolError, ToolErrorKind
@@ -170,6 +175,10 @@ class ToolErrorGuard(AbstractCapability[Any]):
         name = call.tool_name
         if isinstance(error, PageReplayMismatch):
             raise error  # the replay no longer fits the notebook: the turn ends, naming why
+        if isinstance(error, UsageLimitExceeded):
+            # A subagent's request could pass a budget of the turn it spends: the turn ends,
+            # and the calls beside this one (a card waiting for the person) are cancelled.
+            raise error
         if isinstance(error, UnexpectedModelBehavior):
             # The tool raised ModelRetry itself once too often: pydantic-ai would end the
             # whole run here; the model gets a terminal result instead and can still answer.

@@ -140,6 +140,8 @@ class _TurnRunner:
         self.agent = agent
         self.prompt = prompt
         self.deps = deps
+        # What prices this run's requests (a subagent's deps are its own copy).
+        deps.model_label = model_label
         self.history = list(history)
         self.frontend = frontend
         self.provider = provider
@@ -269,6 +271,11 @@ class _TurnRunner:
         if isinstance(exc, UsageLimitExceeded):
             # The request budget, or one of telemetry's RateLimits.
             from ..telemetry import usage_limit_message
+
+            if self.child and getattr(exc, "budget", False):
+                # A budget: the turn stops, not just this subagent (its caller's tool call
+                # raises it on, cancelling the calls beside it: a card waiting is closed).
+                raise exc
 
             return self._stop(usage_limit_message(exc, self.deps.settings), resume)
         if isinstance(exc, UnexpectedModelBehavior):

@@ -71,7 +71,10 @@ class ChatSession:
         if not loaded.origins.get("web_allowed_domains", "").startswith("project"):
             outbound_ledger(self.deps).person_domains = list(loaded.settings.web_allowed_domains)
         self.telemetry = SessionTelemetry(
-            loaded.settings, kernel_id=kernel_id, settings_files=loaded.files
+            loaded.settings,
+            kernel_id=kernel_id,
+            settings_files=loaded.files,
+            origins=loaded.origins,
         )
         recorder = self.deps.recorder = Recorder(redact=self.telemetry.redact)
         self.history: list[ModelMessage] = []
@@ -356,6 +359,8 @@ class ChatSession:
                 capabilities=self.telemetry.capabilities,
             )
             span.finish(result)
+        for warning in self.telemetry.take_budget_warnings():
+            frontend.on_notice(warning, "warning")
         self.mcp.after_turn()
         self.history = result.messages
         if len(self.history) > start:

@@ -150,8 +150,9 @@ def test_spans_also_go_to_an_otlp_endpoint_redacted(
     kernel.shutdown()  # flushes the OTLP batch too
     bodies = otlp_collector.bodies  # type: ignore[attr-defined]
     assert bodies, "the OTLP endpoint received nothing"
-    assert {path for path, _ in bodies} == {"/v1/traces"}
-    payload = b"".join(body for _, body in bodies)
+    # Spans, and the spend counters (tests/telemetry/test_budget.py reads those).
+    assert {path for path, _ in bodies} == {"/v1/traces", "/v1/metrics"}
+    payload = b"".join(body for path, body in bodies if path == "/v1/traces")
     assert b"turn 1" in payload and b"invoke_agent co" in payload
     assert secret.encode() not in payload
     assert b"[REDACTED]" in payload
