@@ -234,7 +234,7 @@ def open_palette_command(page: Any, label: str) -> Any:
     return item
 
 
-SESSION_COLUMNS = ["Session", "Notebook", "First", "Last", "Turns", "Calls", "Refused"]
+SESSION_COLUMNS = ["Session", "Notebook", "First", "Last", "Turns", "Calls", "Refused", "Cost"]
 CALL_COLUMNS = [
     "Time", "Session", "Turn", "Tool", "Target", "Decision", "Status", "Duration", "Detail"
 ]  # fmt: skip

@@ -82,7 +82,7 @@ def test_a_call_reads_waiting_then_approved_denied_timed_out_with_its_notebook(
         cell.get_by_role("button", name="Approve", exact=True).wait_for(timeout=90_000)
 
         # Held at approval: waiting, nothing done, and the session names its notebook.
-        open_palette_command(page, "Co Activity").click()
+        open_palette_command(page, "Co: Open Activity").click()
         waiting = refreshed(page, f"{CALL}[data-status=waiting]")
         assert decision_cells(page) == [
             ("co-Activity-decision co-verdict-waiting", "waiting for approval · nobody yet", "waiting")
@@ -113,7 +113,7 @@ def test_a_call_reads_waiting_then_approved_denied_timed_out_with_its_notebook(
         assert decision_cells(page) == [
             ("co-Activity-decision co-verdict-approved", "approved · by you", "done"),
             ("co-Activity-decision co-verdict-denied", "denied · by you", "denied"),
-            ("co-Activity-decision co-verdict-timed-out", "timed out · nobody answered", "denied"),
+            ("co-Activity-decision co-verdict-timed-out", "timed out (denied) · nobody answered", "denied"),
         ]  # fmt: skip
         assert_activity_columns_intact(page.locator(".co-Activity"))
         page.screenshot(path=str(ARTIFACTS / "activity-decided.png"))

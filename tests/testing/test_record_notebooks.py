@@ -238,4 +238,4 @@ def test_the_data_analysis_notebook_fails_when_its_recorded_edit_differs(tmp_pat
         'now \'ax = sales.plot.bar(x="label", y="revenue", legend=False, figsize=(7, 3.5), rot=0)\''
     ) in output, failed.stdout[-3000:]
     # The prompt's cell fails; the cell after it, which uses `sales`, fails with it.
-    assert "FAILED 08-data-analysis.ipynb::Cell 2" in failed.stdout
+    assert "FAILED 08-data-analysis.ipynb::Cell 5" in failed.stdout
