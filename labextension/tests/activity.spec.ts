@@ -153,7 +153,7 @@ describe('activity tables', () => {
       '1',
       '$0.0045'
     ]);
-    expect(texts(rows[1]).at(-1)).toBe('—');
+    expect(texts(rows[1]).slice(-1)).toEqual(['—']);
     expect(texts(rows[1]).slice(0, 2)).toEqual(['s-two', 'console']);
     expect(rows[1].classList.contains('co-mod-selected')).toBe(true);
     rows[0].click();
