@@ -27,7 +27,7 @@ from co_kernel.turn._frontend import ToolCallView, ToolResultView
 from ..lab_server import REPO, JupyterServer, start_server
 from ..support.notebooks import write_notebook
 from .conftest import FAILED
-from .jupyterlab import chromium_page, scripted_env
+from .jupyterlab import chromium_page, open_palette_command, scripted_env
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -298,16 +298,6 @@ def test_status_bar_shows_what_a_priced_models_tokens_cost(
         settings.unlink()
 
 
-def _open_palette_command(page: Any, label: str) -> Any:
-    page.evaluate("() => window.jupyterapp.commands.execute('apputils:activate-command-palette')")
-    palette = page.locator(".lm-CommandPalette-input:visible")
-    palette.wait_for()
-    palette.fill(label)
-    item = page.locator(".lm-CommandPalette-item:visible", has_text=label).first
-    item.wait_for()
-    return item
-
-
 def test_palette_lists_the_approval_commands_with_their_shortcuts(
     page: Any, lab: JupyterServer
 ) -> None:
@@ -321,12 +311,12 @@ def test_palette_lists_the_approval_commands_with_their_shortcuts(
         "Co: Approve all tool calls this session": "Alt+Shift+Y",
     }
     for label, keys in expected.items():
-        item = _open_palette_command(page, label)
+        item = open_palette_command(page, label)
         shortcut = item.locator(".lm-CommandPalette-itemShortcut").inner_text()
         assert shortcut.replace(" ", "") == keys, (label, shortcut)
         page.keyboard.press("Escape")
     # One prefix for all of Co's commands, the activity panel's too.
-    _open_palette_command(page, "Co: Open Activity")
+    open_palette_command(page, "Co: Open Activity")
     page.keyboard.press("Escape")
 
 
@@ -350,7 +340,7 @@ def test_activity_panel_lists_audited_calls_with_filters(
     log.close()
     page.goto(lab.url("lab", reset=""))
     page.wait_for_selector(".jp-LauncherCard", timeout=LOAD)
-    _open_palette_command(page, "Co: Open Activity").click()
+    open_palette_command(page, "Co: Open Activity").click()
 
     panel = page.locator(".co-Activity")
     panel.wait_for()
@@ -459,7 +449,7 @@ def test_shortcut_approves_a_real_co_tool_call_end_to_end(
     page.wait_for_selector(".co-StatusBar-yolo")
     _shot(page, "approval-yolo")
 
-    _open_palette_command(page, "Co: Open Activity").click()
+    open_palette_command(page, "Co: Open Activity").click()
     page.wait_for_selector(
         ".co-Activity-calls tbody tr[data-tool=run_shell_command][data-decision=approved]"
     )

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from co_kernel.telemetry._spans import SpanRow, read_spans
 
@@ -38,3 +42,17 @@ def wait_for_spans(
 def turns_done(count: int) -> Callable[[list[SpanRow]], bool]:
     """Ready when ``count`` turn spans are stored (a turn span ends after its children)."""
     return lambda spans: sum(1 for s in spans if s.kind == "turn") >= count
+
+
+def co_kernel_cli(*args: str, co_home: Path, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    """`co-kernel ARGS` as a person runs it, on ``co_home`` and none of the test's CO_ settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CO_")}
+    env["CO_HOME"] = str(co_home)
+    return subprocess.run(
+        [sys.executable, "-m", "co_kernel.app", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        **kwargs,
+    )

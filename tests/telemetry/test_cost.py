@@ -21,6 +21,7 @@ from genai_prices import Usage, calc_price
 from tests.lab_server import start_server
 from tests.support.scripted import call_step
 
+from .span_reader import co_kernel_cli as _cli
 from .span_reader import telemetry_db, turns_done, wait_for_spans
 
 USAGE = {"prompt_tokens": 123_456, "completion_tokens": 7_890}
@@ -232,18 +233,6 @@ def test_a_bad_price_is_reported_and_the_kernel_answers(
     assert result.status == "ok"
     assert "environment (CO_MODEL_PRICES): model_prices: Input should be" in result.text()
     assert "price unknown" in footer(result)
-
-
-def _cli(*args: str, co_home: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CO_")}
-    env["CO_HOME"] = str(co_home)
-    return subprocess.run(
-        [sys.executable, "-m", "co_kernel.app", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
 
 
 @pytest.mark.slow

@@ -18,20 +18,8 @@ from typing import Any
 import pytest
 
 from ..support.net import free_port
+from .span_reader import co_kernel_cli as _cli
 from .span_reader import telemetry_db, turns_done, wait_for_spans
-
-
-def _cli(*args: str, co_home: Path, **kwargs: Any) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CO_")}
-    env["CO_HOME"] = str(co_home)
-    return subprocess.run(
-        [sys.executable, "-m", "co_kernel.app", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        **kwargs,
-    )
 
 
 def _popen(*args: str, co_home: Path) -> subprocess.Popen[str]:
