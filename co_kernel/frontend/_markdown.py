@@ -22,6 +22,10 @@ text received costs sent once as final versions, which no design can send less o
 again), plus ``budget_allowance``, so short answers stream at full rate. When the budget
 holds an update back, shown text still never trails the stream by more than ``max_lag``
 seconds.
+
+A link reference definition (``[1]: https://...``) applies to the whole answer wherever it
+stands, often at its end, after the segments that use it were sent: at commit each segment
+whose rendering it changes is sent once more, rendered with the answer's definitions.
 """
 
 from __future__ import annotations
@@ -31,9 +35,9 @@ import re
 import secrets
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
-from ._safe_html import markdown_blocks
+from ._safe_html import markdown_blocks, needs_definitions, reference_definitions
 
 __all__ = ["MarkdownStream", "find_block_boundary", "find_split"]
 
@@ -113,12 +117,21 @@ def find_split(text: str) -> int:
     return -1
 
 
+class SegmentPublisher(Protocol):
+    """Shows one version of a segment: ``definitions`` (reference definitions the segment
+    uses but does not hold) are rendered with it, never shown as its source."""
+
+    def __call__(
+        self, display_id: str, text: str, update: bool, final: bool, definitions: str = "", /
+    ) -> None: ...
+
+
 class MarkdownStream:
     """Incremental Markdown rendering through display updates."""
 
     def __init__(
         self,
-        publish: Callable[[str, str, bool, bool], None],
+        publish: SegmentPublisher,
         *,
         max_rate: float = 20.0,
         split_at: int = 600,
@@ -151,6 +164,8 @@ class MarkdownStream:
         self._last = float("-inf")
         self._received = 0
         self._timer: Any = None
+        self._finished: dict[str, str] = {}
+        """display id -> Markdown of each segment's last version sent."""
         self.segments = 0
         """Number of display outputs created."""
         self.messages = 0
@@ -230,6 +245,8 @@ class MarkdownStream:
             self.segments += 1
         assert self._seg_id is not None
         self._publish(self._seg_id, seg, update, final)
+        if final:
+            self._finished[self._seg_id] = seg
         self._sent, self._sent_final = seg, final
         self.spent += self._cost(seg, final) + self._overhead
         self.messages += 1
@@ -239,7 +256,19 @@ class MarkdownStream:
         """Final render of everything received; returns the full text."""
         self.cancel()
         self.flush(final=True)
+        self._resolve_references()
         return self._text
+
+    def _resolve_references(self) -> None:
+        """Send again, with the answer's reference definitions, each segment they change."""
+        definitions = reference_definitions(self._text) if "]:" in self._text else ""
+        if not definitions:
+            return
+        for seg_id, seg in self._finished.items():
+            if needs_definitions(seg, definitions):
+                self._publish(seg_id, seg, True, True, definitions)
+                self.spent += self._cost(seg, True) + self._overhead
+                self.messages += 1
 
     def cancel(self) -> None:
         if self._timer is not None:

@@ -82,11 +82,16 @@ class NotebookFrontend(BaseFrontend):
 
     # -- text ----------------------------------------------------------------
 
-    def _publish_markdown(self, display_id: str, text: str, update: bool, final: bool) -> None:
+    def _publish_markdown(
+        self, display_id: str, text: str, update: bool, final: bool, definitions: str = ""
+    ) -> None:
         # The page shows the HTML the publisher renders; the source goes with a segment's
         # last version only (saved with the notebook, for clients that read text), which
         # keeps each streamed update near the size of its Markdown (benchmarks/bench_streaming).
-        data = {"text/markdown": text, "text/plain": text} if final else {"text/markdown": text}
+        rendered = f"{text}\n\n{definitions}" if definitions else text
+        data = {"text/markdown": rendered}
+        if final:
+            data["text/plain"] = text
         self._pub.display(data, display_id=display_id, update=update)
 
     def on_text_delta(self, delta: str) -> None:

@@ -56,6 +56,8 @@ __all__ = [
     "MARKDOWN_CLASS",
     "markdown_blocks",
     "markdown_to_html",
+    "needs_definitions",
+    "reference_definitions",
     "safe_bundle",
     "warm_markdown",
 ]
@@ -224,6 +226,33 @@ def markdown_blocks(text: str) -> list[tuple[str, int]]:
         for token in _parser().parse(text)
         if token.level == 0 and token.nesting >= 0 and token.map
     ]
+
+
+def reference_definitions(text: str) -> str:
+    """The link reference definitions of ``text`` (``[label]: url "title"``), one per line,
+    or "" when it has none: what a part of ``text`` needs to render its ``[x][label]`` as the
+    whole text does, since a definition applies to the whole document wherever it stands."""
+    env: dict[str, Any] = {}
+    _parser().parse(text, env)
+    lines = []
+    for label, ref in env.get("references", {}).items():
+        title = ref.get("title") or ""
+        escaped = title.replace("\\", "\\\\").replace('"', '\\"')
+        lines.append(f"[{label}]: <{ref['href']}>" + (f' "{escaped}"' if title else ""))
+    return "\n".join(lines)
+
+
+def needs_definitions(segment: str, definitions: str) -> bool:
+    """Whether ``definitions`` (``reference_definitions``) written after ``segment`` change
+    how it renders, and stay definitions there (not swallowed by a block the segment leaves
+    open, such as a fence)."""
+    if "[" not in segment:
+        return False
+    extended = f"{segment}\n\n{definitions}"
+    last = segment.count("\n") + 2  # the segment and the blank line after it
+    if any(t.map and t.map[1] > last for t in _parser().parse(extended) if t.level == 0):
+        return False
+    return markdown_to_html(extended) != markdown_to_html(segment)
 
 
 def safe_bundle(data: dict[str, Any], image_hosts: Iterable[str] = ()) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from co_kernel.frontend import MarkdownStream, find_block_boundary, find_split
+from co_kernel.frontend import MarkdownStream, find_block_boundary, find_split, markdown_to_html
 
 _TOKEN = re.compile(r"\s*\S{1,4}|\s+")
 
@@ -35,6 +35,8 @@ class Published:
     """update_display_data (True) or a new display_data (False)."""
     final: bool = False
     """The segment's last version (the notebook adds the source as text/plain to it)."""
+    definitions: str = ""
+    """Reference definitions rendered with the segment (never part of its source)."""
 
 
 @dataclass
@@ -115,8 +117,10 @@ def stream_answer(
     loop = FakeLoop()
     published: list[Published] = []
 
-    def publish(display_id: str, seg: str, update: bool, final: bool) -> None:
-        published.append(Published(loop.now, display_id, seg, update, final))
+    def publish(
+        display_id: str, seg: str, update: bool, final: bool, definitions: str = ""
+    ) -> None:
+        published.append(Published(loop.now, display_id, seg, update, final, definitions))
 
     stream = MarkdownStream(
         publish, max_rate=max_rate, call_later=loop.call_later, clock=loop.clock, **kw
@@ -260,7 +264,7 @@ def test_the_first_token_is_shown_at_once() -> None:
     loop = FakeLoop()
     published: list[str] = []
     stream = MarkdownStream(
-        lambda _id, text, _upd, _final: published.append(text),
+        lambda _id, text, _upd, _final, _defs="": published.append(text),
         call_later=loop.call_later,
         clock=loop.clock,
     )
@@ -320,11 +324,34 @@ def test_a_slow_stream_is_never_shown_more_than_max_lag_behind() -> None:
     assert max(gaps) <= 1.0 + 1 / 20 + 1e-9
 
 
+def test_a_reference_defined_after_its_segment_was_sent_still_renders_as_a_link() -> None:
+    # A definition applies to the whole answer wherever it stands; models often list them
+    # at the end, after the segments using them went out as their last versions.
+    filler = "\n\n".join(f"Paragraph {i} of the report, " + "words " * 30 for i in range(12))
+    text = (
+        "See [the source][src] and ![chart][img].\n\n"
+        f"{filler}\n\n"
+        "[src]: https://example.org/sales\n"
+        '[img]: http://127.0.0.1:9/chart.png "Q3"\n'
+    )
+    run = stream_answer(text, tokens_per_second=200)
+    first = run.published[0].display_id
+    assert run.stream.segments > 1
+    last = [p for p in run.published if p.display_id == first][-1]
+    assert last.final and last.text.startswith("See [the source][src]")
+    assert "[src]" not in last.text.split("\n\n", 1)[1], "the source stays the segment's own"
+    html = markdown_to_html(f"{last.text}\n\n{last.definitions}")
+    assert 'href="https://example.org/sales"' in html
+    assert "chart.png" in html and "[chart][img]" not in html
+    untouched = [p for p in run.published if p.definitions and "[" not in p.text]
+    assert untouched == [], "segments the definitions do not change are not sent again"
+
+
 def test_a_paused_stream_is_flushed_by_the_timer_and_commit_sends_the_rest() -> None:
     loop = FakeLoop()
     published: list[str] = []
     stream = MarkdownStream(
-        lambda _id, text, _upd, _final: published.append(text),
+        lambda _id, text, _upd, _final, _defs="": published.append(text),
         call_later=loop.call_later,
         clock=loop.clock,
     )
