@@ -191,6 +191,25 @@ class CoKernel(IPythonKernel):
         # Never starts the session here: kernel_info also arrives on the control thread.
         return {**super().kernel_info, LAB_STATUS_KEY: lab_status(self._dispatcher.current_session)}
 
+    def _publish_status(self, status: str, channel: str, parent: Any = None) -> None:
+        # jupyter console (6.6.3 and before) ends a cell at any idle status of its own
+        # session, not only its cell's, and then stops reading the stdin channel. The idle
+        # of its kernel_info, is_complete or complete request, still queued when the cell
+        # starts (it drains its IOPub only there), ended the cell before the kernel said
+        # busy whenever the kernel took over 50 ms to start it: the cell's [y/n/a] or trust
+        # question then waited for an answer the console never read, and both hung. So a
+        # terminal client hears busy and idle of its cells alone.
+        request: dict[str, Any] = parent or self.get_parent(channel)
+        metadata: dict[str, Any] = request.get("metadata") or {}
+        header: dict[str, Any] = request.get("header") or {}
+        if (
+            channel == "shell"
+            and metadata.get(TERMINAL_METADATA)
+            and header.get("msg_type") != "execute_request"
+        ):
+            return
+        super()._publish_status(status, channel, parent)
+
     def finish_metadata(self, parent: Any, metadata: Any, reply_content: Any) -> Any:
         metadata = super().finish_metadata(parent, metadata, reply_content)
         metadata[LAB_STATUS_KEY] = lab_status(self._dispatcher.session)

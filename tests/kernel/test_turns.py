@@ -7,6 +7,7 @@ import socket
 import uuid
 from pathlib import Path
 
+from co_kernel.frontend import TERMINAL_METADATA
 from co_kernel.testing import ScriptedModelServer
 from tests.kernel_harness import markdown_source
 
@@ -42,6 +43,38 @@ def test_console_mode_streams_stdout_chunks(kernel, model_server):
     assert len(chunks) >= 2, "console output must arrive as it streams"
     assert result.stdout.strip() == ANSWER.strip()
     assert not result.of_type("update_display_data")
+
+
+def test_a_terminal_client_hears_busy_and_idle_of_its_cells_alone(kernel, model_server):
+    # jupyter console takes any idle of its session for its cell's end and stops reading
+    # stdin: a queued idle of its kernel_info or is_complete request left a cell's
+    # approval question unread, and console and kernel waited on each other for good.
+    kc = kernel.kc
+    side: list[str] = []
+    for kind, content in (
+        ("kernel_info_request", {}),
+        ("is_complete_request", {"code": "Hello"}),
+        ("complete_request", {"code": "%he", "cursor_pos": 3}),
+    ):
+        msg = kc.session.msg(kind, content)
+        msg["metadata"][TERMINAL_METADATA] = True
+        kc.shell_channel.send(msg)
+        side.append(msg["header"]["msg_id"])
+        while kc.get_shell_msg(timeout=60)["parent_header"].get("msg_id") != side[-1]:
+            pass
+    page = kc.session.msg("kernel_info_request", {})  # a notebook's, for comparison
+    kc.shell_channel.send(page)
+    page_id = page["header"]["msg_id"]
+    statuses: list[tuple[str, str]] = []
+    while (page_id, "idle") not in statuses:
+        m = kc.get_iopub_msg(timeout=60)
+        if m["msg_type"] == "status":
+            statuses.append((m["parent_header"].get("msg_id", ""), m["content"]["execution_state"]))
+    assert [s for s in statuses if s[0] in side] == []
+    assert (page_id, "busy") in statuses
+    model_server.extend([{"text": "Hello there."}])
+    result = kernel.execute("Hello", mode="console")  # waits for this cell's own idle
+    assert result.status == "ok" and "Hello there." in result.stdout
 
 
 def test_headless_mode_emits_one_final_display(kernel, model_server):
