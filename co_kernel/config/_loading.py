@@ -1,11 +1,11 @@
 """The loading rules: which layers settings come from, which wins, what each may set.
 
 Layers, lowest precedence first: defaults < user file < project file < environment. The
-deployer's managed file is read first and locks what it sets against every later layer
-(``_managed.py``), and caps the budgets (``CEILINGS``); the project file sets only what
-``PROJECT_TABLE`` lets it, and its ``after trust`` rows only once the person trusts the folder
-(``_project.py``, ``_trust.py``). A bad file, key or value is reported with the layer it came
-from and dropped; the rest still apply.
+deployer's managed file is read first and locks what it sets against every other layer
+(``_managed.py``: permission rules and MCP servers add up instead, budgets are ceilings);
+the project file sets only what ``PROJECT_TABLE`` lets it, and its ``after trust`` rows only
+once the person trusts the folder (``_project.py``, ``_trust.py``). A bad file, key or value
+is reported with the layer it came from and dropped; the rest still apply.
 """
 
 from __future__ import annotations
