@@ -24,8 +24,9 @@ def _store(args: argparse.Namespace) -> Any:
     Read from the settings file and the environment directly: `load_settings` would also
     read every stored value (and may ask to unlock the keyring) only to list names.
     """
-    from . import _read_json, paths
+    from . import paths
     from ._credentials import CredentialStore
+    from ._loading import _read_json
 
     modes = ("auto", "keyring", "file")
     value = _read_json(paths().settings_file, []).get("credential_store")
@@ -99,8 +100,9 @@ def _cmd_delete(args: argparse.Namespace) -> int:
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
-    from . import _secret_field, paths
+    from . import paths
     from ._credentials_import import import_settings_file
+    from ._settings import _secret_field
 
     project = Path(args.project).resolve()
     store = _store(args)

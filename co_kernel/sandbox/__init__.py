@@ -4,9 +4,9 @@
 """
 
 from ..exceptions import SandboxUnavailable
-from ._docker import WORKDIR as WORKSPACE_MOUNT
 from ._docker import DockerSandbox
 from ._factory import create_sandbox
+from ._mounts import WORKDIR as WORKSPACE_MOUNT
 from ._protocol import CommandResult, OutputCallback, SandboxProtocol, StatusCallback
 from ._subprocess import SubprocessSandbox
 

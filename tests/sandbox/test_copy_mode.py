@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from co_kernel.config import Settings
 from co_kernel.sandbox import DockerSandbox, SandboxUnavailable
 from co_kernel.sandbox._copy import CONTROL_PATHS
-from co_kernel.sandbox._docker import _workspace_mode
+from co_kernel.sandbox._mounts import _workspace_mode
 
 # Prints every file under /workspace with its content, as JSON, and every folder.
 DUMP = (

@@ -10,7 +10,7 @@ from pathlib import Path
 SCRIPT = """
 import gc, sys
 import docker.errors
-from co_kernel.sandbox._docker import _docker_client
+from co_kernel.sandbox._container import _docker_client
 
 unclosed = []
 sys.unraisablehook = lambda u: unclosed.append(str(u.exc_value))
