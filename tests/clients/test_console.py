@@ -42,7 +42,13 @@ def _console(
 
 def _expect_prompt(child: pexpect.spawn, n: int) -> None:
     # The full prompt colours the number: "In [", colour codes, "n", colour codes, "]: ".
-    child.expect(rf"In \[(\x1b\[[0-9;]*m)*{n}(\x1b\[[0-9;]*m)*\]: ")
+    try:
+        child.expect(rf"In \[(\x1b\[[0-9;]*m)*{n}(\x1b\[[0-9;]*m)*\]: ")
+    except (pexpect.TIMEOUT, pexpect.EOF) as failed:
+        # pexpect's own message keeps the last 100 characters; the whole screen since the
+        # last match says what the console and its kernel were doing.
+        shown = child.before if isinstance(child.before, str) else ""
+        raise AssertionError(f"no prompt {n}: {type(failed).__name__}; shown:\n{shown}") from None
 
 
 def _quit(child: pexpect.spawn) -> None:
