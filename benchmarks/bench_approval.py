@@ -26,7 +26,7 @@ from pathlib import Path
 from _common import median, ms, print_table, verdict
 
 from co_kernel.frontend import MIME_TOOL_CALL
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 from tests.kernel_harness import CoKernel, WidgetClicker, ensure_kernelspec
 
 TARGET_MS = 50.0

@@ -26,7 +26,7 @@ from pathlib import Path
 from _common import kernel_env, load_average, markdown_answer, print_table
 from jupyter_client import KernelManager
 
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 from tests.kernel_harness import CoKernel, ensure_kernelspec
 
 

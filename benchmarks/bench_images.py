@@ -24,7 +24,7 @@ from typing import Any
 from _common import ms, print_table, verdict
 from PIL import Image
 
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 from tests.kernel_harness import CoKernel, ensure_kernelspec
 
 TARGET_BYTES = 200_000

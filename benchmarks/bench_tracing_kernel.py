@@ -40,7 +40,7 @@ from pathlib import Path
 from _common import load_average, median, ms, print_table, verdict
 from bench_tracing import STEPS, _paired, _share
 
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 from tests.kernel_harness import CoKernel, ensure_kernelspec
 
 WARM_UP = 8

@@ -31,7 +31,7 @@ os.environ.setdefault("CO_TEST_FORK", "0")
 
 import nbformat  # noqa: E402
 
-from co_kernel.testing import ScriptedModelServer  # noqa: E402
+from co_kernel.replay import ScriptedModelServer  # noqa: E402
 from tests.kernel.test_notebook_cells import LivePage  # noqa: E402
 from tests.kernel_harness import CoKernel  # noqa: E402
 

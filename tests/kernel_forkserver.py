@@ -76,7 +76,7 @@ PRELOAD = (
 KERNEL_SIDE = tuple(
     f"co_kernel.{name}"
     for name in ("kernel", "status", "turn", "tools", "mcp", "memory", "magics", "sandbox", "store",
-                 "telemetry", "frontend", "notebook", "testing")
+                 "telemetry", "frontend", "notebook", "replay")
 )  # fmt: skip
 """The packages of Co's kernel side, every module of which the server imports."""
 SKIPPED = ("__main__", "record_notebook")
@@ -98,7 +98,7 @@ def _preload() -> None:
         ):
             if not module.name.endswith(SKIPPED):
                 importlib.import_module(module.name)
-    from co_kernel.kernel import _warm_imports
+    from co_kernel.kernel._kernel import _warm_imports
 
     _warm_imports()
 
@@ -519,7 +519,7 @@ def python_command(*args: str) -> list[str]:
 def write_co_kernelspec(share: Path, *, fork: bool) -> None:
     """The Co kernelspec in ``share``/kernels as `co-kernel install` writes it: kernel.json
     and the logos; with ``fork``, its kernels start through ``ForkingProvisioner``."""
-    from co_kernel.app import KERNEL_NAME, kernelspec_dict
+    from co_kernel.cli import KERNEL_NAME, kernelspec_dict
 
     spec = kernelspec_dict()
     if fork:

@@ -32,7 +32,7 @@ def ensure_kernelspec() -> None:
     try:
         KernelSpecManager().get_kernel_spec("co")
     except NoSuchKernel:
-        from co_kernel.app import install_kernelspec
+        from co_kernel.cli import install_kernelspec
 
         install_kernelspec(prefix=sys.prefix)
 

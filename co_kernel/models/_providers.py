@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from pydantic_ai.models import Model
 
     from ..config import Settings
-    from ..testing import Recorder
+    from ..replay import Recorder
     from ._local_runtime import LocalRuntime
 
 __all__ = [
@@ -285,7 +285,7 @@ def _replay(
 ) -> ModelHandle:
     """The scripted server answering from the script, wrapped to explain a mismatch (or, in
     a record-missing replay, to ask ``replay_fallback_model`` and add its answer)."""
-    from ..testing import Script, ScriptedModelServer
+    from ..replay import Script, ScriptedModelServer
     from ._record_replay import ReplayModel
 
     path = Path(name).expanduser()

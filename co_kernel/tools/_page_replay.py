@@ -25,9 +25,9 @@ if TYPE_CHECKING:
 
     from pydantic_ai import RunContext
 
-    from ..deps import CoDeps
     from ..notebook import NotebookPage
-    from ..testing import Recorder
+    from ..replay import Recorder
+    from ..session_state import CoDeps
 
 __all__ = ["REPLAYED_PAGE", "CallPage", "page_offered", "replayed_ids"]
 

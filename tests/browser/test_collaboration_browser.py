@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
 from ..lab_server import REPO
 from .jupyterlab import chromium_page, co_lab, open_notebook, run_cell

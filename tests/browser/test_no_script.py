@@ -26,7 +26,7 @@ import nbformat
 import pytest
 
 from co_kernel.memory import MemoryStore
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
 from ..kernel_forkserver import python_command
 from ..kernel_harness import ensure_kernelspec

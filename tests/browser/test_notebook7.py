@@ -14,7 +14,7 @@ from typing import Any
 import nbformat
 import pytest
 
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
 from ..kernel_harness import ensure_kernelspec
 from ..lab_server import REPO, JupyterServer, start_server

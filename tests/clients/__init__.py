@@ -6,7 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
 from ..kernel_forkserver import client_environment
 

@@ -22,7 +22,7 @@ import pexpect
 import pytest
 
 from co_kernel.frontend import MIME_TOOL_CALL
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
 from ..browser.jupyterlab import chromium_page, scripted_env
 from ..kernel_harness import ensure_kernelspec

@@ -12,7 +12,7 @@ from typing import Any
 import nbformat
 from nbclient import NotebookClient
 
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
 from ..kernel_harness import CellResult, CoKernel, markdown_source
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from co_kernel.app import kernelspec_dict
+from co_kernel.cli import kernelspec_dict
 
 from ..lab_server import REPO
 from ..labextension.test_build import _build_wheel, _no_node_env, _run

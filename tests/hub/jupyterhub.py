@@ -133,7 +133,7 @@ def single_user_env(prefix: Path) -> Path | None:
     Path(site_packages, "co_test_env.pth").write_text(f"import site; site.addsitedir({ours!r})\n")
     shutil.copytree(Path(sys.prefix, "etc", "jupyter"), prefix / "etc" / "jupyter")
     subprocess.run(
-        [str(python), "-m", "co_kernel.app", "install", "--sys-prefix"],
+        [str(python), "-m", "co_kernel.cli", "install", "--sys-prefix"],
         check=True,
         capture_output=True,
     )

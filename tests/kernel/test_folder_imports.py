@@ -22,8 +22,8 @@ import pytest
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
-from co_kernel.app import kernelspec_dict
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.cli import kernelspec_dict
+from co_kernel.replay import ScriptedModelServer
 from tests.kernel_harness import CoKernel, ensure_kernelspec
 from tests.sandbox.conftest import SANDBOX_UID, TEST_IMAGE, docker_client  # noqa: F401 - fixture
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from co_kernel.frontend import MIME_TOOL_CALL
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 from tests.kernel_harness import CoKernel
 from tests.sandbox.conftest import TEST_IMAGE
 from tests.tools._http import LocalServer

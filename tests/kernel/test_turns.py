@@ -7,7 +7,7 @@ import socket
 import uuid
 from pathlib import Path
 
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 from tests.kernel_harness import markdown_source
 
 ANSWER = (

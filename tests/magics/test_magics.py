@@ -10,7 +10,7 @@ import pytest
 
 from co_kernel.magics import MAGICS
 from co_kernel.memory import MemoryStore
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
 from ..kernel_harness import CellResult, CoKernel, html_text
 

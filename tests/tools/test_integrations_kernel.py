@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from co_kernel.config import Settings
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 from co_kernel.tools import collect_toolsets
 
 from ..kernel_harness import CoKernel

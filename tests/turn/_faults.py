@@ -7,7 +7,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
 from ..kernel_harness import CoKernel, Mode
 from ._fault_tools import install_plugin

@@ -19,7 +19,7 @@ from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
 from co_kernel.models._coalesce import CoalescingTransport, local_http_client, merge_events
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
 STORY = " ".join(
     "The keeper climbed the tower as the storm rolled in, and the lamp turned all night."

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
 from ..kernel_harness import CoKernel
 

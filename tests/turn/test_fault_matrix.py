@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 import pytest
 
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
 from ..kernel_harness import CellResult, CoKernel, Mode
 from ._fault_tools import calls

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 from co_kernel.turn import INTERRUPTED_TOOL_RETURN
 
 from ..kernel_harness import CellResult, CoKernel, WidgetClicker

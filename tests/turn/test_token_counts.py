@@ -13,7 +13,7 @@ from collections.abc import Callable
 import pytest
 
 from co_kernel.models._local_runtime import CATALOGUE, _catalogue_file
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
 from ..kernel_harness import CoKernel
 

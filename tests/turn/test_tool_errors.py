@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
 from ..kernel_harness import CoKernel
 from ._fault_tools import calls

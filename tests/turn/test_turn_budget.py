@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
 from ..kernel_harness import CellResult, CoKernel
 from ._fault_tools import NOTES_NAME, calls

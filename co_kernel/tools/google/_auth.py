@@ -33,7 +33,7 @@ from ...exceptions import CredentialError, GoogleAuthUnavailable
 
 if TYPE_CHECKING:
     from ...config import Settings
-    from ...deps import CoDeps
+    from ...session_state import CoDeps
 
 __all__ = [
     "SCOPES",

@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
 from ..kernel_harness import CoKernel
 
