@@ -25,7 +25,7 @@ from _common import ms, print_table, verdict
 from PIL import Image
 
 from co_kernel.replay import ScriptedModelServer
-from tests.kernel_harness import CoKernel, ensure_kernelspec
+from tests.support.kernel_harness import CoKernel, ensure_kernelspec
 
 TARGET_BYTES = 200_000
 SETUP = (

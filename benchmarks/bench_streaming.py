@@ -55,7 +55,7 @@ from _common import (
     with_repo_on_pythonpath,
 )
 
-from tests.kernel_harness import CellResult, CoKernel
+from tests.support.kernel_harness import CellResult, CoKernel
 
 TOKENS_PER_SECOND = 200.0
 MAX_RATE = 20.0

@@ -17,7 +17,7 @@ import pytest
 
 from co_kernel.replay import ScriptedModelServer
 
-from ..lab_server import REPO
+from ..support.lab_server import REPO
 from .jupyterlab import chromium_page, co_lab, open_notebook, run_cell
 from .test_notebook_cells_browser import CELLS, call, prompt_cell, sources, wait_until
 

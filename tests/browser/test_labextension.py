@@ -24,7 +24,7 @@ from co_kernel.replay import ScriptedModelServer
 from co_kernel.telemetry import AuditEvent, AuditLog
 from co_kernel.turn._frontend import ToolCallView, ToolResultView
 
-from ..lab_server import REPO, JupyterServer, start_server
+from ..support.lab_server import REPO, JupyterServer, start_server
 from ..support.notebooks import write_notebook
 from .conftest import FAILED
 from .jupyterlab import chromium_page, open_palette_command, scripted_env

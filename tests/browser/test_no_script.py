@@ -28,9 +28,9 @@ import pytest
 from co_kernel.memory import MemoryStore
 from co_kernel.replay import ScriptedModelServer
 
-from ..kernel_forkserver import python_command
-from ..kernel_harness import ensure_kernelspec
-from ..lab_server import REPO, JupyterServer, start_server
+from ..support.kernel_forkserver import python_command
+from ..support.kernel_harness import ensure_kernelspec
+from ..support.lab_server import REPO, JupyterServer, start_server
 from .jupyterlab import chromium_page, open_notebook, run_cell, save_notebook, scripted_env
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

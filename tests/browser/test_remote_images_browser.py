@@ -32,8 +32,8 @@ import pytest
 
 from co_kernel.replay import ScriptedModelServer
 
-from ..kernel_harness import ensure_kernelspec
-from ..lab_server import start_server
+from ..support.kernel_harness import ensure_kernelspec
+from ..support.lab_server import start_server
 from .jupyterlab import chromium_page, open_notebook, run_cell, save_notebook, scripted_env
 from .test_no_script import _nbconvert, _wait_prompt, settle
 

@@ -11,7 +11,7 @@ import pytest
 
 from co_kernel.replay import ScriptedModelServer
 
-from ..kernel_harness import ensure_kernelspec
+from ..support.kernel_harness import ensure_kernelspec
 from . import terminal_env
 
 ANSWER = (

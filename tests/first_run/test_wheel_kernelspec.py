@@ -11,8 +11,8 @@ import pytest
 
 from co_kernel.cli import kernelspec_dict
 
-from ..lab_server import REPO
 from ..labextension.test_build import _build_wheel, _no_node_env, _run
+from ..support.lab_server import REPO
 
 COMMITTED = REPO / "jupyter-data" / "kernels" / "co" / "kernel.json"
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import requests
 
-from ..lab_server import stop_process
+from ..support.lab_server import stop_process
 from ..support.net import free_port
 
 SANDBOX_IMAGE = os.environ.get("CO_TEST_SANDBOX_IMAGE", "co-sandbox-test:bookworm")

@@ -34,8 +34,8 @@ import requests
 
 from co_kernel.replay import ScriptedModelServer
 
-from ..kernel_harness import WIDGET_VIEW, CellResult, WidgetClicker
 from ..sandbox.conftest import own_containers
+from ..support.kernel_harness import WIDGET_VIEW, CellResult, WidgetClicker
 from ..support.net import free_port
 from ..support.scripted import shell
 from .jupyterhub import (

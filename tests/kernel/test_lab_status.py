@@ -11,7 +11,7 @@ from co_kernel.replay import ScriptedModelServer
 from co_kernel.status import LAB_STATUS_KEY, lab_status
 from co_kernel.turn import ChatSession
 
-from ..kernel_harness import CoKernel
+from ..support.kernel_harness import CoKernel
 
 
 def _kernel_info(kernel: CoKernel) -> dict:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from co_kernel.frontend import MIME_TOOL_CALL
-from tests.kernel_harness import CellResult, WidgetClicker
+from tests.support.kernel_harness import CellResult, WidgetClicker
 
 
 def _write(path: Path, data: dict[str, Any]) -> Path:

@@ -19,8 +19,8 @@ import pytest
 
 from co_kernel.frontend import MIME_TOOL_CALL
 from co_kernel.replay import ScriptedModelServer
-from tests.kernel_harness import CoKernel
 from tests.sandbox.conftest import TEST_IMAGE
+from tests.support.kernel_harness import CoKernel
 from tests.tools._http import LocalServer
 from tests.tools.test_web import BRAVE_RESULTS
 

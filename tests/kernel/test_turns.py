@@ -8,7 +8,7 @@ import uuid
 from pathlib import Path
 
 from co_kernel.replay import ScriptedModelServer
-from tests.kernel_harness import markdown_source
+from tests.support.kernel_harness import markdown_source
 
 ANSWER = (
     "# Plan\n\nFirst paragraph of the answer, long enough to need several chunks.\n\n"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from co_kernel.replay import ScriptedModelServer
 
-from ..kernel_harness import CoKernel
+from ..support.kernel_harness import CoKernel
 
 
 def _lines(path: Path) -> int:

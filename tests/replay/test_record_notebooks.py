@@ -23,8 +23,8 @@ import pytest
 from co_kernel.replay import ScriptedModelServer
 
 from ..clients import REPO
-from ..kernel_forkserver import client_environment
-from ..kernel_harness import ensure_kernelspec
+from ..support.kernel_forkserver import client_environment
+from ..support.kernel_harness import ensure_kernelspec
 from ..support.notebooks import write_notebook
 from ..turn.test_local import needs_smollm2
 

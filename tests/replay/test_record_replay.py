@@ -21,7 +21,7 @@ from co_kernel.replay import Script, ScriptedModelServer, Step, step_from_exchan
 from co_kernel.replay._script import check_expect
 from co_kernel.turn import ChatSession, RecordingFrontend
 
-from ..turn_support import make_session, run, shell, within
+from ..support.turn_support import make_session, run, shell, within
 
 SECRET = "sk-recordtest-0123456789abcdefXYZ"
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from ..lab_server import JupyterServer, start_server
+from ..support.lab_server import JupyterServer, start_server
 
 pytestmark = pytest.mark.slow
 

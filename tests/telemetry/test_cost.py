@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from genai_prices import Usage, calc_price
 
-from tests.lab_server import start_server
+from tests.support.lab_server import start_server
 from tests.support.scripted import call_step
 
 from .span_reader import co_kernel_cli as _cli

@@ -27,7 +27,7 @@ import pytest
 
 from co_kernel.replay import ScriptedModelServer
 
-from ..kernel_harness import CellResult, CoKernel, Mode
+from ..support.kernel_harness import CellResult, CoKernel, Mode
 from ._fault_tools import calls
 from ._faults import follow_up, serialised, start_fault_kernel, tool_results
 

@@ -14,8 +14,8 @@ from co_kernel.models._providers import default_model_string
 from co_kernel.replay import ScriptedModelServer
 from co_kernel.store import SessionStore, TurnRow
 
-from ..kernel_harness import CoKernel
 from ..support.histories import synthetic_history
+from ..support.kernel_harness import CoKernel
 
 NOTEBOOK = {"JPY_SESSION_NAME": "work/analysis.ipynb"}
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from co_kernel.memory import MemoryStore
 from co_kernel.replay import ScriptedModelServer
 
-from ..kernel_harness import CoKernel
+from ..support.kernel_harness import CoKernel
 
 TOPICS = ["plotting", "parquet files", "the weather", "regex", "plotting again", "sorting"]
 

@@ -14,7 +14,7 @@ from co_kernel.config import LoadedSettings, Settings
 from co_kernel.replay import ScriptedModelServer
 from co_kernel.turn import ApprovalRequest, ChatSession, RecordingFrontend, TurnResult
 
-from .support.scripted import shell, tool_messages
+from .scripted import shell, tool_messages
 
 __all__ = [
     "approvals",
