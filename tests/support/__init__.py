@@ -6,7 +6,8 @@
 - ``deps``: the tools' context (``CoDeps``) for a workspace, without a kernel;
 - ``net``: a free TCP port on 127.0.0.1;
 - ``containers``: a throw-away container on the sandbox test image;
-- ``git``: real repositories; ``notebooks``: notebook files;
+- ``git``: real repositories; ``notebooks``: notebook files; ``files``: JSON files (settings)
+  written before a kernel reads them; ``lab_cells``: a cell's prompt in the browser;
 - ``histories``: synthetic conversations; ``vault``: generated Obsidian vaults (also used
   by the benchmarks);
 - ``kernel_harness``: a real Co kernel over ZMQ (``CoKernel``, what a cell showed, widget
