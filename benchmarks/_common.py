@@ -12,7 +12,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
-    # The benchmarks drive kernels with the test harness (tests/kernel_harness.py).
+    # The benchmarks drive kernels with the test harness (tests/support/kernel_harness.py).
     sys.path.insert(0, str(REPO))
 
 __all__ = [

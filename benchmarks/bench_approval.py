@@ -26,8 +26,8 @@ from pathlib import Path
 from _common import median, ms, print_table, verdict
 
 from co_kernel.frontend import MIME_TOOL_CALL
-from co_kernel.testing import ScriptedModelServer
-from tests.kernel_harness import CoKernel, WidgetClicker, ensure_kernelspec
+from co_kernel.replay import ScriptedModelServer
+from tests.support.kernel_harness import CoKernel, WidgetClicker, ensure_kernelspec
 
 TARGET_MS = 50.0
 COMMAND = "date +%s.%N && true"  # chained, so it is never a safe prefix: always asks

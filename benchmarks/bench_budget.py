@@ -36,7 +36,7 @@ from typing import Any
 from _common import load_average, median, ms, print_table, verdict
 
 from co_kernel.config import LoadedSettings, Settings
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 from co_kernel.turn import RecordingFrontend
 from co_kernel.turn._session import ChatSession
 
@@ -119,7 +119,7 @@ async def _hooks(requests: int, history: list[Any], tmp: Path) -> dict[str, floa
     from pydantic_ai.models.test import TestModel
     from pydantic_ai.usage import RequestUsage, RunUsage
 
-    from co_kernel.deps import CoDeps
+    from co_kernel.session_state import CoDeps
     from co_kernel.telemetry import RateLimits
     from co_kernel.telemetry._budget import Budgets
 

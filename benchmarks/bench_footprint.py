@@ -26,8 +26,8 @@ from pathlib import Path
 from _common import kernel_env, load_average, markdown_answer, print_table
 from jupyter_client import KernelManager
 
-from co_kernel.testing import ScriptedModelServer
-from tests.kernel_harness import CoKernel, ensure_kernelspec
+from co_kernel.replay import ScriptedModelServer
+from tests.support.kernel_harness import CoKernel, ensure_kernelspec
 
 
 def _children(pid: int) -> list[int]:

@@ -24,8 +24,8 @@ from typing import Any
 from _common import ms, print_table, verdict
 from PIL import Image
 
-from co_kernel.testing import ScriptedModelServer
-from tests.kernel_harness import CoKernel, ensure_kernelspec
+from co_kernel.replay import ScriptedModelServer
+from tests.support.kernel_harness import CoKernel, ensure_kernelspec
 
 TARGET_BYTES = 200_000
 SETUP = (

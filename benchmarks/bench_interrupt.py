@@ -20,8 +20,8 @@ from typing import Any
 
 from _common import median, ms, print_table, verdict
 
-from co_kernel.testing import ScriptedModelServer
-from tests.kernel_harness import CellResult, CoKernel, Mode
+from co_kernel.replay import ScriptedModelServer
+from tests.support.kernel_harness import CellResult, CoKernel, Mode
 from tests.turn._fault_tools import calls
 from tests.turn._faults import start_fault_kernel
 

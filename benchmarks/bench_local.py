@@ -42,7 +42,7 @@ from _common import kernel_env, median, ms, print_table, verdict
 
 from co_kernel.config import paths
 from co_kernel.turn._prompt import build_system_prompt
-from tests.kernel_harness import CoKernel
+from tests.support.kernel_harness import CoKernel
 
 PROMPT = "Write a long story about a lighthouse keeper and a storm."
 ANSWER_MIME = "text/html"  # Co renders Markdown itself (issue 39)

@@ -102,7 +102,7 @@ def _session(home: Path, settings: dict[str, Any]) -> Any:
 
 def side_scripted(turns: int, window: int) -> dict[str, Any]:
     """One side of part 1, run in a child process importing one tree."""
-    from co_kernel.testing import ScriptedModelServer
+    from co_kernel.replay import ScriptedModelServer
     from co_kernel.turn import RecordingFrontend
 
     home = Path(tempfile.mkdtemp(prefix="co-bench-long-"))

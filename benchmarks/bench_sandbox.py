@@ -21,7 +21,7 @@ from pathlib import Path
 from _common import median, ms, print_table, verdict
 
 from co_kernel.sandbox._hazards import survey
-from tests.kernel_harness import CoKernel
+from tests.support.kernel_harness import CoKernel
 
 IMAGE = os.environ.get("CO_TEST_SANDBOX_IMAGE", "co-sandbox-test:bookworm")
 

@@ -57,7 +57,7 @@ from bench_streaming import ANSWER_MIME, PROMPT, BareLoop, co_cut_trial, model_s
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
-from tests.kernel_harness import CoKernel, ensure_kernelspec
+from tests.support.kernel_harness import CoKernel, ensure_kernelspec
 
 SETTLED_AFTER = 6.0
 """Seconds after the kernel starts when the prompt of section 4 is sent."""

@@ -2,7 +2,7 @@
 and beside Co as it was before it rendered Markdown itself (issue 39).
 
 All talk to one ScriptedModelServer at 200 tokens/s in the same run, run in its own
-process (``python -m co_kernel.testing``) so its allocations and garbage collections don't
+process (``python -m co_kernel.replay``) so its allocations and garbage collections don't
 stall the in-process baseline. Measures
 
 1. added latency to the first visible output: Co = execute_request sent -> first
@@ -55,7 +55,7 @@ from _common import (
     with_repo_on_pythonpath,
 )
 
-from tests.kernel_harness import CellResult, CoKernel
+from tests.support.kernel_harness import CellResult, CoKernel
 
 TOKENS_PER_SECOND = 200.0
 MAX_RATE = 20.0
@@ -71,7 +71,7 @@ def model_server(steps: list[dict[str, Any]], workdir: Path) -> Iterator[str]:
     """The scripted server in a subprocess; yields its base URL, prints script errors at the end."""
     script = workdir / "script.json"
     script.write_text(json.dumps(steps))
-    command = [sys.executable, "-m", "co_kernel.testing", str(script)]
+    command = [sys.executable, "-m", "co_kernel.replay", str(script)]
     command += ["--tokens-per-second", str(TOKENS_PER_SECOND)]
     proc = subprocess.Popen(
         command, stdout=subprocess.PIPE, text=True, env=with_repo_on_pythonpath(os.environ)

@@ -55,9 +55,9 @@ from _common import load_average, median, ms, print_table, verdict, with_repo_on
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
 from co_kernel.config import LoadedSettings, Settings
+from co_kernel.replay import ScriptedModelServer
 from co_kernel.telemetry import Redactor
 from co_kernel.telemetry._exporter import SQLiteSpanExporter, TurnRegistry
-from co_kernel.testing import ScriptedModelServer
 from co_kernel.turn import RecordingFrontend
 from co_kernel.turn._session import ChatSession
 

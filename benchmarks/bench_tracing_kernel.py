@@ -40,8 +40,8 @@ from pathlib import Path
 from _common import load_average, median, ms, print_table, verdict
 from bench_tracing import STEPS, _paired, _share
 
-from co_kernel.testing import ScriptedModelServer
-from tests.kernel_harness import CoKernel, ensure_kernelspec
+from co_kernel.replay import ScriptedModelServer
+from tests.support.kernel_harness import CoKernel, ensure_kernelspec
 
 WARM_UP = 8
 """Cells each kernel runs before measuring."""

@@ -15,7 +15,7 @@ import sys
 # kernel's imports now, pydantic-ai, the OpenAI client and the session in the warm-up) and
 # next to no garbage; every full collection meanwhile scanned all of them again, three or
 # four of 0.1-0.5 s before the first answer. The collector comes back, with all of that
-# frozen out of its scans, once the warm-up has built the session (kernel.py).
+# frozen out of its scans, once the warm-up has built the session (kernel/_kernel.py).
 gc.disable()
 
 from ipykernel.kernelapp import IPKernelApp  # noqa: E402 - after the collector is off

@@ -161,7 +161,7 @@ class Runner:
     def __init__(self, model: str, workspace: Path) -> None:
         from pydantic_ai.toolsets.approval_required import ApprovalRequiredToolset
 
-        from co_kernel.deps import CoDeps
+        from co_kernel.session_state import CoDeps
         from co_kernel.turn import build_session_agent
 
         prepare_workspace(workspace)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.kernel_forkserver import ForkServer, forking
+from tests.support.kernel_forkserver import ForkServer, forking
 
 SANITIZE = Path(__file__).with_name("nbval-sanitize.cfg")
 
@@ -76,7 +76,8 @@ def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
     item.config.add_cleanup(lambda: shutil.rmtree(home, ignore_errors=True))
     saved = dict(os.environ)
     env = notebook_env(saved, home)
-    if forking():  # the kernel forks from this process's server (tests/kernel_forkserver.py)
+    # The kernel forks from this process's server (tests/support/kernel_forkserver.py).
+    if forking():
         server = ForkServer.shared()
         env = server.client_environment(env)
         if str(server.entry_points) not in sys.path:  # where jupyter_client finds its provisioner

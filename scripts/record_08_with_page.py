@@ -31,9 +31,9 @@ os.environ.setdefault("CO_TEST_FORK", "0")
 
 import nbformat  # noqa: E402
 
-from co_kernel.testing import ScriptedModelServer  # noqa: E402
+from co_kernel.replay import ScriptedModelServer  # noqa: E402
 from tests.kernel.test_notebook_cells import LivePage  # noqa: E402
-from tests.kernel_harness import CoKernel  # noqa: E402
+from tests.support.kernel_harness import CoKernel  # noqa: E402
 
 NOTEBOOK = REPO / "notebooks" / "08-data-analysis.ipynb"
 SCRIPT = NOTEBOOK.with_name("08-data-analysis.replay.jsonl")

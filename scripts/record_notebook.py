@@ -2,7 +2,7 @@
 
     .venv/bin/python scripts/record_notebook.py notebooks/01-magics.ipynb [...]
 
-This runs every code cell exactly as nbval does (`co_kernel.testing.record_notebook`, which
+This runs every code cell exactly as nbval does (`co_kernel.replay.record_notebook`, which
 users run on their own notebooks), in a fresh `CO_HOME` and the environment
 `notebooks/conftest.py` gives it, and writes the outputs and execution counts back into
 the notebook. Each notebook selects its own replay script (`%model replay:...`), so no
@@ -18,7 +18,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from co_kernel.testing.record_notebook import execute_as_nbval
+from co_kernel.replay.record_notebook import execute_as_nbval
 
 
 def _conftest(folder: Path) -> Any:

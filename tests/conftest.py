@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
 from .browser.jupyterlab import close_shared_browser
-from .kernel_harness import CoKernel
+from .support.kernel_harness import CoKernel
 
 # CI (CI=true) replays the same examples every run, so a submission is judged by its code,
 # not by which inputs a run happened to draw; a developer's runs keep drawing new ones and

@@ -21,6 +21,8 @@ from co_kernel.config import (
 )
 from co_kernel.permissions._rules import decide
 
+from .support.files import write_json
+
 LOCKED = "set by your administrator in {}; your value ignored"
 
 
@@ -37,15 +39,9 @@ def managed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
-def _write(path: Path, data: dict[str, Any]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data))
-    return path
-
-
 def _project(tmp_path: Path, data: dict[str, Any]) -> Path:
     folder = tmp_path / "repo"
-    _write(folder / ".co" / "settings.json", data)
+    write_json(folder / ".co" / "settings.json", data)
     return folder
 
 
@@ -67,12 +63,12 @@ def test_a_locked_key_keeps_the_managed_value_against_each_layer(
     managed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layer: str
 ) -> None:
     # tool_retries: a setting every layer may set, a project file too (trusted or not).
-    _write(managed, {"model": "openai:class-model", "tool_retries": 0})
+    write_json(managed, {"model": "openai:class-model", "tool_retries": 0})
     folder = tmp_path / "repo"
     folder.mkdir()
     own = {"model": "gemini:mine", "tool_retries": 5, "verbose": True}
     if layer == "user":
-        where = str(_write(paths().settings_file, own))
+        where = str(write_json(paths().settings_file, own))
     elif layer == "project":
         own.pop("model")  # waits for trust in a project file, whatever the lock says
         folder = _project(tmp_path, own)
@@ -93,8 +89,8 @@ def test_a_locked_key_keeps_the_managed_value_against_each_layer(
 
 
 def test_the_same_value_below_is_no_attempt_worth_a_notice(managed: Path) -> None:
-    _write(managed, {"approval_mode": "deny"})
-    _write(paths().settings_file, {"approval_mode": "deny"})
+    write_json(managed, {"approval_mode": "deny"})
+    write_json(paths().settings_file, {"approval_mode": "deny"})
     loaded = load_settings(None)
     assert loaded.settings.approval_mode == "deny"
     assert _notices(loaded, "approval_mode") == []
@@ -104,8 +100,8 @@ def test_the_same_value_below_is_no_attempt_worth_a_notice(managed: Path) -> Non
 def test_origins_name_each_layer_and_defaults_have_none(
     managed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _write(managed, {"approval_timeout": 30})
-    user_file = _write(paths().settings_file, {"personality": "terse"})
+    write_json(managed, {"approval_timeout": 30})
+    user_file = write_json(paths().settings_file, {"personality": "terse"})
     folder = _project(tmp_path, {"verbose": True})
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("CO_MAX_REQUEST_LIMIT", "7")
@@ -120,7 +116,7 @@ def test_origins_name_each_layer_and_defaults_have_none(
 
 
 def test_no_managed_file_locks_nothing(managed: Path) -> None:
-    _write(paths().settings_file, {"model": "gemini:mine"})
+    write_json(paths().settings_file, {"model": "gemini:mine"})
     loaded = load_settings(None)
     assert loaded.settings.model == "gemini:mine" and loaded.problems == []
     assert loaded.managed_file is None and managed not in loaded.files
@@ -129,8 +125,10 @@ def test_no_managed_file_locks_nothing(managed: Path) -> None:
 def test_a_managed_deny_rule_beats_the_allow_rules_of_the_other_layers(
     managed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _write(managed, {"permissions": {"deny": ["run_shell_command(rm*)"], "ask": ["web_fetch"]}})
-    _write(paths().settings_file, {"permissions": {"allow": ["web_fetch", "run_shell_command"]}})
+    write_json(managed, {"permissions": {"deny": ["run_shell_command(rm*)"], "ask": ["web_fetch"]}})
+    write_json(
+        paths().settings_file, {"permissions": {"allow": ["web_fetch", "run_shell_command"]}}
+    )
     folder = tmp_path / "repo"
     folder.mkdir()
     monkeypatch.setenv("CO_PERMISSIONS", json.dumps({"allow": ["run_shell_command(rm -f *)"]}))
@@ -149,7 +147,7 @@ def test_a_managed_deny_rule_beats_the_allow_rules_of_the_other_layers(
 def test_only_the_managed_file_sets_the_allowed_mcp_servers(
     managed: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    user_file = _write(paths().settings_file, {"mcp_allowed_servers": ["anything"]})
+    user_file = write_json(paths().settings_file, {"mcp_allowed_servers": ["anything"]})
     monkeypatch.setenv("CO_MCP_ALLOWED_SERVERS", '["anything"]')
     loaded = load_settings(None)
     assert loaded.settings.mcp_allowed_servers is None
@@ -163,14 +161,14 @@ def test_only_the_managed_file_sets_the_allowed_mcp_servers(
 def test_mcp_allowed_servers_drops_every_other_server(
     managed: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _write(
+    write_json(
         managed,
         {
             "mcp_servers": {"hub-docs": {"command": "hub-docs-server"}},
             "mcp_allowed_servers": ["notes", "uvx", "https://mcp.hub.example/mcp"],
         },
     )
-    user_file = _write(
+    user_file = write_json(
         paths().settings_file,
         {
             "mcp_servers": {
@@ -196,11 +194,11 @@ def test_mcp_allowed_servers_drops_every_other_server(
 
 
 def test_an_unreadable_allowed_list_allows_only_the_managed_servers(managed: Path) -> None:
-    _write(
+    write_json(
         managed,
         {"mcp_servers": {"hub": {"command": "hub-server"}}, "mcp_allowed_servers": "notes"},
     )
-    _write(paths().settings_file, {"mcp_servers": {"notes": {"command": "notes-server"}}})
+    write_json(paths().settings_file, {"mcp_servers": {"notes": {"command": "notes-server"}}})
     loaded = load_settings(None)
     assert list(loaded.settings.mcp_servers) == ["hub"]
     assert loaded.settings.mcp_allowed_servers == []
@@ -210,8 +208,8 @@ def test_an_unreadable_allowed_list_allows_only_the_managed_servers(managed: Pat
 def test_allow_yolo_and_trust_policy_lock_like_any_key(
     managed: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _write(managed, {"allow_yolo": False, "trust_policy": "never"})
-    _write(paths().settings_file, {"allow_yolo": True, "trust_policy": "ask"})
+    write_json(managed, {"allow_yolo": False, "trust_policy": "never"})
+    write_json(paths().settings_file, {"allow_yolo": True, "trust_policy": "ask"})
     monkeypatch.setenv("CO_ALLOW_YOLO", "true")
     loaded = load_settings(None)
     assert loaded.settings.allow_yolo is False and loaded.settings.trust_policy == "never"
@@ -219,7 +217,7 @@ def test_allow_yolo_and_trust_policy_lock_like_any_key(
 
 
 def test_trust_policy_takes_ask_or_never(managed: Path) -> None:
-    _write(managed, {"trust_policy": "always"})
+    write_json(managed, {"trust_policy": "always"})
     loaded = load_settings(None)
     assert loaded.settings.trust_policy == "ask"
     [notice] = _notices(loaded, "trust_policy")
@@ -227,7 +225,7 @@ def test_trust_policy_takes_ask_or_never(managed: Path) -> None:
 
 
 def test_a_broken_managed_file_is_reported_and_the_rest_applies(managed: Path) -> None:
-    user_file = _write(paths().settings_file, {"model": "gemini:mine"})
+    user_file = write_json(paths().settings_file, {"model": "gemini:mine"})
     managed.write_text('{"model": "openai:x",')
     loaded = load_settings(None)
     assert loaded.settings.model == "gemini:mine"
@@ -237,7 +235,7 @@ def test_a_broken_managed_file_is_reported_and_the_rest_applies(managed: Path) -
     ]
     assert loaded.origins["model"] == f"user ({user_file})"
 
-    _write(managed, {"modle": "openai:x", "approval_mode": "deny"})
+    write_json(managed, {"modle": "openai:x", "approval_mode": "deny"})
     loaded = load_settings(None)
     assert f"{managed}: unknown setting 'modle' (did you mean 'model'?); ignored" in (
         loaded.problems

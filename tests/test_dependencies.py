@@ -43,7 +43,7 @@ def test_pandas_and_matplotlib_are_an_extra_that_co_never_imports() -> None:
     for name in ("pandas", "matplotlib"):
         assert name in extra and name not in core
     probe = (
-        "import sys, co_kernel.kernel, co_kernel.dispatch, co_kernel.tools.python, "
+        "import sys, co_kernel.kernel, co_kernel.kernel._dispatch, co_kernel.tools.python, "
         "co_kernel.tools.files, co_kernel.notebook; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pandas', 'matplotlib')))"
     )

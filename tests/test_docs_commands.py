@@ -49,7 +49,7 @@ RUNNERS = [
 RUN_BY: dict[str, str] = {
     # The docs' example notebook is report.ipynb; the test writes one of that name.
     "CO_MODEL=replay:report.replay.jsonl pytest --nbval report.ipynb": (
-        "tests/testing/test_record_notebooks.py"
+        "tests/replay/test_record_notebooks.py"
     ),
     # scripts/test.sh runs pytest the same way over tests and notebooks.
     ".venv/bin/python -m pytest tests/magics -n 2": "scripts/test.sh",

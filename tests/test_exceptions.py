@@ -24,8 +24,8 @@ CONTROL_FLOW = {"co_kernel.turn._run._Interrupted"}
 
 
 def _defined_exceptions() -> list[type[BaseException]]:
-    # Papermill loads co_kernel.papermill as its engine plugin while it is imported itself:
-    # imported first, as papermill users do, not from the middle of co_kernel.papermill.
+    # Papermill loads co_kernel.cli.papermill as its engine plugin while it is imported itself:
+    # imported first, as papermill users do, not from the middle of co_kernel.cli.papermill.
     importlib.import_module("papermill")
     found = []
     for info in pkgutil.walk_packages(co_kernel.__path__, "co_kernel."):

@@ -16,7 +16,7 @@ import pytest
 from co_kernel.exceptions import DatabaseTooNew, RunError
 from co_kernel.sqlite import Migration, connect
 
-from .sqlite_support import made_by, shape, user_version
+from .support.sqlite_support import made_by, shape, user_version
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -100,7 +100,7 @@ class PendingApprovals:
         notebook edits that follow to that page (``NotebookPage.prefer``)."""
         self.status: Callable[[], dict[str, Any]] | None = None
         """Called as a page opens the comm; returns the kernel's status for Co's status item
-        (``labstatus``). The kernel sets it: a page that connects while a cell runs gets no
+        (``status.lab_status``). The kernel sets it: a page that connects while a cell runs gets no
         ``kernel_info_reply`` until the cell ends, so the comm's first message carries it."""
 
     def register(self, comm_manager: Any) -> None:

@@ -64,7 +64,7 @@ async def run(ctx: MagicContext, args: str) -> str:
         if word.lower() == "start"
         else ctx.session.workspace / Path(word).expanduser()
     )
-    from ..testing import replayed_script
+    from ..replay import replayed_script
 
     if replayed_script(ctx.session.model.name, ctx.session.workspace) == path.resolve():
         raise MagicError(

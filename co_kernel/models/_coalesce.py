@@ -29,7 +29,7 @@ import httpx2
 if TYPE_CHECKING:
     from pydantic import JsonValue
 
-__all__ = ["DEFAULT_WINDOW", "CoalescingTransport", "local_http_client", "merge_events"]
+__all__ = ["DEFAULT_WINDOW", "CoalescingTransport", "local_http_client"]
 
 DEFAULT_WINDOW = 0.04
 """Seconds: under the display's 50 ms between updates, and three tokens at 75 tokens/s."""
@@ -265,13 +265,6 @@ class _EventMerger:
         obj["choices"][0]["delta"]["content"] = "".join(content for _, _, content in run)
         encoded = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
         self._out.append(_DATA + encoded + _EVENT_END)
-
-
-def merge_events(events: list[bytes]) -> bytes:
-    """The events (without their blank-line ends) with runs of text chunks merged."""
-    merger = _EventMerger()
-    merger.feed(b"".join(event + _EVENT_END for event in events))
-    return merger.take()
 
 
 def _text_chunk(event: bytes) -> tuple[dict[str, Any], str, Any] | None:

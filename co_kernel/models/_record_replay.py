@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
     from pydantic_ai.settings import ModelSettings
 
-    from ..testing import Recorder, ScriptedModelServer
+    from ..replay import Recorder, ScriptedModelServer
 
 __all__ = ["RecordingModel", "ReplayMismatch", "ReplayModel"]
 
@@ -135,7 +135,7 @@ class ReplayModel(WrapperModel):
         return self._fallback_model
 
     def _answered_by_fallback(self, messages: list[ModelMessage], response: ModelResponse) -> None:
-        from ..testing import Step, step_from_exchange
+        from ..replay import Step, step_from_exchange
 
         redact = self.recorder.redact if self.recorder is not None else str
         self.server.insert(Step.model_validate(step_from_exchange(messages, response, redact)))

@@ -30,7 +30,7 @@ from ._shell_parse import parse_line
 if TYPE_CHECKING:
     from pydantic import JsonValue
 
-    from ..deps import CoDeps
+    from ..session_state import CoDeps
 
 __all__ = [
     "ALLOWED",

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from pydantic_ai.messages import ToolCallPart
     from pydantic_ai.tools import ToolDefinition
 
-    from ..deps import CoDeps
+    from ..session_state import CoDeps
 
 __all__ = ["OutboundGate"]
 

@@ -18,7 +18,7 @@ from ._audit import DECISIONS, AuditEvent, AuditLog, audit_target
 from ._cost import PRICE_UNKNOWN, CostSum, UnitPrice, cost_of, format_cost, unit_price
 from ._redact import REDACTED, Redactor, redact_value
 from ._session_telemetry import SessionTelemetry
-from ._usage import UsageTotals, session_costs, usage_from_spans
+from ._usage import session_costs
 
 if TYPE_CHECKING:
     from ._cli import add_telemetry_commands
@@ -39,7 +39,6 @@ __all__ = [
     "SessionTelemetry",
     "Tracing",
     "UnitPrice",
-    "UsageTotals",
     "add_telemetry_commands",
     "audit_target",
     "cost_of",
@@ -48,7 +47,6 @@ __all__ = [
     "session_costs",
     "telemetry_db_path",
     "unit_price",
-    "usage_from_spans",
     "usage_limit_message",
 ]
 

@@ -344,12 +344,6 @@ class Redactor:
         """Strings anywhere in a JSON-like value (dicts, lists, tuples) redacted."""
         return redact_value(value, self.redact)
 
-    def redact_bytes(self, data: bytes) -> bytes:
-        """UTF-8 bytes (e.g. messages serialised as JSON for a store), redacted."""
-        text = data.decode("utf-8", errors="surrogateescape")
-        cleaned = self.redact(text)
-        return data if cleaned is text else cleaned.encode("utf-8", errors="surrogateescape")
-
     def contains_secret(self, text: str) -> bool:
         """Whether redaction would change the text."""
         return self.redact(text) != text

@@ -8,7 +8,7 @@ import sqlite3
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..deps import CoDeps
+    from ..session_state import CoDeps
 
 __all__ = ["record_access"]
 

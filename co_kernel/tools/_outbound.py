@@ -27,7 +27,7 @@ from ..inert import control_picture
 from ._ssrf import domain_in
 
 if TYPE_CHECKING:
-    from ..deps import CoDeps
+    from ..session_state import CoDeps
 
 __all__ = [
     "MIN_REPEAT",

@@ -2,7 +2,7 @@
 
 While the session records (``%record``, setting ``record_path``), what a notebook tool
 asks the page and what the page answers are written into the recording with the call
-(``page`` in ``co_kernel.testing._script``). An edit is kept as what a person would see
+(``page`` in ``co_kernel.replay._script``). An edit is kept as what a person would see
 of it: each change's cell by its position in the document the call read (cell ids
 differ from run to run), its type and source, an output's kind (not its bytes).
 
@@ -25,9 +25,9 @@ if TYPE_CHECKING:
 
     from pydantic_ai import RunContext
 
-    from ..deps import CoDeps
     from ..notebook import NotebookPage
-    from ..testing import Recorder
+    from ..replay import Recorder
+    from ..session_state import CoDeps
 
 __all__ = ["REPLAYED_PAGE", "CallPage", "page_offered", "replayed_ids"]
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from pydantic_ai import ModelRetry
 
 if TYPE_CHECKING:
-    from ..deps import CoDeps
+    from ..session_state import CoDeps
 
 __all__ = ["Page", "Pages", "pages", "paginate", "result", "text_pages"]
 

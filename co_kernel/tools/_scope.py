@@ -30,7 +30,7 @@ from ._textfile import decode_text, open_below, read_all, scan, settled_realpath
 
 if TYPE_CHECKING:
     from ..config import Settings
-    from ..deps import CoDeps
+    from ..session_state import CoDeps
 
 __all__ = [
     "Action",

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic_ai import ApprovalRequired, ModelRetry, RunContext, Tool, ToolFailed
 from pydantic_ai.toolsets import FunctionToolset
 
-from ..deps import CoDeps  # at run time: pydantic-ai reads the tools' annotations
 from ..exceptions import TextFileError
+from ..session_state import CoDeps  # at run time: pydantic-ai reads the tools' annotations
 from . import ToolsetBuild
 from ._audit import record_access
 from ._paging import paginate, result

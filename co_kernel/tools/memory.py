@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 from pydantic_ai import ApprovalRequired, ModelRetry, RunContext, Tool
 from pydantic_ai.toolsets import FunctionToolset
 
-from ..deps import CoDeps  # at run time: pydantic-ai reads the tools' annotations
 from ..memory import (
     Memory,
     MemoryStore,
@@ -23,6 +22,7 @@ from ..memory import (
     prompt_section,
     save,
 )
+from ..session_state import CoDeps  # at run time: pydantic-ai reads the tools' annotations
 from . import ToolsetBuild
 from ._errors import session_redactor
 from ._paging import paginate, result

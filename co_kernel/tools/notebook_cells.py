@@ -28,7 +28,6 @@ from pydantic import BaseModel, Field
 # Tool signatures are read at run time by pydantic-ai, so these imports are real ones.
 from pydantic_ai import ApprovalRequired, ModelRetry, RunContext, ToolFailed
 
-from ..deps import CoDeps
 from ..notebook import (
     NotebookCell,
     NotebookDocument,
@@ -37,6 +36,7 @@ from ..notebook import (
     cell_kind,
     read_document,
 )
+from ..session_state import CoDeps
 from . import ToolsetBuild
 from ._errors import session_redactor
 from ._page_replay import REPLAYED_PAGE, CallPage, page_offered

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic_ai import ModelRetry, RunContext, ToolFailed
 from pydantic_ai.toolsets import FunctionToolset
 
-from ..deps import CoDeps  # at run time: pydantic-ai reads the tools' annotations
 from ..exceptions import TextFileError
 from ..inert import inert_code
+from ..session_state import CoDeps  # at run time: pydantic-ai reads the tools' annotations
 from . import ToolsetBuild
 from ._audit import record_access
 from ._paging import paginate, result

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 # tool modules are imported only when the first turn builds the agent.
 from pydantic_ai import RunContext
 
-from ..deps import CoDeps
+from ..session_state import CoDeps
 from . import ToolsetBuild
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 # pydantic-ai reads the tool's type hints at registration, so these are real imports.
 from pydantic_ai import RunContext
 
-from ..deps import CoDeps
+from ..session_state import CoDeps
 from . import ToolsetBuild
 
 if TYPE_CHECKING:

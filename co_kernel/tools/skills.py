@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Literal
 from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.toolsets import FunctionToolset
 
-from ..deps import CoDeps  # at run time: pydantic-ai reads the tools' annotations
 from ..exceptions import DefinitionError, TextFileError
+from ..session_state import CoDeps  # at run time: pydantic-ai reads the tools' annotations
 from . import ToolsetBuild
 from ._frontmatter import read_definition
 from ._scope import Protection, Root, Scope, in_scope, read_text, walk

@@ -20,7 +20,7 @@ from ._frontmatter import read_definition
 
 if TYPE_CHECKING:
     from ..config import Settings
-    from ..deps import CoDeps
+    from ..session_state import CoDeps
 
 __all__ = [
     "DELEGATE_TOOL",

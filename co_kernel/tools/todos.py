@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.toolsets import FunctionToolset
 
-from ..deps import CoDeps  # at run time: pydantic-ai reads the tools' annotations
+from ..session_state import CoDeps  # at run time: pydantic-ai reads the tools' annotations
 from . import ToolsetBuild
 
 if TYPE_CHECKING:

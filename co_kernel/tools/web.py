@@ -21,8 +21,8 @@ from urllib.parse import urlsplit
 from pydantic_ai import ModelRetry, RunContext, Tool, ToolFailed
 from pydantic_ai.toolsets import FunctionToolset
 
-from ..deps import CoDeps  # at run time: pydantic-ai reads the tools' annotations
 from ..exceptions import FetchRefused
+from ..session_state import CoDeps  # at run time: pydantic-ai reads the tools' annotations
 from . import ToolsetBuild
 from ._audit import record_access
 from ._outbound import outbound_ledger, urls_in

@@ -26,9 +26,9 @@ if TYPE_CHECKING:
     from pydantic_ai.toolsets import AbstractToolset
 
     from ..config import Settings
-    from ..deps import CoDeps
     from ..models import ModelHandle
-    from ..testing import Recorder
+    from ..replay import Recorder
+    from ..session_state import CoDeps
     from ..tools import ToolsetBuild
 
 __all__ = [
@@ -146,8 +146,8 @@ def build_agent(
     """
     from pydantic_ai import Agent, DeferredToolRequests, RunContext
 
-    from ..deps import CoDeps
     from ..permissions import OutboundGate, PermissionGate
+    from ..session_state import CoDeps
     from ..tools import ToolErrorGuard, outbound_ledger
     from ..tools.memory import memory_prompt
     from ._govern import GovernHistory

@@ -32,8 +32,8 @@ if TYPE_CHECKING:
 
     from ..config import Settings
     from ..models import ModelHandle
+    from ..replay import Recorder
     from ..store import TurnRow
-    from ..testing import Recorder
     from ._frontend import FrontendProtocol
     from ._session_model import SessionModel
     from ._tokens import TokenCount

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..deps import CoDeps
+    from ..session_state import CoDeps
 
 __all__ = ["new_definition_problems"]
 

@@ -21,7 +21,7 @@ from ._repair import patch_dangling_tool_calls, returned_ids
 if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
-    from ..deps import CoDeps
+    from ..session_state import CoDeps
 
 __all__ = ["TurnEvents"]
 

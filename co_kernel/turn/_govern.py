@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from pydantic_ai import RunContext
     from pydantic_ai.models import ModelRequestContext
 
-    from ..deps import CoDeps
+    from ..session_state import CoDeps
 
 __all__ = ["GovernHistory"]
 

@@ -48,7 +48,6 @@ __all__ = [
     "govern_history",
     "is_summary",
     "token_calibration",
-    "truncate_history_window",
     "truncate_tool_returns",
     "turn_starts",
 ]
@@ -342,22 +341,6 @@ def _windowed(
 
     marked = mark() if views is None else views.view(first, "window", dropped, mark)
     return [*messages[:head], marked, *messages[cut + 1 :]]
-
-
-def truncate_history_window(
-    messages: Sequence[ModelMessage], max_messages: int, views: GovernedViews | None = None
-) -> list[ModelMessage]:
-    """Past ``max_messages``, drop old whole turns in steps of half the window, and say so.
-
-    The cut falls at the first turn start past a multiple of the step, so it stays put
-    while the conversation grows by a step: every request until then starts the same.
-    A compaction summary at the head is always kept. The newest turn is kept whole even
-    when it alone is longer than the window: cutting inside it could orphan a tool call.
-    With ``views``, the first kept prompt carries the same marked message each time the
-    same number of messages is dropped before it.
-    """
-    head, cut, _ = _lines(messages, max_messages)
-    return _windowed(messages, head, cut, views)
 
 
 RUNAWAY_MARKER = (

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
     from ..config import Settings
-    from ..deps import CoDeps
+    from ..session_state import CoDeps
     from ..store import Revision, StoredSession
     from ._frontend import FrontendProtocol
 

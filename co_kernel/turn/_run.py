@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
     from pydantic_ai.usage import RunUsage, UsageLimits
 
-    from ..deps import CoDeps
+    from ..session_state import CoDeps
 
 __all__ = ["TurnResult", "TurnScope", "current_turn", "run_turn"]
 

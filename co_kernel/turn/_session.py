@@ -12,9 +12,9 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..deps import CoDeps
 from ..exceptions import ConfigError
 from ..inert import inert_code, inert_text
+from ..session_state import CoDeps
 from ..store import SubagentRow
 from ..tools import outbound_ledger
 from ._compact import CompactReport, SessionUsage, auto_compact, compact_session
@@ -34,9 +34,9 @@ if TYPE_CHECKING:
     from ..config import LoadedSettings, Settings
     from ..models import ModelHandle
     from ..notebook import NotebookContext
+    from ..replay import Recorder
     from ..sandbox import SandboxProtocol
     from ..store import SessionInfo, SessionStore
-    from ..testing import Recorder
     from ._frontend import FrontendProtocol
 
 __all__ = ["ChatSession", "TurnRecord"]
@@ -55,8 +55,8 @@ class ChatSession:
         notebook_path: str | None = None,
     ) -> None:
         from ..mcp import McpManager, mcp_log_dir
+        from ..replay import Recorder
         from ..telemetry import SessionTelemetry
-        from ..testing import Recorder
 
         self.loaded = loaded
         self.deps = CoDeps(
@@ -426,7 +426,7 @@ def _refusal(prompt: str, limit: int) -> str | None:
 def _record_from_the_start(recorder: Recorder, deps: CoDeps, record_path: str) -> str | None:
     """Setting `record_path`: record from the first cell, unless that is the replayed
     script; the notice to show when Co cannot."""
-    from ..testing import replayed_script
+    from ..replay import replayed_script
 
     record_to = deps.workspace / Path(record_path).expanduser()
     problem = None

@@ -17,9 +17,9 @@ if TYPE_CHECKING:
     from pydantic_ai import Agent
     from pydantic_ai.toolsets import AbstractToolset
 
-    from ..deps import CoDeps
     from ..mcp import McpManager, McpServersToolset
     from ..models import ModelHandle
+    from ..session_state import CoDeps
     from ..telemetry import SessionTelemetry
     from ..tools import ToolsetBuild
     from ._frontend import FrontendProtocol

@@ -17,13 +17,13 @@ if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
     from ..config import LoadedSettings, Settings
-    from ..deps import CoDeps
     from ..mcp import McpManager
     from ..models import ModelHandle
+    from ..replay import Recorder
     from ..sandbox import SandboxProtocol
+    from ..session_state import CoDeps
     from ..store import SessionInfo, SessionStore, TurnRow
     from ..telemetry import SessionTelemetry
-    from ..testing import Recorder
     from ._compact import CompactReport, SessionUsage
     from ._session_model import SessionModel
     from ._session_rules import SessionRules

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..config import PermissionRule
-    from ..deps import CoDeps
+    from ..session_state import CoDeps
 
 __all__ = ["SessionRules"]
 

@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.toolsets import FunctionToolset
 
-from ..deps import CoDeps
 from ..exceptions import ConfigError
 from ..models import build_model
+from ..session_state import CoDeps
 from ..tools import ToolsetBuild
 from ..tools.subagents import DELEGATE_TOOL, SubagentSpec, can_delegate, session_subagents
 from ._costs import SubagentSpend, own_usage, priced

@@ -20,8 +20,8 @@ if TYPE_CHECKING:
 
     from pydantic_ai.messages import ModelMessage
 
-    from ..deps import CoDeps
     from ..models import ModelHandle
+    from ..session_state import CoDeps
 
 __all__ = ["TokenCount", "prompt_tokens"]
 

@@ -13,7 +13,7 @@ import { ServerConnection } from '@jupyterlab/services';
 /** The MIME type of a tool-call bundle (see `co_kernel/frontend/_toolcard.py`). */
 export const TOOL_CALL_MIME = 'application/vnd.co.tool-call+json';
 
-/** The key under which the kernel reports its status (`co_kernel/labstatus.py`). */
+/** The key under which the kernel reports its status (`co_kernel/status/_lab.py`). */
 export const STATUS_KEY = 'co';
 
 /** The server extension's URL namespace (`co_kernel/server/__init__.py`). */

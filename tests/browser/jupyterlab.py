@@ -1,6 +1,6 @@
 """Headless Chromium driving JupyterLab (Playwright), and notebooks for it to open.
 
-The server itself comes from ``tests/lab_server.py``.
+The server itself comes from ``tests/support/lab_server.py``.
 
 Chromium is Debian's (``/usr/bin/chromium``); Playwright never downloads a browser.
 """
@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
-from ..kernel_harness import ensure_kernelspec
-from ..lab_server import JupyterServer, start_server
+from ..support.kernel_harness import ensure_kernelspec
+from ..support.lab_server import JupyterServer, start_server
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from ..support.lab_cells import wait_for_prompt
 from ..support.scripted import shell
 from .jupyterlab import co_lab, open_notebook, run_cell, save_notebook
 
@@ -16,14 +15,6 @@ pytestmark = pytest.mark.browser
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 MIME_TOOL_CALL = "application/vnd.co.tool-call+json"
-
-
-def wait_for_prompt(cell: Any, expected: str, timeout: float = 30) -> None:
-    prompt = cell.locator(".jp-InputPrompt")
-    deadline = time.monotonic() + timeout
-    while prompt.inner_text().strip() != expected:
-        assert time.monotonic() < deadline, f"prompt is {prompt.inner_text()!r}"
-        time.sleep(0.1)
 
 
 def saved_decisions(path: Path) -> list[tuple[str, str]]:

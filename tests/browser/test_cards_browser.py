@@ -8,26 +8,18 @@ cell with its execution count and cards.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ..support.lab_cells import wait_for_prompt
 from .jupyterlab import co_lab, open_notebook, run_cell
 
 pytestmark = pytest.mark.browser
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 TRANSPARENT = "rgba(0, 0, 0, 0)"
-
-
-def wait_for_prompt(cell: Any, expected: str, timeout: float = 60) -> None:
-    prompt = cell.locator(".jp-InputPrompt")
-    deadline = time.monotonic() + timeout
-    while prompt.inner_text().strip() != expected:
-        assert time.monotonic() < deadline, f"prompt is {prompt.inner_text()!r}"
-        time.sleep(0.1)
 
 
 def background(locator: Any) -> str:

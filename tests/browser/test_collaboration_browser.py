@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
-from ..lab_server import REPO
+from ..support.lab_server import REPO
 from .jupyterlab import chromium_page, co_lab, open_notebook, run_cell
 from .test_notebook_cells_browser import CELLS, call, prompt_cell, sources, wait_until
 

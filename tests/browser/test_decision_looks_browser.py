@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from ..support.lab_cells import wait_for_prompt
 from .jupyterlab import co_lab, open_notebook, run_cell, save_notebook
-from .test_cards_browser import TRANSPARENT, background, open_tool_card, wait_for_prompt
+from .test_cards_browser import TRANSPARENT, background, open_tool_card
 
 pytestmark = pytest.mark.browser
 

@@ -20,11 +20,11 @@ import pytest
 from genai_prices import Usage, calc_price
 
 from co_kernel.frontend import tool_call_bundle
+from co_kernel.replay import ScriptedModelServer
 from co_kernel.telemetry import AuditEvent, AuditLog
-from co_kernel.testing import ScriptedModelServer
 from co_kernel.turn._frontend import ToolCallView, ToolResultView
 
-from ..lab_server import REPO, JupyterServer, start_server
+from ..support.lab_server import REPO, JupyterServer, start_server
 from ..support.notebooks import write_notebook
 from .conftest import FAILED
 from .jupyterlab import chromium_page, open_palette_command, scripted_env

@@ -26,11 +26,12 @@ import nbformat
 import pytest
 
 from co_kernel.memory import MemoryStore
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
-from ..kernel_forkserver import python_command
-from ..kernel_harness import ensure_kernelspec
-from ..lab_server import REPO, JupyterServer, start_server
+from ..support.kernel_forkserver import python_command
+from ..support.kernel_harness import ensure_kernelspec
+from ..support.lab_cells import wait_for_prompt
+from ..support.lab_server import REPO, JupyterServer, start_server
 from .jupyterlab import chromium_page, open_notebook, run_cell, save_notebook, scripted_env
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -213,14 +214,6 @@ def _mcp_entry(b: Beacon) -> dict[str, Any]:
     return {"command": command, "args": args}
 
 
-def _wait_prompt(cell: Any, expected: str, timeout: float = 60) -> None:
-    prompt = cell.locator(".jp-InputPrompt")
-    deadline = time.monotonic() + timeout
-    while prompt.inner_text().strip() != expected:
-        assert time.monotonic() < deadline, f"prompt is {prompt.inner_text()!r}"
-        time.sleep(0.1)
-
-
 def _in_jupyterlab(page: Any, lab: JupyterServer, notebook: Path, b: Beacon, tmp: Path) -> None:
     open_notebook(page, lab.url(f"lab/tree/{notebook.name}", reset=""))
     assert page.evaluate("() => typeof window.jupyterapp") == "undefined"
@@ -257,13 +250,13 @@ def _in_jupyterlab(page: Any, lab: JupyterServer, notebook: Path, b: Beacon, tmp
     # 3. A person's click decides.
     approve.click()
     first.get_by_text("Approved and done.").wait_for(timeout=60_000)
-    _wait_prompt(first, "[1]:")
+    wait_for_prompt(first, "[1]:")
     assert marker.exists()
 
     # 4. A hostile MCP description (%mcp), a memory (%forget) and a provider's error.
     for index, text in ((1, "Looks things up."), (2, "Forgot memory 1"), (3, "Bad request")):
         cell = run_cell(page, index)
-        _wait_prompt(cell, f"[{index + 1}]:", timeout=120)
+        wait_for_prompt(cell, f"[{index + 1}]:", timeout=120)
         # text_content: a cell scrolled out of view is not rendered (content-visibility).
         assert text in (cell.locator(".jp-OutputArea").text_content() or ""), index
     settle()

@@ -14,10 +14,10 @@ from typing import Any
 import nbformat
 import pytest
 
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
-from ..kernel_harness import ensure_kernelspec
-from ..lab_server import REPO, JupyterServer, start_server
+from ..support.kernel_harness import ensure_kernelspec
+from ..support.lab_server import REPO, JupyterServer, start_server
 from .conftest import FAILED
 from .jupyterlab import assert_activity_columns_intact, chromium_page, scripted_env
 

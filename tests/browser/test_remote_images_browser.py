@@ -30,12 +30,13 @@ from typing import Any
 import nbformat
 import pytest
 
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
-from ..kernel_harness import ensure_kernelspec
-from ..lab_server import start_server
+from ..support.kernel_harness import ensure_kernelspec
+from ..support.lab_cells import wait_for_prompt
+from ..support.lab_server import start_server
 from .jupyterlab import chromium_page, open_notebook, run_cell, save_notebook, scripted_env
-from .test_no_script import _nbconvert, _wait_prompt, settle
+from .test_no_script import _nbconvert, settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -204,9 +205,9 @@ def test_remote_images_wait_for_a_persons_click_in_jupyterlab(tmp_path: Path) ->
                 page.set_default_timeout(60_000)
                 open_notebook(page, lab.url(f"lab/tree/{notebook.name}", reset=""))
                 first = run_cell(page, 0)
-                _wait_prompt(first, "[1]:", timeout=120)
+                wait_for_prompt(first, "[1]:", timeout=120)
                 figure = run_cell(page, 1)
-                _wait_prompt(figure, "[2]:", timeout=120)
+                wait_for_prompt(figure, "[2]:", timeout=120)
                 settle()
                 assert outside.hits == [], f"images loaded live: {outside.hits}"
                 check_answer(page)
@@ -287,7 +288,7 @@ def test_remote_images_wait_for_a_persons_click_in_notebook7(tmp_path: Path) -> 
                 load()
                 page.locator(".jp-Cell .jp-InputArea-editor").first.click()
                 page.keyboard.press("Shift+Enter")
-                _wait_prompt(page.locator(".jp-Cell").first, "[1]:", timeout=120)
+                wait_for_prompt(page.locator(".jp-Cell").first, "[1]:", timeout=120)
                 settle()
                 assert outside.hits == [], f"images loaded live in Notebook 7: {outside.hits}"
                 check_answer(page)

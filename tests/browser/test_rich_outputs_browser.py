@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
 from .jupyterlab import co_lab, open_notebook, run_cell, save_notebook
 from .test_notebook7 import open_notebook as open_in_notebook7

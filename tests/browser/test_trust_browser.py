@@ -19,10 +19,10 @@ from typing import Any
 import nbformat
 import pytest
 
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
-from ..kernel_harness import ensure_kernelspec
-from ..lab_server import start_server
+from ..support.kernel_harness import ensure_kernelspec
+from ..support.lab_server import start_server
 from .jupyterlab import chromium_page, co_lab, open_notebook, run_cell, scripted_env
 from .test_notebook7 import open_notebook as open_n7
 from .test_notebook7 import run_cell as run_n7

@@ -6,9 +6,9 @@ import os
 import sys
 from pathlib import Path
 
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
-from ..kernel_forkserver import client_environment
+from ..support.kernel_forkserver import client_environment
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -29,7 +29,7 @@ def client_env(co_home: Path, server: ScriptedModelServer) -> dict[str, str]:
         PYTHONPATH=os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p),
     )
     # Kernels the client starts itself fork from the test process's server, which has
-    # imported Co already (tests/kernel_forkserver.py).
+    # imported Co already (tests/support/kernel_forkserver.py).
     return client_environment(env)
 
 

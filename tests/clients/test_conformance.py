@@ -9,9 +9,9 @@ from pathlib import Path
 
 import jupyter_kernel_test
 
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
-from ..kernel_harness import ensure_kernelspec
+from ..support.kernel_harness import ensure_kernelspec
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -17,9 +17,9 @@ import pexpect
 import pytest
 
 from co_kernel.frontend._stdin import PROMPT, QUESTION_MARK
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
-from ..kernel_harness import ensure_kernelspec
+from ..support.kernel_harness import ensure_kernelspec
 from .test_console import _console, _quit
 
 ESC = "\x1b"

@@ -10,9 +10,9 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
-from ..kernel_harness import ensure_kernelspec
+from ..support.kernel_harness import ensure_kernelspec
 from . import terminal_env
 from .test_console import _expect_prompt, _quit
 from .test_console_controls import QUESTION

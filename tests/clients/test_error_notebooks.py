@@ -9,9 +9,9 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
-from ..kernel_harness import ensure_kernelspec
+from ..support.kernel_harness import ensure_kernelspec
 from ..support.notebooks import write_notebook
 from . import client_env
 

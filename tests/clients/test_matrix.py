@@ -22,11 +22,11 @@ import pexpect
 import pytest
 
 from co_kernel.frontend import MIME_TOOL_CALL
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
 from ..browser.jupyterlab import chromium_page, scripted_env
-from ..kernel_harness import ensure_kernelspec
-from ..lab_server import start_server
+from ..support.kernel_harness import ensure_kernelspec
+from ..support.lab_server import start_server
 from . import client_env, terminal_env
 
 pytestmark = pytest.mark.slow

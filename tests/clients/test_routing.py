@@ -12,9 +12,9 @@ from typing import Any
 import nbformat
 from nbclient import NotebookClient
 
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
-from ..kernel_harness import CellResult, CoKernel, markdown_source
+from ..support.kernel_harness import CellResult, CoKernel, markdown_source
 
 ANSWER = "The capital of **France** is *Paris*."
 PROMPT = "Which city is the capital of France?"

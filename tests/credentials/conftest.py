@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from co_kernel.config._credentials import CREDENTIAL_NAME
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
 REPO = Path(__file__).resolve().parents[2]
 KEYRING_PASSWORD = b"co-test-keyring-password"
@@ -56,7 +56,7 @@ def co_kernel_cli(
 ) -> subprocess.CompletedProcess[str]:
     """`co-kernel ARGS` as a person runs it, in a folder of its own."""
     return subprocess.run(
-        [sys.executable, "-m", "co_kernel.app", *args],
+        [sys.executable, "-m", "co_kernel.cli", *args],
         input=value if value is not None else "",
         env=env,
         capture_output=True,

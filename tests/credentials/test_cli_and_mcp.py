@@ -20,7 +20,7 @@ def test_set_at_a_terminal_asks_without_echo(tmp_path: Path) -> None:
     env = clean_env(tmp_path / "co", CO_CREDENTIAL_STORE="file")
     child = pexpect.spawn(
         sys.executable,
-        ["-m", "co_kernel.app", "secrets", "set", "brave_search_api_key"],
+        ["-m", "co_kernel.cli", "secrets", "set", "brave_search_api_key"],
         env=env,
         cwd=str(REPO),
         encoding="utf-8",

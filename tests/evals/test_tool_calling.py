@@ -15,9 +15,9 @@ from pydantic_ai.models.test import TestModel
 from pydantic_ai.usage import RunUsage
 
 from co_kernel.config import Settings
-from co_kernel.deps import CoDeps
 from co_kernel.models._local_runtime import CATALOGUE, _catalogue_file
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
+from co_kernel.session_state import CoDeps
 from co_kernel.tools import files, notes
 from co_kernel.turn import session_toolsets
 from evals.tool_calling import (

@@ -25,8 +25,8 @@ from typing import Any
 
 import pytest
 
-from ..kernel_harness import CoKernel
-from ..lab_server import REPO
+from ..support.kernel_harness import CoKernel
+from ..support.lab_server import REPO
 
 URL = re.compile(r"http://127\.0\.0\.1:\d+/\S*\?token=\w+")
 SKIPPED = {

@@ -9,17 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from co_kernel.app import kernelspec_dict
+from co_kernel.cli import kernelspec_dict
 
-from ..lab_server import REPO
 from ..labextension.test_build import _build_wheel, _no_node_env, _run
+from ..support.lab_server import REPO
 
 COMMITTED = REPO / "jupyter-data" / "kernels" / "co" / "kernel.json"
 
 
 def test_committed_kernel_json_is_what_the_app_writes() -> None:
     assert json.loads(COMMITTED.read_text()) == kernelspec_dict("python"), (
-        "jupyter-data/kernels/co/kernel.json is out of date with co_kernel/app.py: "
+        "jupyter-data/kernels/co/kernel.json is out of date with co_kernel/cli/_app.py: "
         "regenerate it from kernelspec_dict('python')"
     )
 

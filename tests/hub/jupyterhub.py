@@ -27,7 +27,7 @@ from typing import Any
 
 import requests
 
-from ..lab_server import stop_process
+from ..support.lab_server import stop_process
 from ..support.net import free_port
 
 SANDBOX_IMAGE = os.environ.get("CO_TEST_SANDBOX_IMAGE", "co-sandbox-test:bookworm")
@@ -133,7 +133,7 @@ def single_user_env(prefix: Path) -> Path | None:
     Path(site_packages, "co_test_env.pth").write_text(f"import site; site.addsitedir({ours!r})\n")
     shutil.copytree(Path(sys.prefix, "etc", "jupyter"), prefix / "etc" / "jupyter")
     subprocess.run(
-        [str(python), "-m", "co_kernel.app", "install", "--sys-prefix"],
+        [str(python), "-m", "co_kernel.cli", "install", "--sys-prefix"],
         check=True,
         capture_output=True,
     )

@@ -3,7 +3,7 @@
 The kernel is started by creating a notebook session (``POST api/sessions``); messages go
 over ``api/kernels/<id>/channels`` in the server's JSON protocol (each message names its
 channel). Results are ``CellResult``s, and ``click`` makes ``WidgetClicker`` work here as
-over ZMQ (tests/kernel_harness.py).
+over ZMQ (tests/support/kernel_harness.py).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import requests
 import websocket
 from jupyter_client.session import Session
 
-from ..kernel_harness import CellResult
+from ..support.kernel_harness import CellResult
 
 
 def _decode(frame: str | bytes) -> dict[str, Any]:

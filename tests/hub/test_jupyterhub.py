@@ -32,10 +32,10 @@ import docker
 import pytest
 import requests
 
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
-from ..kernel_harness import WIDGET_VIEW, CellResult, WidgetClicker
 from ..sandbox.conftest import own_containers
+from ..support.kernel_harness import WIDGET_VIEW, CellResult, WidgetClicker
 from ..support.net import free_port
 from ..support.scripted import shell
 from .jupyterhub import (
@@ -334,7 +334,7 @@ def test_activity_panel_and_logs_of_one_user_show_nothing_of_the_other(world: Wo
     proc = None
     try:
         proc = subprocess.Popen(
-            [str(world.python), "-m", "co_kernel.app", "logs", "--port", str(port)],
+            [str(world.python), "-m", "co_kernel.cli", "logs", "--port", str(port)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             **b.popen_kwargs(),

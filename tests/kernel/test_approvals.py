@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from co_kernel.frontend import MIME_TOOL_CALL
-from tests.kernel_harness import WIDGET_VIEW, CellResult, CoKernel, WidgetClicker
 from tests.support.cells import tool_cards
+from tests.support.kernel_harness import WIDGET_VIEW, CellResult, CoKernel, WidgetClicker
 from tests.support.scripted import shell, tool_results_sent
 
 

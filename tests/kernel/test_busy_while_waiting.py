@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.kernel_harness import WIDGET_VIEW, CoKernel, WidgetClicker
+from tests.support.kernel_harness import WIDGET_VIEW, CoKernel, WidgetClicker
 
 
 def _parent(msg: dict[str, Any]) -> str | None:

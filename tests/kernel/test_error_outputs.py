@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from ..kernel_harness import CellResult, CoKernel
+from ..support.kernel_harness import CellResult, CoKernel
 
 BAD_KEY = {"fault": {"status": 401, "body": {"error": {"message": "Incorrect API key provided"}}}}
 

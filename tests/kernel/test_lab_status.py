@@ -7,11 +7,11 @@ from pathlib import Path
 
 from co_kernel import __version__
 from co_kernel.config import load_settings
-from co_kernel.labstatus import LAB_STATUS_KEY, lab_status
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
+from co_kernel.status import LAB_STATUS_KEY, lab_status
 from co_kernel.turn import ChatSession
 
-from ..kernel_harness import CoKernel
+from ..support.kernel_harness import CoKernel
 
 
 def _kernel_info(kernel: CoKernel) -> dict:

@@ -25,7 +25,7 @@ import pytest
 
 from co_kernel.models._local_runtime import CATALOGUE, _catalogue_file
 
-from ..kernel_harness import CoKernel, html_text, markdown_source
+from ..support.kernel_harness import CoKernel, html_text, markdown_source
 from ..support.net import free_port
 
 SMOLLM2 = _catalogue_file(CATALOGUE["smollm2-135m"])

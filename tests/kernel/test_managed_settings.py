@@ -6,19 +6,13 @@ Each kernel gets its own managed file through ``CO_MANAGED_SETTINGS`` (never /et
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from co_kernel.frontend import MIME_TOOL_CALL
-from tests.kernel_harness import CellResult, WidgetClicker
-
-
-def _write(path: Path, data: dict[str, Any]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data))
-    return path
+from tests.support.files import write_json
+from tests.support.kernel_harness import CellResult, WidgetClicker
 
 
 def _sh(cmd: str) -> dict[str, Any]:
@@ -33,7 +27,7 @@ def _decisions(result: CellResult) -> list[str]:
 def test_a_managed_deny_rule_beats_the_users_allow_rule_and_yolo(
     start_kernel, model_server, workspace: Path, co_home: Path, tmp_path: Path
 ):
-    managed = _write(
+    managed = write_json(
         tmp_path / "etc-co" / "settings.json",
         {
             "approval_mode": "deny",
@@ -43,7 +37,7 @@ def test_a_managed_deny_rule_beats_the_users_allow_rule_and_yolo(
             },
         },
     )
-    user_file = _write(
+    user_file = write_json(
         co_home / "config" / "settings.json",
         {
             "approval_mode": "approve",
@@ -82,7 +76,7 @@ def test_a_managed_deny_rule_beats_the_users_allow_rule_and_yolo(
 def test_allow_yolo_false_refuses_yolo_and_approve_all_approves_one_call(
     start_kernel, model_server, workspace: Path, tmp_path: Path
 ):
-    managed = _write(tmp_path / "etc-co" / "settings.json", {"allow_yolo": False})
+    managed = write_json(tmp_path / "etc-co" / "settings.json", {"allow_yolo": False})
     kernel = start_kernel({"CO_MANAGED_SETTINGS": str(managed), "CO_ALLOW_YOLO": "true"})
     for magic in ("%yolo", "%yolo on"):
         refused = kernel.execute(magic)
@@ -108,12 +102,12 @@ def test_allow_yolo_false_refuses_yolo_and_approve_all_approves_one_call(
 def test_status_says_which_layer_set_each_value(
     start_kernel, workspace: Path, co_home: Path, tmp_path: Path
 ):
-    managed = _write(
+    managed = write_json(
         tmp_path / "etc-co" / "settings.json",
         {"max_request_limit": 9, "mcp_allowed_servers": ["none-of-these"]},
     )
-    user_file = _write(co_home / "config" / "settings.json", {"personality": "terse"})
-    project_file = _write(workspace / ".co" / "settings.json", {"verbose": True})
+    user_file = write_json(co_home / "config" / "settings.json", {"personality": "terse"})
+    project_file = write_json(workspace / ".co" / "settings.json", {"verbose": True})
     kernel = start_kernel({"CO_MANAGED_SETTINGS": str(managed), "CO_TOOL_RETRIES": "1"})
     status = kernel.execute("%status").text()
     assert f"managed file | {managed} (its settings are locked)" in status
@@ -137,7 +131,7 @@ def test_a_broken_managed_file_is_named_and_co_still_works(
     assert "Still answering." in first.markdown()
     assert f"{managed}: line 1: invalid JSON" in first.text() and "file ignored" in first.text()
 
-    _write(managed, {"approval_mode": "deny", "aproval_timeout": 5})
+    write_json(managed, {"approval_mode": "deny", "aproval_timeout": 5})
     again = start_kernel({"CO_MANAGED_SETTINGS": str(managed)}).execute("%status")
     assert again.status == "ok"
     assert (
@@ -150,10 +144,10 @@ def test_a_broken_managed_file_is_named_and_co_still_works(
 def test_an_mcp_server_the_administrator_does_not_allow_never_starts(
     start_kernel, co_home: Path, tmp_path: Path
 ):
-    managed = _write(tmp_path / "etc-co" / "settings.json", {"mcp_allowed_servers": ["docs"]})
+    managed = write_json(tmp_path / "etc-co" / "settings.json", {"mcp_allowed_servers": ["docs"]})
     marker = tmp_path / "started"
     starts = {"command": sys.executable, "args": ["-c", f"open({str(marker)!r}, 'w')"]}
-    user_file = _write(co_home / "config" / "settings.json", {"mcp_servers": {"mine": starts}})
+    user_file = write_json(co_home / "config" / "settings.json", {"mcp_servers": {"mine": starts}})
     kernel = start_kernel({"CO_MANAGED_SETTINGS": str(managed)})
     first = kernel.execute("%mcp")
     assert first.status == "ok", first.text()
@@ -168,7 +162,7 @@ def test_an_mcp_server_the_administrator_does_not_allow_never_starts(
 
 
 def test_a_managed_model_stays_the_sessions_model(start_kernel, model_server, tmp_path: Path):
-    managed = _write(
+    managed = write_json(
         tmp_path / "etc-co" / "settings.json",
         {"model": "compat:scripted", "base_url": model_server.base_url},
     )

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.kernel.test_pending_approvals import Page
-from tests.kernel_harness import CoKernel
+from tests.support.kernel_harness import CoKernel
 
 
 def short_hash(source: str) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.kernel.test_notebook_cells import NOTEBOOK, LivePage, short_hash
-from tests.kernel_harness import CoKernel
+from tests.support.kernel_harness import CoKernel
 
 PROMPT = "Add a cell that computes x and run it."
 NEW_SOURCE = "%%python\nx = 6 * 7\nprint('x is', x)"

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from co_kernel.frontend._subagent import MIME_SUBAGENT
-from tests.kernel_harness import WIDGET_VIEW, CellResult, WidgetClicker
 from tests.support.cells import tool_cards
+from tests.support.kernel_harness import WIDGET_VIEW, CellResult, WidgetClicker
 from tests.support.scripted import call_step, tool_results_sent
 from tests.tools._http import LocalServer
 

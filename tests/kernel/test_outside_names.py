@@ -16,7 +16,7 @@ from html import unescape
 from pathlib import Path
 from typing import Any
 
-from tests.kernel_harness import CellResult
+from tests.support.kernel_harness import CellResult
 
 OUTSIDE = "127.0.0.1:8412"
 """The host a hostile name points the page at (nothing listens: the HTML shows no request

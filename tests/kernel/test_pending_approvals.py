@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.kernel_harness import WIDGET_VIEW, CoKernel, markdown_source
+from tests.support.kernel_harness import WIDGET_VIEW, CoKernel, markdown_source
 from tests.support.scripted import shell
 
 

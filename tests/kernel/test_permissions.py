@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.kernel_harness import WidgetClicker
 from tests.support.cells import tool_cards
+from tests.support.kernel_harness import WidgetClicker
 from tests.support.scripted import shell, tool_call
 
 

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..kernel_harness import CoKernel
+from ..support.kernel_harness import CoKernel
 
 
 def _kernel_info(kernel: CoKernel) -> dict[str, Any]:

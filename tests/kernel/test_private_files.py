@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
 pytestmark = pytest.mark.skipif(os.getuid() != 0, reason="reading as another user needs root")
 

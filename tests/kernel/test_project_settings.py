@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from co_kernel.frontend import MIME_TOOL_CALL
-from co_kernel.testing import ScriptedModelServer
-from tests.kernel_harness import CoKernel
+from co_kernel.replay import ScriptedModelServer
 from tests.sandbox.conftest import TEST_IMAGE
+from tests.support.kernel_harness import CoKernel
 from tests.tools._http import LocalServer
 from tests.tools.test_web import BRAVE_RESULTS
 

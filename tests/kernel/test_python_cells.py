@@ -169,7 +169,7 @@ def test_inspect_and_list_variables(kernel, model_server):
 
 
 def test_run_python_approved_through_the_widget_card(kernel, model_server):
-    from tests.kernel_harness import WidgetClicker
+    from tests.support.kernel_harness import WidgetClicker
 
     kernel.execute("%%python\nrows = [3, 1, 2]")
     model_server.extend(

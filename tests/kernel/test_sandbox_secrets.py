@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 from tests.sandbox.conftest import SANDBOX_UID, TEST_IMAGE, docker_client  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.docker

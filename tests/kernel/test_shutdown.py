@@ -9,7 +9,7 @@ from pathlib import Path
 
 from jupyter_client.manager import KernelManager
 
-from ..kernel_harness import ensure_kernelspec
+from ..support.kernel_harness import ensure_kernelspec
 
 
 def test_a_shutdown_during_the_warm_up_exits_cleanly(tmp_path: Path, co_home: Path) -> None:

@@ -8,8 +8,8 @@ import uuid
 from pathlib import Path
 
 from co_kernel.frontend import TERMINAL_METADATA
-from co_kernel.testing import ScriptedModelServer
-from tests.kernel_harness import markdown_source
+from co_kernel.replay import ScriptedModelServer
+from tests.support.kernel_harness import markdown_source
 
 ANSWER = (
     "# Plan\n\nFirst paragraph of the answer, long enough to need several chunks.\n\n"

@@ -20,7 +20,7 @@ from typing import Any
 
 from co_kernel.frontend import TRUST_TOOL
 from co_kernel.frontend._stdin import QUESTION_MARK
-from tests.kernel_harness import CoKernel, WidgetClicker, html_text
+from tests.support.kernel_harness import CoKernel, WidgetClicker, html_text
 
 INSTRUCTION = "PROJECT-INSTRUCTION-7f3a: answer in pirate speak"
 

@@ -19,7 +19,7 @@ from types import ModuleType
 
 import pytest
 
-from ..lab_server import EXTENSION_NAME, LABEXTENSION, REPO
+from ..support.lab_server import EXTENSION_NAME, LABEXTENSION, REPO
 
 VENV_BIN = Path(sys.executable).parent
 

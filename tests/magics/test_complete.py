@@ -7,10 +7,10 @@ from typing import Any
 
 from co_kernel.magics import MAGICS
 from co_kernel.memory import MemoryStore
+from co_kernel.replay import ScriptedModelServer
 from co_kernel.store import SessionStore
-from co_kernel.testing import ScriptedModelServer
 
-from ..kernel_harness import CoKernel
+from ..support.kernel_harness import CoKernel
 
 
 def complete(kernel: CoKernel, code: str, cursor: int | None = None) -> dict[str, Any]:

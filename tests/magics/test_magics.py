@@ -10,9 +10,9 @@ import pytest
 
 from co_kernel.magics import MAGICS
 from co_kernel.memory import MemoryStore
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
-from ..kernel_harness import CellResult, CoKernel, html_text
+from ..support.kernel_harness import CellResult, CoKernel, html_text
 
 
 def assert_one_line_error(result: CellResult, *needles: str) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.kernel_forkserver import python_command
+from tests.support.kernel_forkserver import python_command
 
 from ..support.net import free_port
 

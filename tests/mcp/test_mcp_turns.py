@@ -6,8 +6,8 @@ from the scripted server's recorded requests; what the person sees from the cell
 
 from __future__ import annotations
 
-from tests.kernel_harness import WidgetClicker
 from tests.support.cells import tool_cards
+from tests.support.kernel_harness import WidgetClicker
 from tests.support.scripted import tool_call, tool_results_sent
 
 from .conftest import HttpToolServer, ToolServers, mcp_env

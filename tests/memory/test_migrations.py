@@ -14,7 +14,7 @@ import pytest
 from co_kernel.exceptions import DatabaseTooNew
 from co_kernel.memory import MemoryStore
 
-from ..sqlite_support import made_by, shape, user_version
+from ..support.sqlite_support import made_by, shape, user_version
 
 # co_kernel/memory/_store.py before migrations.
 MEMORY = """

@@ -15,8 +15,8 @@ from pydantic_ai.models.test import TestModel
 from pydantic_ai.usage import RunUsage
 
 from co_kernel.config import Settings
-from co_kernel.deps import CoDeps
 from co_kernel.memory import MemoryStore
+from co_kernel.session_state import CoDeps
 from co_kernel.telemetry import Redactor
 from co_kernel.tools import memory
 

@@ -10,7 +10,7 @@ import pytest
 
 from co_kernel.telemetry import AuditEvent, AuditLog
 
-from ..lab_server import JupyterServer, start_server
+from ..support.lab_server import JupyterServer, start_server
 
 pytestmark = pytest.mark.slow
 

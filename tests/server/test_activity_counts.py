@@ -6,7 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from ..lab_server import JupyterServer, start_server
+from ..support.lab_server import JupyterServer, start_server
+from ..support.scripted import call_step
 
 pytestmark = pytest.mark.slow
 
@@ -23,19 +24,15 @@ def server(tmp_path_factory: pytest.TempPathFactory, co_home) -> Iterator[Jupyte
         running.stop()
 
 
-def _write(path: str) -> dict:
-    return {"tool_calls": [{"name": "write_file", "arguments": {"path": path, "content": "x\n"}}]}
-
-
 def test_one_row_per_tool_call_and_every_turn_counted(
     server: JupyterServer, start_kernel, model_server, workspace
 ) -> None:
     model_server.extend(
         [
             {"text": "Hello."},
-            _write("notes/a.md"),
+            call_step("write_file", path="notes/a.md", content="x\n"),
             {"expect": {"tool_result_contains": "Created"}, "text": "Written."},
-            _write("../outside.md"),
+            call_step("write_file", path="../outside.md", content="x\n"),
             {"expect": {"tool_result_contains": "Refused"}, "text": "Not allowed there."},
             {"text": "Bye."},
         ]

@@ -14,8 +14,8 @@ import pytest
 from co_kernel.exceptions import DatabaseTooNew
 from co_kernel.store import CellHistory, SessionStore, TurnRow
 
-from ..sqlite_support import made_by, shape, user_version
 from ..support.histories import synthetic_turn
+from ..support.sqlite_support import made_by, shape, user_version
 
 # co_kernel/store/_sessions.py before migrations.
 SESSIONS = """

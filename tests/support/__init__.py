@@ -6,11 +6,15 @@
 - ``deps``: the tools' context (``CoDeps``) for a workspace, without a kernel;
 - ``net``: a free TCP port on 127.0.0.1;
 - ``containers``: a throw-away container on the sandbox test image;
-- ``git``: real repositories; ``notebooks``: notebook files;
+- ``git``: real repositories; ``notebooks``: notebook files; ``files``: JSON files (settings)
+  written before a kernel reads them; ``lab_cells``: a cell's prompt in the browser;
 - ``histories``: synthetic conversations; ``vault``: generated Obsidian vaults (also used
-  by the benchmarks).
+  by the benchmarks);
+- ``kernel_harness``: a real Co kernel over ZMQ (``CoKernel``, what a cell showed, widget
+  clicks); ``kernel_forkserver``: the process test kernels fork from, and ``fork_run`` the
+  launcher of the tests' MCP servers through it; ``lab_server``: a real Jupyter server;
+- ``turn_support``: a ``ChatSession`` on the scripted model, without a kernel;
+  ``sqlite_support``: the shape of a SQLite store, for migration tests.
 
-A helper that one test file alone needs stays in that file. The older top-level modules
-(``kernel_harness``, ``turn_support``, ``sqlite_support``, ``lab_server``) belong here too;
-they stay where they are until no open branch edits them, so that merges stay simple.
+A helper that one test file alone needs stays in that file.
 """

@@ -6,7 +6,7 @@ from typing import Any
 
 from co_kernel.frontend import MIME_TOOL_CALL
 
-from ..kernel_harness import CellResult
+from .kernel_harness import CellResult
 
 __all__ = ["tool_cards"]
 

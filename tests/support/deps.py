@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from co_kernel.config import Settings
-from co_kernel.deps import CoDeps
+from co_kernel.session_state import CoDeps
 
 __all__ = ["deps_for"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
 __all__ = ["call_step", "shell", "tool_call", "tool_messages", "tool_results_sent", "tools_offered"]
 

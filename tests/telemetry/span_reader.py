@@ -49,7 +49,7 @@ def co_kernel_cli(*args: str, co_home: Path, **kwargs: Any) -> subprocess.Comple
     env = {k: v for k, v in os.environ.items() if not k.startswith("CO_")}
     env["CO_HOME"] = str(co_home)
     return subprocess.run(
-        [sys.executable, "-m", "co_kernel.app", *args],
+        [sys.executable, "-m", "co_kernel.cli", *args],
         capture_output=True,
         text=True,
         env=env,

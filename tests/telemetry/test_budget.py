@@ -21,6 +21,7 @@ import pytest
 
 from co_kernel.frontend import MIME_TOOL_CALL
 from tests.support.cells import tool_cards
+from tests.support.files import write_json
 
 from .test_spans import otlp_collector  # noqa: F401 - a fixture
 
@@ -34,14 +35,8 @@ def _priced(model_server: Any) -> dict[str, str]:
     return {**PRICED, "CO_BASE_URL": model_server.base_url}
 
 
-def _write(path: Path, data: dict[str, Any]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data))
-    return path
-
-
 def _user_settings(co_home: Path, **values: Any) -> Path:
-    return _write(co_home / "config" / "settings.json", values)
+    return write_json(co_home / "config" / "settings.json", values)
 
 
 def _echo(n: int, prompt_tokens: int = 10_000) -> dict[str, Any]:
@@ -124,9 +119,9 @@ def test_two_kernels_of_one_person_share_a_daily_budget_in_flight_and_after(
 def test_a_managed_budget_is_a_ceiling_no_layer_below_can_raise(
     start_kernel, model_server, co_home, workspace, tmp_path
 ):
-    managed = _write(tmp_path / "etc-co" / "settings.json", {"budget_day": 0.05})
+    managed = write_json(tmp_path / "etc-co" / "settings.json", {"budget_day": 0.05})
     user_file = _user_settings(co_home, budget_day=5, max_output_tokens=100_000)
-    project_file = _write(workspace / ".co" / "settings.json", {"budget_day": 10})
+    project_file = write_json(workspace / ".co" / "settings.json", {"budget_day": 10})
     kernel = start_kernel(
         {**_priced(model_server), "CO_MANAGED_SETTINGS": str(managed), "CO_BUDGET_DAY": "20"}
     )
@@ -218,7 +213,7 @@ def test_co_kernel_usage_prints_spend_per_person_day_and_model_from_the_shared_s
 ):
     shared = tmp_path / "hub" / "spend.db"
     shared.parent.mkdir()  # the deployer's folder, writable by every user's kernel
-    managed = _write(tmp_path / "etc-co" / "settings.json", {"spend_store": str(shared)})
+    managed = write_json(tmp_path / "etc-co" / "settings.json", {"spend_store": str(shared)})
     model_server.extend(
         [
             {"text": "Priced.", "usage": {"prompt_tokens": 20_000, "completion_tokens": 1_000}},

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from genai_prices import Usage, calc_price
 
-from tests.lab_server import start_server
+from tests.support.lab_server import start_server
 from tests.support.scripted import call_step
 
 from .span_reader import co_kernel_cli as _cli
@@ -204,7 +204,7 @@ def test_co_kernel_status_names_the_models_price(tmp_path: Path, model_server) -
 
     def price_row(model: str) -> str:
         done = subprocess.run(
-            [sys.executable, "-m", "co_kernel.app", "status", "--project", str(tmp_path)],
+            [sys.executable, "-m", "co_kernel.cli", "status", "--project", str(tmp_path)],
             capture_output=True,
             text=True,
             env={**env, "CO_MODEL": model, "OPENAI_API_KEY": "sk-test-not-a-real-key"},

@@ -18,13 +18,13 @@ from pydantic_ai.models.instrumented import InstrumentationSettings
 from pydantic_ai.toolsets import FunctionToolset
 
 from co_kernel.config import Settings
-from co_kernel.deps import CoDeps
 from co_kernel.models._providers import build_model
+from co_kernel.replay import ScriptedModelServer
+from co_kernel.session_state import CoDeps
 from co_kernel.telemetry import Redactor
 from co_kernel.telemetry._instrumentation import CoInstrumentation
 from co_kernel.telemetry._spans import SpanRow, read_spans
 from co_kernel.telemetry._tracing import Tracing
-from co_kernel.testing import ScriptedModelServer
 from co_kernel.turn import RecordingFrontend, TurnResult, run_turn
 from co_kernel.turn._agent import build_agent
 
@@ -211,7 +211,7 @@ reader = InMemoryMetricReader()
 metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
 
 from pathlib import Path
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 from tests.telemetry.test_instrumentation import STEPS, _traced_turns
 
 with ScriptedModelServer(STEPS) as server:

@@ -18,7 +18,7 @@ from co_kernel.exceptions import DatabaseTooNew
 from co_kernel.telemetry import AuditEvent, AuditLog
 from co_kernel.telemetry._spans import max_span_id, read_spans
 
-from ..sqlite_support import made_by, shape, user_version
+from ..support.sqlite_support import made_by, shape, user_version
 
 # The spans exporter's statements (co_kernel/telemetry/_spans.py) before migrations.
 SPANS = """

@@ -16,6 +16,7 @@ from co_kernel.config import Settings
 from co_kernel.frontend import RedactingPublisher
 from co_kernel.telemetry import REDACTED, AuditEvent, AuditLog, Redactor
 
+from ..support.redaction import redact_bytes
 from .span_reader import telemetry_db, turns_done, wait_for_spans
 
 # -- the redactor ------------------------------------------------------------------
@@ -272,9 +273,9 @@ def test_planted_secrets_reach_no_span_row_file_or_output(
 def test_serialised_messages_are_redacted_as_bytes() -> None:
     r = Redactor(["stored-secret-9876"])
     data = '{"parts":[{"content":"use stored-secret-9876 and Authorization: Bearer ab12cd34ef"}]}'
-    clean = r.redact_bytes(data.encode())
+    clean = redact_bytes(r, data.encode())
     assert b"stored-secret-9876" not in clean and b"ab12cd34ef" not in clean
-    assert r.redact_bytes(b'{"parts":[]}') == b'{"parts":[]}'
+    assert redact_bytes(r, b'{"parts":[]}') == b'{"parts":[]}'
 
 
 def test_oauth_token_files_supply_their_tokens(tmp_path: Path) -> None:

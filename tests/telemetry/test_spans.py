@@ -180,7 +180,7 @@ def test_the_kernel_start_path_does_not_import_the_tracing_stack():
     import sys
 
     code = (
-        "import sys, co_kernel.kernel, co_kernel.dispatch, co_kernel.telemetry\n"
+        "import sys, co_kernel.kernel, co_kernel.kernel._dispatch, co_kernel.telemetry\n"
         "loaded = sorted(m for m in sys.modules if m.startswith(('opentelemetry.sdk', 'rich')))\n"
         "print(loaded)\n"
     )

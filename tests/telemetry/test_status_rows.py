@@ -20,7 +20,7 @@ def test_status_shows_tracing_and_limits(tmp_path: Path) -> None:
         }
     )
     done = subprocess.run(
-        [sys.executable, "-m", "co_kernel.app", "status", "--project", str(tmp_path)],
+        [sys.executable, "-m", "co_kernel.cli", "status", "--project", str(tmp_path)],
         capture_output=True,
         text=True,
         env=env,

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from co_kernel.telemetry import usage_from_spans
-
+from ..support.usage import usage_from_spans
 from .span_reader import telemetry_db, turns_done, wait_for_spans
 
 

@@ -26,7 +26,7 @@ def _popen(*args: str, co_home: Path) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CO_")}
     env["CO_HOME"] = str(co_home)
     return subprocess.Popen(
-        [sys.executable, "-m", "co_kernel.app", *args],
+        [sys.executable, "-m", "co_kernel.cli", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -209,7 +209,7 @@ def test_logs_without_datasette_says_how_to_install_it(tmp_path: Path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("CO_")}
     env["CO_HOME"] = str(tmp_path)
     # An environment where the package cannot be imported, as after a plain install.
-    code = "import sys; sys.modules['datasette'] = None; from co_kernel.app import main; sys.exit(main(['logs']))"
+    code = "import sys; sys.modules['datasette'] = None; from co_kernel.cli import main; sys.exit(main(['logs']))"
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60
     )

@@ -16,10 +16,11 @@ from pydantic_ai.models.test import TestModel
 from pydantic_ai.usage import RunUsage
 
 from co_kernel.config import Settings
-from co_kernel.deps import CoDeps
+from co_kernel.session_state import CoDeps
 from co_kernel.telemetry import AuditLog
-from co_kernel.tools.google._auth import CredentialSource, set_session_credentials
+from co_kernel.tools.google._auth import CredentialSource
 
+from ..support.google import set_session_credentials
 from ._google_server import FakeGoogle
 from ._slack_server import FakeSlack
 

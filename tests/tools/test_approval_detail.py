@@ -8,8 +8,8 @@ import asyncio
 import pytest
 
 from co_kernel.config import Settings
-from co_kernel.deps import CoDeps
 from co_kernel.models import build_model
+from co_kernel.session_state import CoDeps
 from co_kernel.tools import collect_toolsets
 from co_kernel.turn import RecordingFrontend, run_turn
 from co_kernel.turn._agent import build_agent

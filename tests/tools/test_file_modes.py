@@ -8,9 +8,7 @@ from pathlib import Path
 
 import pytest
 
-
-def _write(path: str, content: str) -> dict:
-    return {"tool_calls": [{"name": "write_file", "arguments": {"path": path, "content": content}}]}
+from ..support.scripted import call_step
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o027, 0o077])
@@ -22,8 +20,8 @@ def test_new_files_follow_the_umask_and_replaced_files_keep_their_mode(
     script.chmod(0o750)
     model_server.extend(
         [
-            _write("notes/new.md", "# New\n"),
-            _write("run.sh", "#!/bin/sh\necho two\n"),
+            call_step("write_file", path="notes/new.md", content="# New\n"),
+            call_step("write_file", path="run.sh", content="#!/bin/sh\necho two\n"),
             {"expect": {"tool_result_contains": "run.sh"}, "text": "Both written."},
         ]
     )

@@ -229,7 +229,7 @@ def test_a_token_file_signed_in_again_meanwhile_is_not_overwritten(
 
 def test_auth_without_client_file_says_where_to_get_it(tmp_path: Path) -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "co_kernel.app", "google", "auth", "--no-browser"],
+        [sys.executable, "-m", "co_kernel.cli", "google", "auth", "--no-browser"],
         env=_env(tmp_path),
         capture_output=True,
         text=True,
@@ -265,7 +265,7 @@ def test_auth_flow_saves_the_token_in_the_credential_store(
         CO_CREDENTIAL_STORE="file",
     )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "co_kernel.app", "google", "auth", "--no-browser"],
+        [sys.executable, "-m", "co_kernel.cli", "google", "auth", "--no-browser"],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -317,7 +317,7 @@ def test_auth_with_a_bad_client_file_says_so(tmp_path: Path, content: str) -> No
     secrets = tmp_path / "client.json"
     secrets.write_text(content)
     out = subprocess.run(
-        [sys.executable, "-m", "co_kernel.app", "google", "auth", "--no-browser"],
+        [sys.executable, "-m", "co_kernel.cli", "google", "auth", "--no-browser"],
         env=_env(tmp_path, CO_GOOGLE_CLIENT_SECRETS=str(secrets)),
         capture_output=True,
         text=True,

@@ -10,9 +10,10 @@ import pytest
 from google.oauth2.credentials import Credentials
 from pydantic_ai import ModelRetry
 
-from co_kernel.tools.google._auth import CredentialSource, set_session_credentials
+from co_kernel.tools.google._auth import CredentialSource
 from co_kernel.tools.google.drive import PAGE_SIZE, read_drive_file, search_drive_files
 
+from ..support.google import set_session_credentials
 from ._google_server import (
     BACKEND_ERROR,
     GOOGLE_DOC,

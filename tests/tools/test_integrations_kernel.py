@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from co_kernel.config import Settings
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 from co_kernel.tools import collect_toolsets
 
-from ..kernel_harness import CoKernel
+from ..support.kernel_harness import CoKernel
 from ..support.scripted import tool_messages
 from ._google_server import RATE_LIMITED, DriveFile, FakeGoogle
 from ._slack_server import Channel, FakeSlack

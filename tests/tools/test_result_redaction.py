@@ -15,7 +15,7 @@ from pydantic_ai.messages import ToolCallPart
 from pydantic_ai.tools import ToolDefinition
 
 from co_kernel.config import Settings
-from co_kernel.deps import CoDeps
+from co_kernel.session_state import CoDeps
 from co_kernel.tools._errors import ToolErrorGuard
 
 from .conftest import ctx

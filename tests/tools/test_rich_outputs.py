@@ -15,7 +15,7 @@ import pytest
 from PIL import Image
 
 from co_kernel.notebook import MAX_BYTES
-from tests.kernel_harness import WidgetClicker
+from tests.support.kernel_harness import WidgetClicker
 
 FIGURE = (
     "import matplotlib.pyplot as plt\n"

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from pydantic_ai import ModelRetry, ToolFailed
 
 from co_kernel.config import McpServerSpec
-from co_kernel.deps import CoDeps
+from co_kernel.session_state import CoDeps
 from co_kernel.tools import files
 
 from ..support.deps import deps_for

@@ -4,7 +4,7 @@ to the model before anyone is asked; an unavailable sandbox is a readable result
 from __future__ import annotations
 
 from co_kernel.turn import RecordingFrontend
-from tests.turn_support import (
+from tests.support.turn_support import (
     approvals,
     make_session,
     results,

@@ -6,7 +6,7 @@ from typing import Any
 
 from co_kernel.frontend import MIME_TOOL_CALL
 from co_kernel.frontend._todos import MIME_TODOS
-from tests.kernel_harness import CellResult
+from tests.support.kernel_harness import CellResult
 from tests.support.scripted import tool_results_sent
 
 

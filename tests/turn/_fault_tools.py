@@ -16,8 +16,8 @@ from typing import Any
 from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.toolsets import FunctionToolset
 
-from co_kernel.deps import CoDeps
 from co_kernel.exceptions import ToolError, ToolErrorKind
+from co_kernel.session_state import CoDeps
 from co_kernel.tools import ToolsetBuild
 
 PLUGIN_NAME = "faults"

@@ -7,9 +7,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
-from ..kernel_harness import CoKernel, Mode
+from ..support.kernel_harness import CoKernel, Mode
 from ._fault_tools import install_plugin
 
 FOLLOW_UP = "Follow-up: are you still there?"

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from ..kernel_harness import CoKernel
+from ..support.kernel_harness import CoKernel
 from ._anthropic import FakeAnthropic
 
 KEY = "sk-ant-test-key-9f2c41"

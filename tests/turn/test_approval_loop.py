@@ -11,7 +11,7 @@ import asyncio
 import json
 
 from co_kernel.turn import ApprovalDecision, ApprovalRequest, RecordingFrontend, TurnResult
-from tests.turn_support import (
+from tests.support.turn_support import (
     approvals,
     make_session,
     results,

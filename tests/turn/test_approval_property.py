@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from co_kernel.config import LoadedSettings, Settings
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 from co_kernel.turn import ChatSession, RecordingFrontend
 
 KINDS = ("safe", "unsafe", "disguised")

@@ -14,9 +14,9 @@ import uuid
 from pathlib import Path
 
 from co_kernel.config import Settings
-from co_kernel.deps import CoDeps
 from co_kernel.models import build_model
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
+from co_kernel.session_state import CoDeps
 from co_kernel.turn import (
     INTERRUPTED_TOOL_RETURN,
     ApprovalDecision,

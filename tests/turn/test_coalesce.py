@@ -18,8 +18,10 @@ from pydantic_ai.messages import PartDeltaEvent, TextPartDelta
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
-from co_kernel.models._coalesce import CoalescingTransport, local_http_client, merge_events
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.models._coalesce import CoalescingTransport, local_http_client
+from co_kernel.replay import ScriptedModelServer
+
+from ..support.coalesce import merge_events
 
 STORY = " ".join(
     "The keeper climbed the tower as the storm rolled in, and the lamp turned all night."

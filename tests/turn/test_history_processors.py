@@ -31,12 +31,11 @@ from co_kernel.turn._history_processors import (
     estimate_tokens,
     govern_history,
     is_summary,
-    truncate_history_window,
     truncate_tool_returns,
     turn_starts,
 )
 
-from ..support.histories import synthetic_history, synthetic_turn
+from ..support.histories import synthetic_history, synthetic_turn, truncate_history_window
 
 # -- the oracle ---------------------------------------------------------------
 

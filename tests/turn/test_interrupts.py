@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 from co_kernel.turn import INTERRUPTED_TOOL_RETURN
 
-from ..kernel_harness import CellResult, CoKernel, WidgetClicker
+from ..support.kernel_harness import CellResult, CoKernel, WidgetClicker
 from ._fault_tools import NOTES_NAME, calls
 from ._faults import follow_up, serialised, start_fault_kernel, tool_results
 

@@ -179,7 +179,7 @@ def test_co_kernel_status_shows_the_default_local_model_without_starting_it(
     env = {k: v for k, v in os.environ.items() if not k.startswith("CO_")}
     env.update({"CO_HOME": str(tmp_path), "CO_SANDBOX": "subprocess"})
     done = subprocess.run(
-        [sys.executable, "-m", "co_kernel.app", "status", "--project", str(tmp_path)],
+        [sys.executable, "-m", "co_kernel.cli", "status", "--project", str(tmp_path)],
         capture_output=True,
         text=True,
         env=env,

@@ -16,12 +16,12 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
 
 from co_kernel.config import Settings
-from co_kernel.deps import CoDeps
 from co_kernel.models._prepared import CustomizesOnce, customizing_once
 from co_kernel.models._providers import build_model
+from co_kernel.replay import ScriptedModelServer
+from co_kernel.session_state import CoDeps
 from co_kernel.telemetry import Redactor
 from co_kernel.telemetry._tracing import Tracing
-from co_kernel.testing import ScriptedModelServer
 from co_kernel.turn import RecordingFrontend, run_turn
 from co_kernel.turn._agent import build_agent
 

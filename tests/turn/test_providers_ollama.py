@@ -20,7 +20,7 @@ import pytest
 from co_kernel.config import Settings
 from co_kernel.models._providers import default_model_string, ollama_chat_model
 
-from ..kernel_harness import CoKernel
+from ..support.kernel_harness import CoKernel
 from ..support.net import free_port
 from ..tools._http import JSONHandler
 

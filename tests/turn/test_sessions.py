@@ -11,11 +11,11 @@ import pytest
 
 from co_kernel.config import Settings
 from co_kernel.models._providers import default_model_string
+from co_kernel.replay import ScriptedModelServer
 from co_kernel.store import SessionStore, TurnRow
-from co_kernel.testing import ScriptedModelServer
 
-from ..kernel_harness import CoKernel
 from ..support.histories import synthetic_history
+from ..support.kernel_harness import CoKernel
 
 NOTEBOOK = {"JPY_SESSION_NAME": "work/analysis.ipynb"}
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
-from ..kernel_harness import CellResult, CoKernel, Mode
+from ..support.kernel_harness import CellResult, CoKernel, Mode
 from ._faults import dangling_tool_calls, kernel_pid, start_fault_kernel, vm_rss_kib
 
 TURNS = 200

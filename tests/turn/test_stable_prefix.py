@@ -10,9 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from co_kernel.memory import MemoryStore
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
-from ..kernel_harness import CoKernel
+from ..support.kernel_harness import CoKernel
 
 TOPICS = ["plotting", "parquet files", "the weather", "regex", "plotting again", "sorting"]
 

@@ -12,9 +12,9 @@ from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
 from co_kernel.config import Settings
-from co_kernel.deps import CoDeps
 from co_kernel.models._textcall_model import TextToolCallModel
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
+from co_kernel.session_state import CoDeps
 from co_kernel.turn import RecordingFrontend, run_turn
 
 CALL_TEXT = (

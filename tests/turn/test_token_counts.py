@@ -13,9 +13,9 @@ from collections.abc import Callable
 import pytest
 
 from co_kernel.models._local_runtime import CATALOGUE, _catalogue_file
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
-from ..kernel_harness import CoKernel
+from ..support.kernel_harness import CoKernel
 
 SMOLLM2 = _catalogue_file(CATALOGUE["smollm2-135m"])
 # Prompt evaluation on 2 busy cores can be slow: generous, and never waited out.

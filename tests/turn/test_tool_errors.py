@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
-from ..kernel_harness import CoKernel
+from ..support.kernel_harness import CoKernel
 from ._fault_tools import calls
 from ._faults import follow_up, serialised, start_fault_kernel, tool_results
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
-from ..kernel_harness import CellResult, CoKernel
+from ..support.kernel_harness import CellResult, CoKernel
 from ._fault_tools import NOTES_NAME, calls
 from ._faults import follow_up, serialised, start_fault_kernel
 

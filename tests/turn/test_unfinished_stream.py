@@ -8,7 +8,7 @@ retried like a dropped stream, and what it asked for does not run.
 from __future__ import annotations
 
 from co_kernel.turn import RecordingFrontend
-from tests.turn_support import make_session, results, run, shell
+from tests.support.turn_support import make_session, results, run, shell
 
 UNFINISHED = {"kind": "unfinished"}
 

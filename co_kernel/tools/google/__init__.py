@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ...config import Settings
-    from ...deps import CoDeps
+    from ...session_state import CoDeps
 
 __all__ = ["APPROVAL", "SCOPES", "build", "run_auth_flow"]
 

@@ -33,7 +33,7 @@ from ...exceptions import CredentialError, GoogleAuthUnavailable
 
 if TYPE_CHECKING:
     from ...config import Settings
-    from ...deps import CoDeps
+    from ...session_state import CoDeps
 
 __all__ = [
     "SCOPES",
@@ -47,7 +47,6 @@ __all__ = [
     "save_refreshed_token",
     "save_token",
     "session_credentials",
-    "set_session_credentials",
     "token_path",
 ]
 
@@ -252,12 +251,6 @@ def save_refreshed_token(deps: CoDeps) -> bool:
             return False
         saved.token, saved.refresh_token = creds.token, creds.refresh_token
         return True
-
-
-def set_session_credentials(deps: CoDeps, creds: Any, source: CredentialSource) -> None:
-    """Use these credentials for the session (a host that signs in by other means)."""
-    deps.extras[_EXTRAS_KEY] = (creds, source)
-    deps.extras.pop(_WRITE_BACK_KEY, None)  # not read from the file: nothing to write back
 
 
 def forget_credentials(deps: CoDeps) -> None:

@@ -13,7 +13,7 @@ from ._errors import classify_google_error, handle_tool_error
 if TYPE_CHECKING:
     from pydantic_ai import RunContext
 
-    from ...deps import CoDeps
+    from ...session_state import CoDeps
 
 __all__ = ["CALENDAR", "DRIVE", "GMAIL", "GoogleApi", "run_google"]
 

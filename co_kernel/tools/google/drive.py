@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from pydantic import Field
 from pydantic_ai import RunContext
 
-from ...deps import CoDeps
+from ...session_state import CoDeps
 from .._paging import pages
 from ._client import DRIVE, run_google
 

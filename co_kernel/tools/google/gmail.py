@@ -11,7 +11,7 @@ from typing import Annotated, Any
 from pydantic import Field
 from pydantic_ai import ModelRetry, RunContext
 
-from ...deps import CoDeps
+from ...session_state import CoDeps
 from .._paging import pages
 from ._client import GMAIL, run_google
 

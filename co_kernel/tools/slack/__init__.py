@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from ...config import Settings
-    from ...deps import CoDeps
+    from ...session_state import CoDeps
 
 __all__ = ["APPROVAL", "NOT_CONFIGURED", "build"]
 

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from pydantic import Field
 from pydantic_ai import ModelRetry, RunContext
 
-from ...deps import CoDeps
+from ...session_state import CoDeps
 from .._errors import handle_tool_error
 from .._paging import pages
 from ._errors import classify_slack_error

@@ -11,11 +11,11 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING
 
-from .sandbox import DockerSandbox, SandboxUnavailable, SubprocessSandbox
+from ..sandbox import DockerSandbox, SandboxUnavailable, SubprocessSandbox
 
 if TYPE_CHECKING:
-    from .deps import CoDeps
-    from .frontend import Publisher
+    from ..frontend import Publisher
+    from ..session_state import CoDeps
 
 __all__ = ["run_shell_cell"]
 

@@ -36,7 +36,7 @@ from pydantic_ai.messages import PartStartEvent, ThinkingPart
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
-from co_kernel.testing import Script, ScriptedModelServer, Step
+from co_kernel.replay import Script, ScriptedModelServer, Step
 
 USER = [{"role": "user", "content": "hello"}]
 
@@ -766,9 +766,9 @@ def test_invalid_json_line_is_rejected(tmp_path: Path) -> None:
 
 
 def _cli(script: Path, **popen: Any) -> subprocess.Popen[str]:
-    """``python -m co_kernel.testing SCRIPT`` on a free port; its first line is the URL."""
+    """``python -m co_kernel.replay SCRIPT`` on a free port; its first line is the URL."""
     return subprocess.Popen(
-        [sys.executable, "-m", "co_kernel.testing", str(script), "--port", "0"],
+        [sys.executable, "-m", "co_kernel.replay", str(script), "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

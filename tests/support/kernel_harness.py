@@ -32,7 +32,7 @@ def ensure_kernelspec() -> None:
     try:
         KernelSpecManager().get_kernel_spec("co")
     except NoSuchKernel:
-        from co_kernel.app import install_kernelspec
+        from co_kernel.cli import install_kernelspec
 
         install_kernelspec(prefix=sys.prefix)
 
@@ -135,7 +135,7 @@ class CoKernel:
         a benchmark passes a worktree of an older commit, with ``fork=False``).
 
         ``fork``: the kernel is forked from this test process's fork server, which has
-        imported Co already (tests/kernel_forkserver.py); tests of start-up itself pass
+        imported Co already (tests/support/kernel_forkserver.py); tests of start-up itself pass
         False to launch a fresh interpreter, and ``CO_TEST_FORK=0`` makes every kernel so.
         ``log``: a file that gets the kernel's stdout and stderr, as a Jupyter server's log
         does (a fresh interpreter: forked kernels write where the fork server does).
@@ -150,7 +150,7 @@ class CoKernel:
         full_env = {k: v for k, v in os.environ.items() if not k.startswith("CO_")}
         full_env.update(env)
         # Kernels import this checkout, whatever the environment has installed.
-        repo = str(source or Path(__file__).resolve().parents[1])
+        repo = str(source or Path(__file__).resolve().parents[2])
         full_env["PYTHONPATH"] = os.pathsep.join(p for p in (repo, full_env.get("PYTHONPATH")) if p)
         if fork and forking() and log is None and source is None:
             self.km.kernel_id = str(uuid.uuid4())

@@ -13,7 +13,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .config import (
+from ..config import (
     SECRET_FIELDS,
     FolderTrust,
     LoadedSettings,
@@ -21,10 +21,10 @@ from .config import (
     load_settings,
     paths,
 )
-from .inert import inert_text
+from ..inert import inert_text
 
 if TYPE_CHECKING:
-    from .turn import SessionProtocol
+    from ..turn import SessionProtocol
 
 __all__ = [
     "ProviderProbe",
@@ -147,7 +147,7 @@ def probe_provider(
 
     Raises UnknownProvider (a ConfigError) for a malformed name.
     """
-    from .config import parse_model_string
+    from ..config import parse_model_string
 
     provider, name = parse_model_string(model)
     if provider in _KEY_FIELDS:
@@ -176,8 +176,8 @@ def probe_provider(
 
 def _probe_local(name: str, base_dir: Path) -> ProviderProbe:
     """The file exists and is a GGUF; loading it is left to the first turn (seconds)."""
-    from .exceptions import ConfigError
-    from .models import human_size, resolve_local_model
+    from ..exceptions import ConfigError
+    from ..models import human_size, resolve_local_model
 
     try:
         spec = resolve_local_model(name, base_dir=base_dir)
@@ -194,7 +194,7 @@ def _probe_local(name: str, base_dir: Path) -> ProviderProbe:
 def _probe_replay(
     name: str, base_dir: Path, replay_base: str | None, timeout: float
 ) -> ProviderProbe:
-    from .testing import Script
+    from ..replay import Script
 
     path = Path(name).expanduser()
     if not path.is_absolute():
@@ -259,7 +259,7 @@ def _probe_listing(
 
 def _secret_rows(report: StatusReport, loaded: LoadedSettings) -> None:
     """Where each secret setting comes from, never its value."""
-    from .config import CredentialStore
+    from ..config import CredentialStore
 
     settings = loaded.settings
     store = CredentialStore(settings.credential_store)
@@ -288,7 +288,7 @@ def _dollars(value: Decimal) -> str:
 
 def _price_text(model: str, settings: Settings) -> str:
     """What the model's tokens cost, and where that price comes from."""
-    from .telemetry import PRICE_UNKNOWN, unit_price
+    from ..telemetry import PRICE_UNKNOWN, unit_price
 
     price = unit_price(model, settings)
     if price is None and model.startswith("replay:"):
@@ -308,7 +308,7 @@ def _price_text(model: str, settings: Settings) -> str:
 
 
 def _session_rows(report: StatusReport, session: SessionProtocol) -> None:
-    from .turn import session_cost, session_tokens
+    from ..turn import session_cost, session_tokens
 
     report.add("session", "id", session.session_id)
     report.add("session", "notebook", session.notebook_path or "unknown (not sent by the frontend)")
@@ -324,7 +324,7 @@ def _session_rows(report: StatusReport, session: SessionProtocol) -> None:
 def _integration_rows(
     report: StatusReport, settings: Settings, session: SessionProtocol | None
 ) -> None:
-    from .turn import session_toolsets
+    from ..turn import session_toolsets
 
     builds = (session.model.toolsets if session is not None else None) or session_toolsets(settings)
     if not builds:
@@ -353,9 +353,9 @@ def _mcp_rows(report: StatusReport, settings: Settings, session: SessionProtocol
 
 
 def _store_rows(report: StatusReport) -> None:
-    from .memory import memory_store_path
-    from .store import session_store_path
-    from .telemetry import telemetry_db_path
+    from ..memory import memory_store_path
+    from ..store import session_store_path
+    from ..telemetry import telemetry_db_path
 
     for label, path in (
         ("telemetry", telemetry_db_path()),
@@ -381,7 +381,7 @@ def collect_status(
     project_dir: Path, session: SessionProtocol | None = None, *, check_provider: bool = True
 ) -> StatusReport:
     """Gather settings, model, sandbox, integrations and stores."""
-    from .config import PROVIDERS, parse_model_string
+    from ..config import PROVIDERS, parse_model_string
 
     loaded = session.loaded if session is not None else load_settings(project_dir)
     settings = loaded.settings
@@ -397,7 +397,7 @@ def collect_status(
     for name, origin in sorted(loaded.origins.items()):
         if name not in SECRET_FIELDS:
             report.add("settings", name, f"set by {origin}")
-    from .models import default_model_string
+    from ..models import default_model_string
 
     model = (session.model.override if session is not None else None) or settings.model
     is_default = False
@@ -457,8 +457,8 @@ def _local_rows(
     report: StatusReport, name: str, project_dir: Path, session: SessionProtocol | None
 ) -> None:
     """The local model's file, size, load time and speed, without starting it."""
-    from .exceptions import ConfigError
-    from .models import local_status_rows, resolve_local_model
+    from ..exceptions import ConfigError
+    from ..models import local_status_rows, resolve_local_model
 
     handle = session.model.handle if session is not None else None
     if session is not None and handle is not None and handle.local is not None:
@@ -479,7 +479,7 @@ def _sandbox_rows(
     report: StatusReport, settings: Settings, project_dir: Path, session: SessionProtocol | None
 ) -> None:
     """Backend, engine, image and container, without creating anything."""
-    from .sandbox import create_sandbox
+    from ..sandbox import create_sandbox
 
     sandbox = session.sandbox if session is not None else None
     report.add(

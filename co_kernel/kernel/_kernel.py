@@ -20,15 +20,15 @@ from ipykernel.zmqshell import ZMQInteractiveShell
 from IPython.core.history import HistoryManager
 from traitlets import Type
 
-from . import __version__
-from .config import paths, tighten_private_files
-from .dispatch import INTERRUPTED, CellDispatcher, CellRequest, Outcome
-from .frontend import TERMINAL_METADATA, terminal_safe
-from .labstatus import LAB_STATUS_KEY, lab_status
-from .store import CellHistory, history_path
+from .. import __version__
+from ..config import paths, tighten_private_files
+from ..frontend import TERMINAL_METADATA, terminal_safe
+from ..status import LAB_STATUS_KEY, lab_status
+from ..store import CellHistory, history_path
+from ._dispatch import INTERRUPTED, CellDispatcher, CellRequest, Outcome
 
 if TYPE_CHECKING:
-    from .turn import ChatSession
+    from ..turn import ChatSession
 
 __all__ = ["CoKernel"]
 
@@ -141,8 +141,8 @@ class CoKernel(IPythonKernel):
     # -- lifecycle ---------------------------------------------------------
 
     def _new_session(self) -> ChatSession:
-        from .config import load_settings
-        from .turn import ChatSession
+        from ..config import load_settings
+        from ..turn import ChatSession
 
         workspace = Path(os.getcwd())
         loaded = load_settings(workspace)
@@ -404,7 +404,7 @@ class CoKernel(IPythonKernel):
     # -- completion and inspection (the logic lives in magics/_complete.py) --
 
     async def _magic_context(self) -> Any:
-        from .magics import MagicContext
+        from ..magics import MagicContext
 
         if self._dispatcher.warmup is not None:
             # Completers import pydantic-ai too; never beside the warm-up thread's import.
@@ -412,19 +412,19 @@ class CoKernel(IPythonKernel):
         return MagicContext(self._dispatcher.session, kernel=self)
 
     async def do_complete(self, code: str, cursor_pos: int | None) -> dict[str, Any]:
-        from .magics import complete_reply
+        from ..magics import complete_reply
 
         return complete_reply(await self._magic_context(), code, cursor_pos)
 
     async def do_inspect(
         self, code: str, cursor_pos: int | None, detail_level: int = 0, omit_sections: Any = ()
     ) -> dict[str, Any]:
-        from .magics import inspect_reply
+        from ..magics import inspect_reply
 
         return inspect_reply(code, cursor_pos, detail_level)
 
     async def do_is_complete(self, code: str) -> dict[str, Any]:
-        from .magics import is_complete_reply
+        from ..magics import is_complete_reply
 
         return is_complete_reply(code)
 
@@ -506,6 +506,6 @@ def _warm_imports() -> None:
         log.debug("warming the message adapter failed", exc_info=True)
     # Every Markdown output is rendered to sanitised HTML: markdown-it's rules, the lexers
     # and nh3's allowlist are built here rather than on the first answer (issue 39).
-    from .frontend import warm_markdown
+    from ..frontend import warm_markdown
 
     warm_markdown()

@@ -56,7 +56,7 @@ def _cmd_install(args: argparse.Namespace) -> int:
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    from .status import collect_status, format_status
+    from ..status import collect_status, format_status
 
     report = collect_status(Path(args.project).resolve())
     print(format_status(report, markdown=False))
@@ -64,9 +64,9 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 
 def _cmd_google_auth(args: argparse.Namespace) -> int:
-    from .config import load_settings
-    from .exceptions import ConfigError
-    from .tools.google import run_auth_flow
+    from ..config import load_settings
+    from ..exceptions import ConfigError
+    from ..tools.google import run_auth_flow
 
     loaded = load_settings(Path(args.project).resolve())
     for problem in loaded.problems:
@@ -88,8 +88,8 @@ def _cmd_google_auth(args: argparse.Namespace) -> int:
 
 
 def _cmd_trust(args: argparse.Namespace) -> int:
-    from .config import folder_trust, forget_folder, load_settings, trust_folder, trust_notice
-    from .config import paths as co_paths
+    from ..config import folder_trust, forget_folder, load_settings, trust_folder, trust_notice
+    from ..config import paths as co_paths
 
     folder = Path(args.folder).resolve()
     if not folder.is_dir():
@@ -135,8 +135,8 @@ def _cmd_trust(args: argparse.Namespace) -> int:
 
 
 def _cmd_scrub(args: argparse.Namespace) -> int:
-    from .exceptions import ScrubError
-    from .frontend import scrub_notebook
+    from ..exceptions import ScrubError
+    from ..frontend import scrub_notebook
 
     failed = False
     for name in args.notebooks:
@@ -203,8 +203,8 @@ def main(argv: list[str] | None = None) -> int:
         "--project", default=".", help="the notebook folder (for .co/settings.json)"
     )
     p_auth.set_defaults(func=_cmd_google_auth)
-    from .config import add_secrets_commands
-    from .telemetry import add_telemetry_commands
+    from ..config import add_secrets_commands
+    from ..telemetry import add_telemetry_commands
 
     add_secrets_commands(sub)
 

@@ -1,6 +1,6 @@
 """Turn a Co notebook into a regression test: record the model once, store what nbval compares.
 
-    python -m co_kernel.testing.record_notebook report.ipynb [--script PATH] [--replay-only]
+    python -m co_kernel.replay.record_notebook report.ipynb [--script PATH] [--replay-only]
 
 1. Runs the notebook headless with the model you configured (`CO_MODEL` or settings),
    recording every answer into the replay script (default `report.replay.jsonl` beside it).
@@ -58,7 +58,7 @@ def record_notebook(
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m co_kernel.testing.record_notebook",
+        prog="python -m co_kernel.replay.record_notebook",
         description="Record a notebook's model answers and store the outputs nbval compares.",
     )
     parser.add_argument("notebook", type=Path)

@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .kernel_forkserver import ForkServer, forking, write_co_kernelspec
-from .support.net import free_port
+from .net import free_port
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 LABEXTENSION = REPO / "co_kernel" / "labextension"
 EXTENSION_NAME = "co-kernel-lab"
 

@@ -1,6 +1,6 @@
 """Serve a script as an OpenAI-compatible model until Ctrl+C (SIGINT) or SIGTERM.
 
-    python -m co_kernel.testing SCRIPT --port N [--host 127.0.0.1] [--tokens-per-second R]
+    python -m co_kernel.replay SCRIPT --port N [--host 127.0.0.1] [--tokens-per-second R]
 
 Prints the base URL on the first line of stdout. On exit, prints the script mismatches it
 recorded to stderr and exits with status 1 if there were any.
@@ -31,7 +31,7 @@ def _stop(signum: int, frame: FrameType | None) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m co_kernel.testing",
+        prog="python -m co_kernel.replay",
         description="Serve a scripted model on the OpenAI Chat Completions API.",
     )
     parser.add_argument(

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .config import (
+from ..config import (
     FolderTrust,
     folder_trust,
     paths,
@@ -24,7 +24,7 @@ from .config import (
     trust_notice,
     trusted_for_code,
 )
-from .frontend import (
+from ..frontend import (
     KernelStdin,
     PendingApprovals,
     Publisher,
@@ -35,8 +35,8 @@ from .frontend import (
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from .frontend import JupyterKernel
-    from .turn import ChatSession
+    from ..frontend import JupyterKernel
+    from ..turn import ChatSession
 
 __all__ = ["TrustGate", "current_trust", "trusts_code"]
 

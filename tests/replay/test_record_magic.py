@@ -6,9 +6,9 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
-from ..kernel_harness import CoKernel
+from ..support.kernel_harness import CoKernel
 
 
 def _lines(path: Path) -> int:

@@ -11,10 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import __version__
+from .. import __version__
 
 if TYPE_CHECKING:
-    from .turn import SessionProtocol
+    from ..turn import SessionProtocol
 
 __all__ = ["LAB_STATUS_KEY", "lab_status"]
 
@@ -30,7 +30,7 @@ def lab_status(session: SessionProtocol | None) -> dict[str, Any]:
     status: dict[str, Any] = {"version": __version__}
     try:
         if session is None:
-            from .config import load_settings
+            from ..config import load_settings
 
             settings = load_settings(Path.cwd()).settings
             status.update(
@@ -43,7 +43,7 @@ def lab_status(session: SessionProtocol | None) -> dict[str, Any]:
                 approval_mode=settings.approval_mode,
             )
             return status
-        from .turn import session_cost, session_tokens
+        from ..turn import session_cost, session_tokens
 
         input_tokens, output_tokens = session_tokens(session)
         status.update(

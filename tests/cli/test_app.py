@@ -13,7 +13,7 @@ def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
     full = {k: v for k, v in os.environ.items() if not k.startswith("CO_")}
     full.update(env or {})
     return subprocess.run(
-        [sys.executable, "-m", "co_kernel.app", *args],
+        [sys.executable, "-m", "co_kernel.cli", *args],
         capture_output=True,
         text=True,
         env=full,

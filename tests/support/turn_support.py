@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from co_kernel.config import LoadedSettings, Settings
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 from co_kernel.turn import ApprovalRequest, ChatSession, RecordingFrontend, TurnResult
 
-from .support.scripted import shell, tool_messages
+from .scripted import shell, tool_messages
 
 __all__ = [
     "approvals",

@@ -45,7 +45,7 @@ from typing import Any, ClassVar
 
 from jupyter_client.provisioning import LocalProvisioner
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 KERNEL_MODULE = "co_kernel"
 
 # What a Co kernel imports by its first answer besides the modules of Co's kernel side
@@ -70,13 +70,13 @@ PRELOAD = (
     "fastmcp.client.transports",
     "pydantic_ai.mcp",
     "jsonschema",
-    # The MCP servers of the tests, which run here too (tests/fork_run.py).
+    # The MCP servers of the tests, which run here too (tests/support/fork_run.py).
     "mcp.server.mcpserver",
 )
 KERNEL_SIDE = tuple(
     f"co_kernel.{name}"
     for name in ("kernel", "status", "turn", "tools", "mcp", "memory", "magics", "sandbox", "store",
-                 "telemetry", "frontend", "notebook", "testing")
+                 "telemetry", "frontend", "notebook", "replay")
 )  # fmt: skip
 """The packages of Co's kernel side, every module of which the server imports."""
 SKIPPED = ("__main__", "record_notebook")
@@ -98,7 +98,7 @@ def _preload() -> None:
         ):
             if not module.name.endswith(SKIPPED):
                 importlib.import_module(module.name)
-    from co_kernel.kernel import _warm_imports
+    from co_kernel.kernel._kernel import _warm_imports
 
     _warm_imports()
 
@@ -279,7 +279,7 @@ def _become_kernel(launch: dict[str, Any]) -> None:
 
 
 def _become_program(launch: dict[str, Any]) -> None:
-    """In the forked child: run a helper program of the tests (``tests/fork_run.py``).
+    """In the forked child: run a helper program of the tests (``tests/support/fork_run.py``).
 
     ``program`` is a script's path, or ``["-m", module]``; it gets the launcher's standard
     input, output and error, working directory and environment.
@@ -387,7 +387,7 @@ class ForkServer:
         env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"  # as the kernelspec sets it
         argv = [str(to_server_r), str(from_server_w), str(listener.fileno())]
         self._process = subprocess.Popen(
-            [sys.executable, "-P", "-m", "tests.kernel_forkserver", *argv],
+            [sys.executable, "-P", "-m", "tests.support.kernel_forkserver", *argv],
             pass_fds=(to_server_r, from_server_w, listener.fileno()),
             cwd=REPO,
             env=env,
@@ -417,7 +417,7 @@ class ForkServer:
         (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: co-test-fork\nVersion: 0\n")
         (dist / "entry_points.txt").write_text(
             "[jupyter_client.kernel_provisioners]\n"
-            f"{PROVISIONER} = tests.kernel_forkserver:ForkingProvisioner\n"
+            f"{PROVISIONER} = tests.support.kernel_forkserver:ForkingProvisioner\n"
         )
         return folder
 
@@ -509,17 +509,17 @@ def client_environment(env: dict[str, str]) -> dict[str, str]:
 
 def python_command(*args: str) -> list[str]:
     """``python ARGS`` for a helper program of the tests (a script, or ``-m`` and a module),
-    run as a child of this test process's fork server through ``tests/fork_run.py``."""
+    run as a child of this test process's fork server through ``tests/support/fork_run.py``."""
     if not forking():
         return [sys.executable, *args]
-    launcher = str(REPO / "tests" / "fork_run.py")
+    launcher = str(REPO / "tests" / "support" / "fork_run.py")
     return [sys.executable, launcher, ForkServer.shared().socket_path, *args]
 
 
 def write_co_kernelspec(share: Path, *, fork: bool) -> None:
     """The Co kernelspec in ``share``/kernels as `co-kernel install` writes it: kernel.json
     and the logos; with ``fork``, its kernels start through ``ForkingProvisioner``."""
-    from co_kernel.app import KERNEL_NAME, kernelspec_dict
+    from co_kernel.cli import KERNEL_NAME, kernelspec_dict
 
     spec = kernelspec_dict()
     if fork:

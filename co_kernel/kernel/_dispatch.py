@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from .frontend import (
+from ..frontend import (
     ConsoleFrontend,
     HeadlessFrontend,
     KernelPublisher,
@@ -35,16 +35,16 @@ from .frontend import (
     terminal_safe,
     terminal_width,
 )
-from .inert import inert_text
-from .magics import MagicContext, MagicError, RunPrompt, find_magic, parse_magic
-from .notebook import CellRecord, FolderImports, NotebookContext, expand_references
-from .trust_gate import TrustGate, trusts_code
+from ..inert import inert_text
+from ..magics import MagicContext, MagicError, RunPrompt, find_magic, parse_magic
+from ..notebook import CellRecord, FolderImports, NotebookContext, expand_references
+from ._trust_gate import TrustGate, trusts_code
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from .frontend import Approver, BaseFrontend, JupyterKernel, JupyterShell
-    from .turn import ChatSession
+    from ..frontend import Approver, BaseFrontend, JupyterKernel, JupyterShell
+    from ..turn import ChatSession
 
 __all__ = ["CellDispatcher", "CellRequest", "Outcome", "frontend_kind"]
 
@@ -190,7 +190,7 @@ class CellDispatcher:
         try:
             return self.session.telemetry.redact(text)
         except Exception:  # no session (settings failed to load): the environment's secrets
-            from .telemetry import Redactor
+            from ..telemetry import Redactor
 
             return Redactor.from_settings(None).redact(text)
 
@@ -385,7 +385,7 @@ class CellDispatcher:
 
     async def _run_shell(self, command: str, request: CellRequest) -> Outcome:
         # The Docker client loads with the first `!` cell, not with the kernel.
-        from .sandbox_cell import run_shell_cell
+        from ._sandbox_cell import run_shell_cell
 
         try:
             failed = await run_shell_cell(self.session.deps, self.publisher, command)

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .config import PermissionRule, Settings
     from .notebook import NotebookContext
+    from .replay import Recorder
     from .sandbox import SandboxProtocol, StatusCallback
     from .telemetry import AuditLog
-    from .testing import Recorder
 
 __all__ = ["CoDeps"]
 

@@ -17,11 +17,11 @@ from hypothesis import strategies as st
 from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserPromptPart
 
 from co_kernel.config import LoadedSettings, Settings
-from co_kernel.testing import Script, ScriptedModelServer, Step, step_from_exchange
-from co_kernel.testing._script import check_expect
+from co_kernel.replay import Script, ScriptedModelServer, Step, step_from_exchange
+from co_kernel.replay._script import check_expect
 from co_kernel.turn import ChatSession, RecordingFrontend
 
-from ..turn_support import make_session, run, shell, within
+from ..support.turn_support import make_session, run, shell, within
 
 SECRET = "sk-recordtest-0123456789abcdefXYZ"
 
@@ -342,8 +342,8 @@ def _written(path: Path, text: str, secret: str) -> str:
     """What the recorder writes of an exchange whose every part holds ``text``."""
     from pydantic_ai.messages import ThinkingPart, ToolCallPart, ToolReturnPart
 
+    from co_kernel.replay import Recorder
     from co_kernel.telemetry import Redactor
-    from co_kernel.testing import Recorder
 
     recorder = Recorder(redact=Redactor([secret]).redact)
     recorder.start(path)

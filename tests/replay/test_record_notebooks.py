@@ -1,6 +1,6 @@
 """The recipe in docs/notebooks.md: record a notebook once, replay it under nbval, nbclient, papermill.
 
-`python -m co_kernel.testing.record_notebook` records the model's answers (the scripted
+`python -m co_kernel.replay.record_notebook` records the model's answers (the scripted
 server stands in for a real provider; once the bundled local model, a real LLM) and stores
 the outputs nbval compares; `pytest --nbval` then passes with `CO_MODEL=replay:...` and no
 model at all, fails with the step, the recorded and the actual prompt when a prompt is
@@ -20,11 +20,11 @@ from typing import Any
 import nbformat
 import pytest
 
-from co_kernel.testing import ScriptedModelServer
+from co_kernel.replay import ScriptedModelServer
 
 from ..clients import REPO
-from ..kernel_forkserver import client_environment
-from ..kernel_harness import ensure_kernelspec
+from ..support.kernel_forkserver import client_environment
+from ..support.kernel_harness import ensure_kernelspec
 from ..support.notebooks import write_notebook
 from ..turn.test_local import needs_smollm2
 
@@ -69,7 +69,7 @@ def _run(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Complete
 
 
 def _record(folder: Path, env: dict[str, str], *extra: str) -> subprocess.CompletedProcess[str]:
-    return _run(["-m", "co_kernel.testing.record_notebook", "report.ipynb", *extra], env, folder)
+    return _run(["-m", "co_kernel.replay.record_notebook", "report.ipynb", *extra], env, folder)
 
 
 def _nbval(folder: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

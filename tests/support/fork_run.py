@@ -1,10 +1,10 @@
 """Run a helper program of the tests as a child of the test run's fork server.
 
-    python tests/fork_run.py SOCKET SCRIPT [ARG ...]
-    python tests/fork_run.py SOCKET -m MODULE [ARG ...]
+    python tests/support/fork_run.py SOCKET SCRIPT [ARG ...]
+    python tests/support/fork_run.py SOCKET -m MODULE [ARG ...]
 
 The MCP servers the tests start (``tests/mcp/servers``, ``mcp_server_git``) spent about
-1 s of CPU each importing the MCP SDK; the fork server (``tests/kernel_forkserver.py``)
+1 s of CPU each importing the MCP SDK; the fork server (``tests/support/kernel_forkserver.py``)
 has imported it already. This launcher is what the client starts (a Co kernel, over
 stdio): it hands its standard input, output and error to a forked child that runs the
 program, keeps none of them open itself (so end of file and broken pipes reach the
