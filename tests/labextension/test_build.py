@@ -54,7 +54,7 @@ def test_source_hash_sees_a_change_in_the_typescript(tmp_path: Path) -> None:
             copy.mkdir(exist_ok=True)
             (copy / name).write_bytes(source.read_bytes())
     assert hashing.source_hash(copy) == hashing.source_hash()
-    card = copy / "src" / "toolcard.ts"
+    card = copy / "src" / "cards" / "toolcard.ts"
     card.write_text(card.read_text() + "\n// changed\n")
     assert hashing.source_hash(copy) != hashing.source_hash()
 
