@@ -102,7 +102,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     approvals.statusReported.connect((_, [notebook, reported]) =>
       status.report(notebook, reported)
     );
-    approvals.approvals.connect((_, [notebook]) =>
+    approvals.messages.connect((_, [notebook]) =>
       placement.placeCards(notebook)
     );
     followNotebooks(tracker);
@@ -149,12 +149,12 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
     };
     status.cellDone.connect(refreshActivity);
-    approvals.approvals.connect(refreshActivity);
+    approvals.messages.connect(refreshActivity);
 
     addCommands(app, tracker, palette, openActivity, approvals);
 
     // A call the kernel denied because no page showed it: say so on the next page.
-    approvals.approvals.connect((_, [, message]) => {
+    approvals.messages.connect((_, [, message]) => {
       for (const outcome of message.decided) {
         if (outcome.reason) {
           Notification.warning(

@@ -35,8 +35,8 @@ export class CoApprovals {
   }
 
   /** Fires with each message of a notebook kernel's `co.approvals` comm. */
-  get approvals(): ISignal<this, [NotebookPanel, IApprovalsMessage]> {
-    return this._approvals;
+  get messages(): ISignal<this, [NotebookPanel, IApprovalsMessage]> {
+    return this._messages;
   }
 
   /** Fires with the kernel's status that rides along a comm message. */
@@ -103,7 +103,7 @@ export class CoApprovals {
         this._seen(panel, comm, message.pending.length > 0);
         this._pending.set(panel, message.pending);
         this._changed.emit();
-        this._approvals.emit([panel, message]);
+        this._messages.emit([panel, message]);
         const told = message.decided.filter(o => o.reason).map(o => o.id);
         if (told.length) {
           comm.send({ told });
@@ -222,7 +222,7 @@ export class CoApprovals {
   private _pending = new Map<NotebookPanel, IPendingCall[]>();
   private _comms = new Map<NotebookPanel, Kernel.IComm>();
   private _pings = new Map<NotebookPanel, number>();
-  private _approvals = new Signal<this, [NotebookPanel, IApprovalsMessage]>(
+  private _messages = new Signal<this, [NotebookPanel, IApprovalsMessage]>(
     this
   );
   private _statusReported = new Signal<this, [NotebookPanel, ICoStatus]>(this);
