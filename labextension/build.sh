@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Rebuild the prebuilt JupyterLab extension that ships inside the Python package
-# (co_kernel/labextension/), then record the hash of its sources beside it.
+# (co_kernel/labextension/), then record the hash of its sources in
+# labextension/sources.sha256 (outside the output folder, which every build empties).
 #
-# Run it after changing anything in labextension/src, style, schema or package.json,
+# Run it after changing anything in labextension/src, style, schema, package.json or
+# webpack.config.js,
 # and commit the result: `pip install` never needs Node.js
 # because the build is committed, and tests/labextension/test_build.py fails when
 # it is older than its sources.
@@ -29,4 +31,4 @@ rm -rf ../co_kernel/labextension
 say "building (tsc, then jupyter-builder build)"
 npm run --silent build:prod
 python3 source_hash.py --write >/dev/null
-say "done: co_kernel/labextension/ (commit it with the sources)"
+say "done: co_kernel/labextension/ and labextension/sources.sha256 (commit them with the sources)"

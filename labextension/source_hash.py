@@ -1,8 +1,12 @@
 """The hash of what the prebuilt extension is built from, recorded beside the build.
 
-``build.sh`` writes it to ``co_kernel/labextension/sources.sha256`` after a build;
+``build.sh`` writes it to ``labextension/sources.sha256`` after a build;
 ``tests/labextension/test_build.py`` recomputes it and fails when the TypeScript, styles,
 schema or dependency ranges changed without a rebuild. Standard library only.
+
+The stamp sits beside the sources, not in ``co_kernel/labextension/``: jupyter-builder
+empties its output folder on every build, also the one hatch runs for ``pip install -e .``,
+which would delete a committed stamp there.
 
 Usage: python source_hash.py [--write]
 """
@@ -14,10 +18,10 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-STAMP = HERE.parent / "co_kernel" / "labextension" / "sources.sha256"
+STAMP = HERE / "sources.sha256"
 # Not package-lock.json: npm rewrites it per registry (platform-only optional packages)
 # without changing what is bundled; the JupyterLab packages are shared, not bundled.
-INPUTS = ("package.json", "tsconfig.json", "src", "style", "schema")
+INPUTS = ("package.json", "tsconfig.json", "webpack.config.js", "src", "style", "schema")
 
 
 def source_files(root: Path = HERE) -> list[Path]:

@@ -21,7 +21,7 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 
 stamp="$VENV/.co-installed"
-want="$( (cat pyproject.toml; cat co_kernel/labextension/sources.sha256 2>/dev/null || true;
+want="$( (cat pyproject.toml; cat labextension/sources.sha256 2>/dev/null || true;
     echo "$COLLABORATION") | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ] \
     || ! "$VENV/bin/python" -c 'import importlib.util as u, sys

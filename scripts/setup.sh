@@ -20,7 +20,7 @@ fi
 
 stamp="$VENV/.co-installed"
 # A rebuilt labextension also reinstalls: an editable install copies it into the venv.
-want="$( (cat pyproject.toml; cat co_kernel/labextension/sources.sha256 2>/dev/null || true) \
+want="$( (cat pyproject.toml; cat labextension/sources.sha256 2>/dev/null || true) \
     | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ] || ! "$VENV/bin/python" -c 'import co_kernel' 2>/dev/null; then
     say "installing Co and its dependencies into $VENV (a minute or two the first time)"

@@ -3,7 +3,7 @@
 A person answers the same question on the card (ipywidgets), in the status item's panel,
 with a shortcut or on the console, and reads the verdict on the card, a toast, the tool
 card's badge and the activity panel. Each choice and each verdict therefore has one tone
-and one wording here, and the extension's twin (``labextension/src/approval.ts``) has the
+and one wording here, and the extension's twin (``labextension/src/approvals/approval.ts``) has the
 same; ``tests/frontend/test_decisions.py`` keeps the two equal.
 
 A tone is a name ipywidgets gives a button style, drawn from the JupyterLab theme's

@@ -8,7 +8,7 @@ image is allowed markup. So every ``<img>`` whose address leaves the page (``htt
 protocol-relative ``//host``, a root path ``/x`` of the server) becomes a placeholder: a
 plain link to the URL that shows the host and the whole URL, decoded, nothing cut. Without
 Co's extension (nbconvert's HTML, another viewer, an untrusted notebook) nothing loads on
-open; with it, a real click on the placeholder loads the image (``images.ts``). Paths
+open; with it, a real click on the placeholder loads the image (``outputs/images.ts``). Paths
 relative to the notebook (``plot.png``) stay images: they are the folder's files.
 
 Images from the hosts the person lists in ``image_hosts`` stay real images, marked with
@@ -43,7 +43,8 @@ __all__ = [
 ]
 
 PLACEHOLDER_CLASS = "co-remote-image"
-"""Class of a remote image's placeholder (``labextension/src/images.ts`` loads it on a click)."""
+"""Class of a remote image's placeholder (``labextension/src/outputs/images.ts`` loads it
+on a click)."""
 IMAGE_CLASS = "co-image"
 """Class of an image Co lets load at once (an ``image_hosts`` host); the extension keeps it."""
 URL_ATTRIBUTE = "data-co-image"

@@ -47,14 +47,14 @@ _DIFF_LINE_STYLE = {
 
 
 _UNIFIED_DIFF = re.compile(r"^@@ .* @@|^--- .*\n\+\+\+ ", re.MULTILINE)
-"""Hunk or file headers: what makes a detail a unified diff (``isUnifiedDiff`` in diff.ts)."""
+"""Hunk or file headers: what makes a detail a unified diff (``isUnifiedDiff`` in cards/diff.ts)."""
 
 
 def diff_html(detail: str) -> str:
     """A change as a ``<pre>``; a unified diff's added and removed lines tinted.
 
     Inline styles, so the colours hold in every frontend (the JupyterLab tool card draws
-    the same tints from the theme, ``labextension/src/diff.ts``). Other detail (a memory's
+    the same tints from the theme, ``labextension/src/cards/diff.ts``). Other detail (a memory's
     new text, a message to send) stays plain text, as on that card.
     """
     # Hidden characters (bidi controls, zero-width, tags) are marked where they are.
@@ -142,7 +142,7 @@ def _result_text(content: Any) -> str:
 
 def _change_title(status: str) -> str:
     """What a card calls the call's change: after a denial nothing changed (the twin of
-    ``changeTitle`` in ``labextension/src/toolcard.ts``)."""
+    ``changeTitle`` in ``labextension/src/cards/toolcard.ts``)."""
     return "Proposed change, not applied" if status in ("denied", "interrupted") else "Change"
 
 

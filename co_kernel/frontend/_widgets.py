@@ -54,7 +54,7 @@ _CARD_CSS = "padding: 2px 8px; margin: 4px 0"
 
 PART_TOGGLE_CLASS = "co-part-toggle"
 """Class of a cell's accept/reject control on a card that offers a choice per cell
-(``labextension/src/parts.ts`` reads a real click on it, nothing else does)."""
+(``labextension/src/approvals/parts.ts`` reads a real click on it, nothing else does)."""
 
 
 def _who(call: ToolCallView) -> str:
@@ -258,7 +258,7 @@ class WidgetApprover:
         def on_parts(choice: ApprovalDecision, accepted: list[int]) -> None:
             # Only from the ``co.approvals`` comm, i.e. the extension's record of the
             # person's real clicks on the cells' controls, sent with a real Approve click
-            # (``labextension/src/parts.ts``). The controls are plain HTML: no widget
+            # (``labextension/src/approvals/parts.ts``). The controls are plain HTML: no widget
             # message carries a choice, so a script toggling them or sending widget
             # messages changes nothing that is applied. What it cannot stop: a script
             # that rewrites the card's text before the person clicks (it can rewrite any
@@ -365,7 +365,7 @@ def _part_html(index: int, total: int, diff: str) -> str:
 
     The control is a plain button, not a widget: it sends nothing to the kernel. Co's
     extension turns a real click on it into a rejection it sends with the Approve click
-    (and draws the label again from ``data-what``, ``labextension/src/parts.ts``).
+    (and draws the label again from ``data-what``, ``labextension/src/approvals/parts.ts``).
     """
     what, body = _part_title(diff)
     label = f"cell {index + 1} of {total}" + (f": {what}" if what else "")

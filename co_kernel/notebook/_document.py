@@ -2,7 +2,7 @@
 
 A cell is summarised for a model: its source in full, each output in a line or a few
 (text clipped, an error as ``ename: evalue``, an image as ``PNG 640x480``), its tags.
-The page clips output values before sending them (``labextension/src/notebook.ts``), so
+The page clips output values before sending them (``labextension/src/outputs/notebook.ts``), so
 a 300-cell notebook full of figures stays a small message.
 """
 

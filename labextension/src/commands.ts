@@ -7,11 +7,11 @@ import type { ICommandPalette } from '@jupyterlab/apputils';
 import { Notification } from '@jupyterlab/apputils';
 import type { INotebookTracker } from '@jupyterlab/notebook';
 
-import type { ApprovalChoice } from './approval';
-import { findPendingButton } from './approval';
-import { CARD_CLASS, pendingIdOf } from './guard';
+import type { ApprovalChoice } from './approvals/approval';
+import { findPendingButton } from './approvals/approval';
+import { CARD_CLASS, pendingIdOf } from './approvals/guard';
 import { ACTIVITY_TITLE, CommandIDs } from './keys';
-import type { CoStatusModel } from './statusbar';
+import type { CoApprovals } from './approvals/model';
 
 const PALETTE_CATEGORY = 'Co';
 /*
@@ -39,19 +39,19 @@ function searchRoots(tracker: INotebookTracker): HTMLElement[] {
  * call whose card is nearest (the active cell first), else, without a card on
  * the page (a reload, a second tab), the first call the kernel says waits.
  * Says so when none waits. Never by clicking the card: a scripted click
- * decides nothing (`guard.ts`).
+ * decides nothing (`approvals/guard.ts`).
  */
 export function answerPendingApproval(
   tracker: INotebookTracker,
   choice: ApprovalChoice,
-  model?: CoStatusModel
+  approvals?: CoApprovals
 ): boolean {
   const button = findPendingButton(searchRoots(tracker), choice);
   const card = button?.closest(`.${CARD_CLASS}`);
   const panel = tracker.currentWidget;
-  if (panel && model) {
-    const id = card ? pendingIdOf(card) : model.pendingIn(panel)[0]?.id;
-    if (id && model.decide(panel, id, choice)) {
+  if (panel && approvals) {
+    const id = card ? pendingIdOf(card) : approvals.pendingIn(panel)[0]?.id;
+    if (id && approvals.decide(panel, id, choice)) {
       return true;
     }
   }
@@ -67,7 +67,7 @@ export function addCommands(
   tracker: INotebookTracker,
   palette: ICommandPalette | null,
   openActivity: () => Promise<void>,
-  model?: CoStatusModel
+  approvals?: CoApprovals
 ): void {
   const hasNotebook = (): boolean => tracker.currentWidget !== null;
   const answers: Array<[string, ApprovalChoice, string, string]> = [
@@ -96,7 +96,7 @@ export function addCommands(
       caption,
       describedBy: NO_ARGS,
       isEnabled: hasNotebook,
-      execute: () => answerPendingApproval(tracker, choice, model)
+      execute: () => answerPendingApproval(tracker, choice, approvals)
     });
   }
   app.commands.addCommand(CommandIDs.openActivity, {

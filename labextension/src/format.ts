@@ -3,8 +3,8 @@
  * card, the status bar and the activity panel.
  */
 import type { ICoStatus, ToolStatus } from './api';
-import type { Tone } from './approval';
-import { VERDICTS } from './approval';
+import type { Tone } from './approvals/approval';
+import { VERDICTS } from './approvals/approval';
 
 /** What each status reads as on a card. */
 export const STATUS_LABELS: Record<ToolStatus, string> = {
@@ -88,7 +88,7 @@ export function decisionLabel(decision: string): string {
     : shown;
 }
 
-/** A decision's colour, as the card and every list show it (approval.ts). */
+/** A decision's colour, as the card and every list show it (approvals/approval.ts). */
 export function decisionTone(decision: string): Tone {
   const known = VERDICTS[baseDecision(decision)];
   if (known) {

@@ -1,6 +1,9 @@
 /**
  * The Co JupyterLab extension: status bar, approval commands and the activity
- * panel. The tool-call card is the MIME renderer extension in `mime.ts`.
+ * panel, composed from the folders of `src/`: `status/` (the status item),
+ * `approvals/` (what waits for a decision, and deciding it), `outputs/` (Co's
+ * outputs and the notebook the kernel reads), `activity/` (the panel). The
+ * tool-call card is the MIME renderer extension in `cards/mime.ts`.
  *
  * It runs in Notebook 7 too, whose shell has no status bar and holds one
  * widget in its main area: there the status goes into each Co notebook's
@@ -19,49 +22,56 @@ import { CommandRegistry } from '@lumino/commands';
 import { IStatusBar, showPopup } from '@jupyterlab/statusbar';
 import type { Widget } from '@lumino/widgets';
 
-import type { ActivityPanel } from './activity';
+import type { ActivityPanel } from './activity/panel';
 import { fetchActivity } from './api';
 // The status bar loads it at start already: importing it here costs nothing more.
 // eslint-disable-next-line jupyter/prefer-lazy-imports
 import { decisionLabel } from './format';
 import { addCommands } from './commands';
-import { installApprovalGuard } from './guard';
+import { installApprovalGuard } from './approvals/guard';
 import { CommandIDs } from './keys';
-import { untrustSavedMarkdown } from './legacy';
+import { untrustSavedMarkdown } from './outputs/legacy';
 // Needed at activation: Co's saved outputs render from the start (no image loads unasked).
 // eslint-disable-next-line jupyter/prefer-lazy-imports
-import { installImageLoader, neutraliseSavedImages } from './images';
-import { installPartChoice } from './parts';
-// Needed at activation: the status bar item follows notebooks from the start.
+import { installImageLoader, neutraliseSavedImages } from './outputs/images';
+import { installPartChoice } from './approvals/parts';
+// Needed at activation: the status item, the waiting calls and the outputs of other
+// pages follow notebooks from the start.
 // eslint-disable-next-line jupyter/prefer-lazy-imports
-import { CoStatusModel, CoStatusWidget } from './statusbar';
-import { PendingPanel } from './pending';
+import { CoStatusModel } from './status/model';
+// eslint-disable-next-line jupyter/prefer-lazy-imports
+import { CoStatusWidget } from './status/item';
+// eslint-disable-next-line jupyter/prefer-lazy-imports
+import { CoApprovals } from './approvals/model';
+// eslint-disable-next-line jupyter/prefer-lazy-imports
+import { OutputPlacement } from './outputs/placement';
+import { PendingPanel } from './approvals/pending';
 // Needed at activation: the kernel reads its notebook from the start (issue 37).
 // eslint-disable-next-line jupyter/prefer-lazy-imports
-import { followNotebooks } from './notebook';
+import { followNotebooks } from './outputs/notebook';
 
 /** The small panel over the status item with the notebook's waiting calls. */
 function showPendingPopup(
-  model: CoStatusModel,
+  approvals: CoApprovals,
   notebook: NotebookPanel,
   anchor: Widget
 ): void {
   const body = new PendingPanel(
-    () => model.pendingIn(notebook),
-    (id, choice) => model.decide(notebook, id, choice)
+    () => approvals.pendingIn(notebook),
+    (id, choice) => approvals.decide(notebook, id, choice)
   );
   const popup = showPopup({ body, anchor, align: 'left' });
   // Once nothing waits (decided here, in another tab or on a card), the panel
   // has nothing to offer: it closes rather than saying so (issue 36).
   const refresh = (): void => {
-    if (model.pendingIn(notebook).length) {
+    if (approvals.pendingIn(notebook).length) {
       body.refresh();
     } else {
       popup.dispose();
     }
   };
-  model.changed.connect(refresh);
-  popup.disposed.connect(() => model.changed.disconnect(refresh));
+  approvals.changed.connect(refresh);
+  popup.disposed.connect(() => approvals.changed.disconnect(refresh));
 }
 
 const plugin: JupyterFrontEndPlugin<void> = {
@@ -82,7 +92,19 @@ const plugin: JupyterFrontEndPlugin<void> = {
     untrustSavedMarkdown(rendermime);
     neutraliseSavedImages(rendermime);
     installImageLoader(window);
-    const model = new CoStatusModel(tracker);
+    const status = new CoStatusModel(tracker);
+    const approvals = new CoApprovals(tracker);
+    const placement = new OutputPlacement(tracker, notebook =>
+      approvals.pendingIn(notebook)
+    );
+    // The status a comm message carries stands in until a reply brings one, and
+    // the calls it says wait get their cards on this page.
+    approvals.statusReported.connect((_, [notebook, reported]) =>
+      status.report(notebook, reported)
+    );
+    approvals.messages.connect((_, [notebook]) =>
+      placement.placeCards(notebook)
+    );
     followNotebooks(tracker);
     const approvalCommands: Set<string> = new Set([
       CommandIDs.approve,
@@ -93,7 +115,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     installApprovalGuard(window, {
       decide: (card, id, choice) => {
         const panel = tracker.find(p => p.node.contains(card));
-        return panel ? model.decide(panel, id, choice) : false;
+        return panel ? approvals.decide(panel, id, choice) : false;
       },
       isApprovalKey: event => {
         const stroke = CommandRegistry.keystrokeForKeydownEvent(event);
@@ -109,7 +131,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const openActivity = async (): Promise<void> => {
       if (!panel || panel.isDisposed) {
         // The panel's code loads the first time someone opens it.
-        const { ActivityPanel } = await import('./activity');
+        const { ActivityPanel } = await import('./activity/panel');
         panel = new ActivityPanel(query =>
           fetchActivity(query, app.serviceManager.serverSettings)
         );
@@ -126,13 +148,13 @@ const plugin: JupyterFrontEndPlugin<void> = {
         void panel.refresh();
       }
     };
-    model.cellDone.connect(refreshActivity);
-    model.approvals.connect(refreshActivity);
+    status.cellDone.connect(refreshActivity);
+    approvals.messages.connect(refreshActivity);
 
-    addCommands(app, tracker, palette, openActivity, model);
+    addCommands(app, tracker, palette, openActivity, approvals);
 
     // A call the kernel denied because no page showed it: say so on the next page.
-    model.approvals.connect((_, [, message]) => {
+    approvals.messages.connect((_, [, message]) => {
       for (const outcome of message.decided) {
         if (outcome.reason) {
           Notification.warning(
@@ -146,31 +168,35 @@ const plugin: JupyterFrontEndPlugin<void> = {
     // A click on the item: the calls waiting for approval if any, else the activity.
     const onItemClick = (anchor: Widget): void => {
       const notebook = tracker.currentWidget;
-      if (notebook && model.pendingIn(notebook).length) {
-        showPendingPopup(model, notebook, anchor);
+      if (notebook && approvals.pendingIn(notebook).length) {
+        showPendingPopup(approvals, notebook, anchor);
       } else {
         void app.commands.execute(CommandIDs.openActivity);
       }
     };
     if (statusBar) {
-      const item: CoStatusWidget = new CoStatusWidget(model, () =>
+      const item: CoStatusWidget = new CoStatusWidget(status, approvals, () =>
         onItemClick(item)
       );
       statusBar.registerStatusItem('co-kernel-lab:status', {
         item,
         align: 'left',
         rank: 4,
-        isActive: () => model.isCo,
-        activeStateChanged: model.changed
+        isActive: () => status.isCo,
+        activeStateChanged: status.changed
       });
     } else {
       // No status bar (Notebook 7): the item goes into each notebook's toolbar.
-      void import('./toolbar').then(({ addToolbarItem }) => {
+      void import('./status/toolbar').then(({ addToolbarItem }) => {
         tracker.forEach(notebook => {
-          const item = addToolbarItem(notebook, model, () => onItemClick(item));
+          const item = addToolbarItem(notebook, status, approvals, () =>
+            onItemClick(item)
+          );
         });
         tracker.widgetAdded.connect((_, notebook) => {
-          const item = addToolbarItem(notebook, model, () => onItemClick(item));
+          const item = addToolbarItem(notebook, status, approvals, () =>
+            onItemClick(item)
+          );
         });
       });
     }

@@ -60,7 +60,7 @@ def _copy_of_the_repository(target: Path) -> Path:
     for tool in (REPO / ".venv" / "bin").iterdir():
         (venv_bin / tool.name).symlink_to(tool)
     # What scripts/setup.sh records after installing: the copy counts as installed.
-    sources = target / "co_kernel" / "labextension" / "sources.sha256"
+    sources = target / "labextension" / "sources.sha256"
     stamp = (target / "pyproject.toml").read_bytes() + (
         sources.read_bytes() if sources.exists() else b""
     )

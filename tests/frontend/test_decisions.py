@@ -15,7 +15,7 @@ from co_kernel.frontend._decisions import CHOICES, VERDICTS
 from co_kernel.frontend._stdin import PROMPT
 from co_kernel.frontend._widgets import BUTTONS
 
-APPROVAL_TS = Path(__file__).parents[2] / "labextension" / "src" / "approval.ts"
+APPROVAL_TS = Path(__file__).parents[2] / "labextension" / "src" / "approvals" / "approval.ts"
 
 
 def _table(name: str) -> str:

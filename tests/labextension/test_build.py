@@ -36,10 +36,10 @@ def _source_hash_module() -> ModuleType:
 
 def test_committed_build_is_current_with_its_sources() -> None:
     hashing = _source_hash_module()
-    recorded = (LABEXTENSION / "sources.sha256").read_text().strip()
+    recorded = hashing.STAMP.read_text().strip()
     assert hashing.source_hash() == recorded, (
         "co_kernel/labextension/ is older than labextension/ sources: run "
-        "labextension/build.sh and commit co_kernel/labextension/"
+        "labextension/build.sh and commit co_kernel/labextension/ and its stamp"
     )
 
 
@@ -54,7 +54,7 @@ def test_source_hash_sees_a_change_in_the_typescript(tmp_path: Path) -> None:
             copy.mkdir(exist_ok=True)
             (copy / name).write_bytes(source.read_bytes())
     assert hashing.source_hash(copy) == hashing.source_hash()
-    card = copy / "src" / "toolcard.ts"
+    card = copy / "src" / "cards" / "toolcard.ts"
     card.write_text(card.read_text() + "\n// changed\n")
     assert hashing.source_hash(copy) != hashing.source_hash()
 
@@ -144,15 +144,29 @@ def test_wheel_builds_without_node_and_installs_an_enabled_extension(tmp_path: P
     _assert_enabled(prefix)
 
 
-@pytest.mark.slow
-def test_wheel_build_runs_the_extension_build_when_it_is_missing(tmp_path: Path) -> None:
-    """Without the committed build, hatch-jupyter-builder builds it with npm."""
+def _node_modules() -> Path:
+    """The checkout's npm packages, for a build; skips (or fails) a test without them."""
     node_modules = REPO / "labextension" / "node_modules"
     if shutil.which("npm") is None or not node_modules.is_dir():
         reason = "needs npm and labextension/node_modules (scripts/test.sh installs them)"
         if os.environ.get("CO_TEST_REQUIRE_NODE"):  # scripts/test.sh: never silently skipped
             pytest.fail(reason)
         pytest.skip(reason)
+    return node_modules
+
+
+def _link_node_modules(node_modules: Path, checkout: Path) -> None:
+    # Hard links: no 500 MB copy; npm replaces files by renaming, never in place.
+    subprocess.run(
+        ["cp", "-al", str(node_modules), str(checkout / "labextension" / "node_modules")],
+        check=True,
+    )
+
+
+@pytest.mark.slow
+def test_wheel_build_runs_the_extension_build_when_it_is_missing(tmp_path: Path) -> None:
+    """Without the committed build, hatch-jupyter-builder builds it with npm."""
+    node_modules = _node_modules()
     skipped = {".git", ".venv", "node_modules", "lib", "test-artifacts", "dist", "build"}
 
     def ignore(folder: str, names: list[str]) -> set[str]:
@@ -163,11 +177,7 @@ def test_wheel_build_runs_the_extension_build_when_it_is_missing(tmp_path: Path)
 
     source = tmp_path / "source"
     shutil.copytree(REPO, source, ignore=ignore)
-    # Hard links: no 500 MB copy; npm replaces files by renaming, never in place.
-    subprocess.run(
-        ["cp", "-al", str(node_modules), str(source / "labextension" / "node_modules")],
-        check=True,
-    )
+    _link_node_modules(node_modules, source)
     env = _no_node_env()
     env["PATH"] = os.pathsep.join([str(VENV_BIN), "/usr/local/bin", "/usr/bin", "/bin"])
     wheel = _build_wheel(source, tmp_path / "dist", env)
@@ -201,6 +211,34 @@ def test_editable_install_without_node_enables_the_extension(tmp_path: Path) -> 
         _no_node_env(),
     )
     _assert_enabled(prefix)
+
+
+@pytest.mark.slow
+def test_editable_install_of_a_fresh_clone_leaves_it_clean(tmp_path: Path) -> None:
+    """What a contributor types in a new clone, with Node.js on PATH: a fresh venv and
+    `pip install -e .`, whose build hook rebuilds the extension. The rebuild gives back
+    the committed bytes (wherever the clone is) and keeps the sources' stamp, so
+    `git status` stays empty. pip fetches the build backend (hatchling,
+    hatch-jupyter-builder) from the configured package index, as it does for a person;
+    --no-deps spares it Co's dependencies, which nothing here imports."""
+    node_modules = _node_modules()
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
+    _link_node_modules(node_modules, clone)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    env = _no_node_env()
+    env.pop("VIRTUAL_ENV", None)
+    env["PATH"] = os.pathsep.join([str(venv / "bin"), "/usr/local/bin", "/usr/bin", "/bin"])
+    output = _run([str(venv / "bin" / "python"), "-m", "pip", "install", "--no-deps", "-e", "."],
+                  env, cwd=clone)  # fmt: skip
+    # The build ran (tsc wrote lib/, which git ignores): a skipped one would prove nothing.
+    assert (clone / "labextension" / "lib" / "index.js").is_file(), output
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=clone, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert status == "", f"`pip install -e .` changed the checkout:\n{status}"
 
 
 def _assert_enabled(prefix: Path) -> None:
