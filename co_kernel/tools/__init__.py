@@ -55,7 +55,7 @@ class ToolsetBuild:
     """The toolset, or None when the integration is not configured."""
     reason: str | None = None
     """Why it is not registered, naming the setting to set."""
-    approval: dict[str, bool] = field(default_factory=dict)
+    approval: dict[str, bool] = field(default_factory=dict[str, bool])
     """Tool name -> whether it needs approval."""
 
 

@@ -33,7 +33,7 @@ class MarkdownDefinition:
     """The front-matter mapping."""
     body: str
     """Everything after the closing ``---``, stripped."""
-    lines: dict[str, int] = field(default_factory=dict)
+    lines: dict[str, int] = field(default_factory=dict[str, int])
     """Front-matter key -> the file line it is on, for error messages."""
 
     def error(self, key: str | None, message: str) -> DefinitionError:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, unquote_plus, urlsplit
 
+from ..deps import ExtrasKey
 from ..inert import control_picture
 from ._ssrf import domain_in
 
@@ -56,7 +57,7 @@ _SHOWN_CHARS = 4_000
 """Longest arguments a card shows whole; past that, the marked parts with some context."""
 _BASE64_TOKENS = 200
 """base64 tokens of one outbound text that are decoded and matched."""
-_KEY = "outbound"
+_KEY = ExtrasKey["OutboundLedger"]("outbound")
 _URL = re.compile(r"""https?://[^\s<>"'`|\\^{}\[\]()]+""", re.IGNORECASE)
 _TRAILING = ".,;:!?*_~"
 # base64url tokens, and standard ones (whose "/" and "+" a URL also uses as separators).
@@ -117,18 +118,18 @@ class OutboundLedger:
 
     given: OrderedDict[str, None] = field(default_factory=OrderedDict)
     """Normalised URLs the person wrote in a prompt, any turn so far."""
-    linked: set[str] = field(default_factory=set)
+    linked: set[str] = field(default_factory=set[str])
     """Normalised links of search results and fetched pages of turn ``linked_turn``."""
     linked_turn: int = -1
     """The turn ``linked`` belongs to: links of another turn do not count."""
-    person_domains: list[str] = field(default_factory=list)
+    person_domains: list[str] = field(default_factory=list[str])
     """``web_allowed_domains`` when the person's or the deployer's settings set it."""
     _private: deque[tuple[str, str]] = field(default_factory=deque)
     """(source, lower-cased text) of private tool results, newest last."""
     _chars: int = 0
     _corpus: str | None = None
     """The private texts joined (built when matched, dropped when one is added)."""
-    _starts: list[tuple[int, str]] = field(default_factory=list)
+    _starts: list[tuple[int, str]] = field(default_factory=list[tuple[int, str]])
     _grams: bytearray = field(default_factory=lambda: bytearray(_BLOOM_BITS // 8))
     """A Bloom filter of the ``MIN_REPEAT``-character windows of the private text: a
     window it has never seen is skipped without searching the text (2 MB, whatever the
@@ -258,13 +259,16 @@ class OutboundLedger:
         return found
 
 
-def outbound_ledger(deps: CoDeps, *, fresh: bool = False) -> OutboundLedger:
+def outbound_ledger(
+    deps: CoDeps, *, fresh: bool = False, use: OutboundLedger | None = None
+) -> OutboundLedger:
     """The conversation's ledger (created on first use; subagents share their caller's);
-    ``fresh`` starts a new one (a new conversation)."""
-    ledger = deps.extras.get(_KEY)
-    if fresh or not isinstance(ledger, OutboundLedger):
+    ``fresh`` starts a new one (a new conversation), ``use`` makes ``use`` the session's
+    (a session that carries on another's conversation)."""
+    ledger = use if use is not None else deps.extras.get(_KEY)
+    if fresh or ledger is None:
         ledger = OutboundLedger()
-        deps.extras[_KEY] = ledger
+    deps.extras[_KEY] = ledger
     return ledger
 
 

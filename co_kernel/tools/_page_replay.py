@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
+from ..deps import ExtrasKey
 from ..exceptions import PageError, PageReplayMismatch
 
 if TYPE_CHECKING:
@@ -40,12 +41,15 @@ _NO_PAGE = "no page with Co's JupyterLab extension shows this notebook"
 
 _KEEP_READS = 50
 """Calls whose last read is remembered (a call reads, waits for approval, then edits)."""
+_REPLAYED_IDS = ExtrasKey[dict[str, str]]("replayed_cell_ids")
+_READS = ExtrasKey[dict[str, list[Any]]]("page_reads")
+"""The cells each call last read from the page, by call id."""
 
 
 def replayed_ids(ctx: RunContext[CoDeps]) -> dict[str, str]:
     """The session's recorded cell id -> the id the live page gave that cell, for cells a
     replay inserted into a page (``CallPage.request``)."""
-    return ctx.deps.extras.setdefault("replayed_cell_ids", {})
+    return ctx.deps.extras.get_or_create(_REPLAYED_IDS, dict[str, str])
 
 
 def page_offered(ctx: RunContext[CoDeps]) -> bool:
@@ -66,7 +70,7 @@ class CallPage:
         self._recorder: Recorder | None = ctx.deps.recorder
         self._call = ctx.tool_call_id or ""
         self._tool = ctx.tool_name or "the notebook tool"
-        self._reads: dict[str, list[Any]] = ctx.deps.extras.setdefault("page_reads", {})
+        self._reads = ctx.deps.extras.get_or_create(_READS, dict[str, list[Any]])
         self.replayed = False
         """True once the recorded answers stood in for the page."""
         self._offered = page_offered(ctx)

@@ -5,7 +5,7 @@ Two sources of pages, one module:
 - Local results (notes, files, memories, a fetched page): the whole list is at hand, so
   :func:`paginate` slices it and :func:`text_pages` cuts long text at line ends.
 - Remote listings (Drive, Gmail, Slack): page N+1 needs the token page N returned, kept
-  per listing in ``CoDeps.page_tokens`` by :class:`Pages` (:func:`pages`). A listing is
+  per listing in ``CoDeps.extras`` by :class:`Pages` (:func:`pages`). A listing is
   keyed by tool and arguments (e.g. ``drive:quarterly report``), so two searches page
   independently; page 1 needs no token.
 
@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic_ai import ModelRetry
+
+from ..deps import ExtrasKey
 
 if TYPE_CHECKING:
     from ..deps import CoDeps
@@ -114,11 +116,11 @@ def result(
 class Pages:
     """The tokens of one listing."""
 
-    tokens: dict[int, str] = field(default_factory=dict)
+    tokens: dict[int, str] = field(default_factory=dict[int, str])
     """Page number -> the token that fetches it (page 1 has none)."""
     last: int | None = None
     """The last page, once a page came back without a next token."""
-    context: dict[str, str] = field(default_factory=dict)
+    context: dict[str, str] = field(default_factory=dict[str, str])
     """Arguments page 1 was fetched with that later pages must repeat (a time window)."""
 
     def token_for(self, page: int) -> str | None:
@@ -152,10 +154,10 @@ class Pages:
         return False
 
 
+PAGE_TOKENS = ExtrasKey[dict[str, Pages]]("page_tokens")
+"""Pagination state of the session's listings, keyed by tool and query."""
+
+
 def pages(deps: CoDeps, key: str) -> Pages:
     """The session's page tokens for one listing, created on first use."""
-    found = deps.page_tokens.get(key)
-    if not isinstance(found, Pages):
-        found = Pages()
-        deps.page_tokens[key] = found
-    return found
+    return deps.extras.get_or_create(PAGE_TOKENS, dict[str, Pages]).setdefault(key, Pages())

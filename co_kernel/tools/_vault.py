@@ -258,7 +258,7 @@ class VaultIndex:
     """The vault folder (symlinks resolved)."""
     max_bytes: int
     """Notes larger than this are listed but not searched."""
-    notes: dict[str, Note] = field(default_factory=dict)
+    notes: dict[str, Note] = field(default_factory=dict[str, Note])
     """rel path -> note."""
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     """Sync tools run in worker threads; parallel calls must not refresh at once."""

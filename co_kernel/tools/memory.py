@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic_ai import ApprovalRequired, ModelRetry, RunContext, Tool
 from pydantic_ai.toolsets import FunctionToolset
 
-from ..deps import CoDeps  # at run time: pydantic-ai reads the tools' annotations
+from ..deps import CoDeps, ExtrasKey  # at run time: pydantic-ai reads the tools' annotations
 from ..memory import (
     Memory,
     MemoryStore,
@@ -36,17 +36,21 @@ PAGE = 10
 MAX_CHARS = 1000
 
 
+STORE = ExtrasKey[MemoryStore]("memory_store")
+"""The session's memory store, opened on first use."""
+
+
 def store_for(deps: CoDeps, *, create: bool = True) -> MemoryStore | None:
     """The session's memory store (opened once); None when absent and not to be created."""
-    store = deps.extras.get("memory_store")
-    if isinstance(store, MemoryStore):
+    store = deps.extras.get(STORE)
+    if store is not None:
         return store
     path = memory_store_path()
     if not create and not path.exists():
         return None  # reading the prompt must not create a database
     # Asked on every write: the session's secrets may grow (an edited settings file).
     store = MemoryStore(path, redact=lambda text: session_redactor(deps).redact(text))
-    deps.extras["memory_store"] = store
+    deps.extras[STORE] = store
     return store
 
 

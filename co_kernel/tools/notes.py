@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic_ai import ModelRetry, RunContext, ToolFailed
 from pydantic_ai.toolsets import FunctionToolset
 
-from ..deps import CoDeps  # at run time: pydantic-ai reads the tools' annotations
+from ..deps import CoDeps, ExtrasKey  # at run time: pydantic-ai reads the tools' annotations
 from ..exceptions import TextFileError
 from ..inert import inert_code
 from . import ToolsetBuild
@@ -39,25 +39,29 @@ def _vault_path(settings: Settings) -> Path | None:
     return Path(os.path.realpath(Path(raw).expanduser())) if raw is not None else None
 
 
+_INDEX = ExtrasKey[tuple[VaultIndex, Path | None]]("notes_index")
+"""The session's vault index, with the ``obsidian_vault_path`` setting it was made for."""
+
+
 def _index(deps: CoDeps) -> VaultIndex:
     # The vault's path is resolved once for its setting: were it resolved on every call, a
     # vault inside the workspace swapped for a link to elsewhere would move the index there.
     # Resolved once, such a swap makes the descriptor walk from `/` fail instead.
     configured = deps.settings.obsidian_vault_path
-    cached = deps.extras.get("notes_index")
-    if isinstance(cached, VaultIndex) and deps.extras.get("notes_vault") == configured:
-        root: Path | None = cached.root
+    entry = deps.extras.get(_INDEX)
+    cached = entry[0] if entry is not None else None
+    if entry is not None and entry[1] == configured:
+        root: Path | None = entry[0].root
     else:
         root = _vault_path(deps.settings)
     if root is None or not root.is_dir():
         raise ToolFailed(f"The vault folder {root} is not there any more (obsidian_vault_path).")
-    if not isinstance(cached, VaultIndex) or cached.root != root:
-        if isinstance(cached, VaultIndex):
+    if cached is None or cached.root != root:
+        if cached is not None:
             cached.close()
         protection = Protection.of(deps.settings, deps.workspace)
         cached = VaultIndex(root, deps.settings.file_max_bytes, protection=protection)
-        deps.extras["notes_index"] = cached
-        deps.extras["notes_vault"] = configured
+        deps.extras[_INDEX] = (cached, configured)
     return cached
 
 

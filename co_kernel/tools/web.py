@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 from pydantic_ai import ModelRetry, RunContext, Tool, ToolFailed
 from pydantic_ai.toolsets import FunctionToolset
 
-from ..deps import CoDeps  # at run time: pydantic-ai reads the tools' annotations
+from ..deps import CoDeps, ExtrasKey  # at run time: pydantic-ai reads the tools' annotations
 from ..exceptions import FetchRefused
 from . import ToolsetBuild
 from ._audit import record_access
@@ -142,12 +142,12 @@ async def web_search(ctx: RunContext[CoDeps], query: str, page: int = 1) -> dict
     return result("\n".join(lines), count=len(hits), page=page, has_more=has_more, results=hits)
 
 
+_PAGES = ExtrasKey[OrderedDict[str, tuple[str, list[str], bool]]]("web_pages")
+"""Fetched pages of the session, by URL: their title, pages of text and whether cut."""
+
+
 def _page_cache(deps: CoDeps) -> OrderedDict[str, tuple[str, list[str], bool]]:
-    cache = deps.extras.get("web_pages")
-    if not isinstance(cache, OrderedDict):
-        cache = OrderedDict()
-        deps.extras["web_pages"] = cache
-    return cache
+    return deps.extras.get_or_create(_PAGES, OrderedDict[str, tuple[str, list[str], bool]])
 
 
 def _to_markdown(got: Fetched) -> tuple[str, str]:

@@ -69,7 +69,7 @@ class TurnResult:
     """Why the turn ended without an answer."""
     requests: int = 0
     """Model requests made."""
-    decisions: dict[str, str] = field(default_factory=dict)
+    decisions: dict[str, str] = field(default_factory=dict[str, str])
     """How each side-effectful call was decided, by tool call id."""
     cost: CostSum = field(default_factory=CostSum)
     """What the turn's tokens cost, its subagents' included."""
@@ -114,7 +114,7 @@ class _Interrupted(Exception):
         self.messages = messages
 
 
-class _TurnRunner:
+class TurnRunner:
     """State of one turn; run() is the state machine."""
 
     def __init__(
@@ -432,7 +432,7 @@ async def run_turn(
     notice = project_rules_notice(deps, headless=getattr(frontend, "kind", "") == "headless")
     if notice:
         frontend.on_notice(notice, "warning")
-    runner = _TurnRunner(
+    runner = TurnRunner(
         agent,
         prompt,
         deps=deps,

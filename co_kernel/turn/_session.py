@@ -12,7 +12,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..deps import CoDeps
+from ..deps import CoDeps, Todo
 from ..exceptions import ConfigError
 from ..inert import inert_code, inert_text
 from ..store import SubagentRow
@@ -142,7 +142,7 @@ class ChatSession:
         self.deps.auto_confirm = value
 
     @property
-    def todos(self) -> list[dict[str, Any]]:
+    def todos(self) -> list[Todo]:
         """The agent's checklist (the list the tools change: replace it in place)."""
         return self.deps.todos
 
@@ -225,8 +225,7 @@ class ChatSession:
         self.deps.session_rules = old.deps.session_rules
         # What the person gave and what Co read belong to the conversation, which goes on.
         domains = outbound_ledger(self.deps).person_domains
-        self.deps.extras["outbound"] = outbound_ledger(old.deps)
-        outbound_ledger(self.deps).person_domains = domains
+        outbound_ledger(self.deps, use=outbound_ledger(old.deps)).person_domains = domains
         self._saved.continue_from(old._saved)
 
     def sent_view(self) -> list[ModelMessage]:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from pydantic_ai.messages import ModelMessage
 
     from ..config import LoadedSettings, Settings
-    from ..deps import CoDeps
+    from ..deps import CoDeps, Todo
     from ..mcp import McpManager
     from ..models import ModelHandle
     from ..sandbox import SandboxProtocol
@@ -66,7 +66,7 @@ class SessionProtocol(Protocol):
     @auto_confirm.setter
     def auto_confirm(self, value: bool) -> None: ...
     @property
-    def todos(self) -> list[dict[str, Any]]: ...
+    def todos(self) -> list[Todo]: ...
     @property
     def recorder(self) -> Recorder | None: ...
     @property

@@ -7,7 +7,7 @@ its own, because every side-effectful call the subagent makes asks the person, e
 as Co's would.
 
 The subagent is a pydantic-ai agent of its own (its instructions, model and allowed
-tools) run by the same ``_TurnRunner`` as a turn: the same streaming, approval loop,
+tools) run by the same ``TurnRunner`` as a turn: the same streaming, approval loop,
 provider-error retries and interrupt salvage. What differs:
 
 - it starts from an empty history and a copy of the caller's deps (one level deeper,
@@ -38,7 +38,7 @@ from ..tools.subagents import DELEGATE_TOOL, SubagentSpec, can_delegate, session
 from ._costs import SubagentSpend, own_usage, priced
 from ._frontend import SubagentView, TurnSummary
 from ._recording_frontend import RecordingFrontend
-from ._run import TurnResult, _TurnRunner, current_turn
+from ._run import TurnResult, TurnRunner, current_turn
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -182,7 +182,7 @@ async def run_subagent(ctx: RunContext[CoDeps], run: SubagentRun) -> SubagentOut
     capabilities = scope.capabilities if scope is not None else None
     spend = scope.spend if scope is not None else []
     nested_from = len(spend)
-    runner = _TurnRunner(
+    runner = TurnRunner(
         _build_agent(run, deps.settings, capabilities),
         run.task,
         deps=sub,

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ...config import CredentialStore, paths, private_folder
+from ...deps import ExtrasKey
 from ...exceptions import CredentialError, GoogleAuthUnavailable
 
 if TYPE_CHECKING:
@@ -60,9 +61,6 @@ SCOPES: tuple[str, ...] = (
     "https://www.googleapis.com/auth/calendar.readonly",
 )
 
-_EXTRAS_KEY = "google_creds"
-_LOCK_KEY = "google_creds_lock"
-_WRITE_BACK_KEY = "google_token_write_back"
 TOKEN_ENTRY = "google_token"
 """The credential store entry holding the token (authorized-user JSON)."""
 _ADC_LOGIN = "gcloud auth application-default login --scopes=" + ",".join(
@@ -199,10 +197,17 @@ def resolve_credentials(
     return creds, source
 
 
+_EXTRAS_KEY = ExtrasKey["tuple[Any, CredentialSource]"]("google_creds")
+"""The session's credentials (google-auth's, untyped) and where they came from."""
+_LOCK_KEY = ExtrasKey[threading.Lock]("google_creds_lock")
+_WRITE_BACK_KEY = ExtrasKey["_TokenFile"]("google_token_write_back")
+"""The token file the credentials were read from, to write a refreshed token back to."""
+
+
 def session_credentials(deps: CoDeps) -> tuple[Any, CredentialSource]:
     """The session's credentials, resolved on first use and cached in ``deps.extras``."""
     # Tools run in worker threads; two first calls at once must not both resolve.
-    lock = deps.extras.setdefault(_LOCK_KEY, threading.Lock())
+    lock = deps.extras.get_or_create(_LOCK_KEY, threading.Lock)
     with lock:
         cached = deps.extras.get(_EXTRAS_KEY)
         if cached is None:
@@ -225,9 +230,9 @@ def save_refreshed_token(deps: CoDeps) -> bool:
     Returns whether it wrote. A token that now holds another refresh token (the person
     signed in again meanwhile) or is gone (signed out) is left as it is.
     """
-    lock = deps.extras.setdefault(_LOCK_KEY, threading.Lock())
+    lock = deps.extras.get_or_create(_LOCK_KEY, threading.Lock)
     with lock:
-        saved: _TokenFile | None = deps.extras.get(_WRITE_BACK_KEY)
+        saved = deps.extras.get(_WRITE_BACK_KEY)
         cached = deps.extras.get(_EXTRAS_KEY)
         if saved is None or cached is None:
             return False
@@ -257,13 +262,13 @@ def save_refreshed_token(deps: CoDeps) -> bool:
 def set_session_credentials(deps: CoDeps, creds: Any, source: CredentialSource) -> None:
     """Use these credentials for the session (a host that signs in by other means)."""
     deps.extras[_EXTRAS_KEY] = (creds, source)
-    deps.extras.pop(_WRITE_BACK_KEY, None)  # not read from the file: nothing to write back
+    deps.extras.pop(_WRITE_BACK_KEY)  # not read from the file: nothing to write back
 
 
 def forget_credentials(deps: CoDeps) -> None:
     """Drop the cached credentials so the next call reads the files again."""
-    deps.extras.pop(_EXTRAS_KEY, None)
-    deps.extras.pop(_WRITE_BACK_KEY, None)
+    deps.extras.pop(_EXTRAS_KEY)
+    deps.extras.pop(_WRITE_BACK_KEY)
 
 
 def _store(settings: Settings) -> CredentialStore:

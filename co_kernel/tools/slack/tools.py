@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from pydantic import Field
 from pydantic_ai import ModelRetry, RunContext
 
-from ...deps import CoDeps
+from ...deps import CoDeps, ExtrasKey
 from .._errors import handle_tool_error
 from .._paging import pages
 from ._errors import classify_slack_error
@@ -33,11 +33,22 @@ _CHANNEL_ID = re.compile(r"^[CGD][A-Z0-9]{6,}$")
 
 # -- session state -------------------------------------------------------------------------
 
+_LOCK = ExtrasKey[threading.Lock]("slack_lock")
+"""Makes the session's one client while tools run in threads."""
+_CLIENT = ExtrasKey[Any]("slack_client")
+"""The session's ``slack_sdk.WebClient`` (imported with the first call)."""
+_URL = ExtrasKey[str]("slack_url")
+"""The workspace's web address, for permalinks."""
+_USERS = ExtrasKey[dict[str, str]]("slack_users")
+"""User id -> display name."""
+_CHANNELS = ExtrasKey[dict[str, str]]("slack_channels")
+"""Channel name -> id, of the channels listed so far."""
+
 
 def _client(deps: CoDeps) -> Any:
-    lock = deps.extras.setdefault("slack_lock", threading.Lock())
+    lock = deps.extras.get_or_create(_LOCK, threading.Lock)
     with lock:
-        client = deps.extras.get("slack_client")
+        client = deps.extras.get(_CLIENT)
         if client is None:
             from slack_sdk import WebClient
 
@@ -46,16 +57,16 @@ def _client(deps: CoDeps) -> Any:
             if deps.settings.slack_api_base_url:
                 kwargs["base_url"] = deps.settings.slack_api_base_url
             client = WebClient(token=token.get_secret_value() if token else None, **kwargs)
-            deps.extras["slack_client"] = client
+            deps.extras[_CLIENT] = client
         return client
 
 
 def _workspace_url(deps: CoDeps, client: Any) -> str:
     """The workspace's web address (``auth.test``), once per session, for permalinks."""
-    url = deps.extras.get("slack_url")
+    url = deps.extras.get(_URL)
     if url is None:
         url = str(client.auth_test().get("url") or "https://slack.com/")
-        deps.extras["slack_url"] = url
+        deps.extras[_URL] = url
     return url
 
 
@@ -70,7 +81,7 @@ def _permalink(base: str, channel: str, ts: str, thread_ts: str | None = None) -
 def _user_names(deps: CoDeps, client: Any) -> dict[str, str]:
     """User id -> name, from the first page of ``users.list``; names are a courtesy, so a
     failure here leaves ids in the output instead of failing the call."""
-    names = deps.extras.get("slack_users")
+    names = deps.extras.get(_USERS)
     if names is None:
         from slack_sdk.errors import SlackApiError
 
@@ -79,7 +90,7 @@ def _user_names(deps: CoDeps, client: Any) -> dict[str, str]:
         except SlackApiError:
             members = []
         names = {m["id"]: _display_name(m) for m in members if "id" in m}
-        deps.extras["slack_users"] = names
+        deps.extras[_USERS] = names
     return names
 
 
@@ -99,7 +110,7 @@ def _channel_id(deps: CoDeps, client: Any, channel: str) -> str:
     name = channel.strip().lstrip("#")
     if _CHANNEL_ID.match(name):
         return name
-    known: dict[str, str] = deps.extras.setdefault("slack_channels", {})
+    known = deps.extras.get_or_create(_CHANNELS, dict[str, str])
     if name not in known:
         cursor = None
         for _ in range(10):  # at most 10 pages of 200 channels
@@ -174,7 +185,7 @@ def list_slack_channels(
             types="public_channel,private_channel", exclude_archived=True, limit=100, cursor=cursor
         )
         channels = answer.get("channels", [])
-        ctx.deps.extras.setdefault("slack_channels", {}).update(
+        ctx.deps.extras.get_or_create(_CHANNELS, dict[str, str]).update(
             {c["name"]: c["id"] for c in channels if "name" in c and "id" in c}
         )
         has_more = listing.record(page, _next_cursor(answer))
