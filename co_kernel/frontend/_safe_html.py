@@ -155,8 +155,7 @@ def _lexer(name: str) -> Lexer:
     from pygments import lexers
 
     # Pygments' stubs leave the options (the lexer's settings) untyped.
-    find = lexers.get_lexer_by_name  # pyright: ignore[reportUnknownMemberType]
-    return find(name, stripnl=False)
+    return lexers.get_lexer_by_name(name, stripnl=False)  # pyright: ignore[reportUnknownMemberType]
 
 
 def _math(content: str, options: dict[str, Any]) -> str:

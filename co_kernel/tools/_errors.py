@@ -40,11 +40,11 @@ from ..telemetry import Redactor, redact_value
 
 if TYPE_CHECKING:
     from pydantic_ai import RunContext
-
-    from ..deps import CoDeps
     from pydantic_ai.capabilities import ValidatedToolArgs, WrapToolExecuteHandler
     from pydantic_ai.messages import ToolCallPart
     from pydantic_ai.tools import ToolDefinition
+
+    from ..deps import CoDeps
 
 __all__ = [
     "ClassifiedError",

@@ -116,7 +116,7 @@ class Repeat:
 class OutboundLedger:
     """One conversation's record of chosen URLs and private text read."""
 
-    given: OrderedDict[str, None] = field(default_factory=OrderedDict)
+    given: OrderedDict[str, None] = field(default_factory=OrderedDict[str, None])
     """Normalised URLs the person wrote in a prompt, any turn so far."""
     linked: set[str] = field(default_factory=set[str])
     """Normalised links of search results and fetched pages of turn ``linked_turn``."""
@@ -124,7 +124,7 @@ class OutboundLedger:
     """The turn ``linked`` belongs to: links of another turn do not count."""
     person_domains: list[str] = field(default_factory=list[str])
     """``web_allowed_domains`` when the person's or the deployer's settings set it."""
-    _private: deque[tuple[str, str]] = field(default_factory=deque)
+    _private: deque[tuple[str, str]] = field(default_factory=deque[tuple[str, str]])
     """(source, lower-cased text) of private tool results, newest last."""
     _chars: int = 0
     _corpus: str | None = None
@@ -210,7 +210,9 @@ class OutboundLedger:
 
     def _joined(self) -> str:
         if self._corpus is None:
-            pieces, starts, at = [], [], 0
+            pieces: list[str] = []
+            starts: list[tuple[int, str]] = []
+            at = 0
             for source, text in self._private:
                 starts.append((at, source))
                 pieces.append(text)
@@ -283,7 +285,8 @@ def _visible(text: str) -> str:
 def _marked(text: str, ledger: OutboundLedger) -> tuple[str, set[str]]:
     """``text`` with each part that repeats private text between ⟦ ⟧, and its sources."""
     repeats = ledger.repeats(text)
-    out, at = [], 0
+    out: list[str] = []
+    at = 0
     for r in repeats:
         out += [_visible(text[at : r.start]), OPEN, _visible(text[r.start : r.end]), CLOSE]
         at = r.end
@@ -385,7 +388,8 @@ def _excerpts(marked: str, context: int = 80) -> str:
     spans = [(m.start(), m.end()) for m in re.finditer(f"{OPEN}[^{CLOSE}]*{CLOSE}", marked)]
     if not spans:
         return marked[:_SHOWN_CHARS] + " …"
-    pieces, last = [], 0
+    pieces: list[str] = []
+    last = 0
     for start, end in spans[:20]:
         begin = max(start - context, last)
         pieces.append(("… " if begin > 0 else "") + marked[begin : end + context])

@@ -36,13 +36,13 @@ PAGE = 10
 MAX_CHARS = 1000
 
 
-STORE = ExtrasKey[MemoryStore]("memory_store")
+_STORE = ExtrasKey[MemoryStore]("memory_store")
 """The session's memory store, opened on first use."""
 
 
 def store_for(deps: CoDeps, *, create: bool = True) -> MemoryStore | None:
     """The session's memory store (opened once); None when absent and not to be created."""
-    store = deps.extras.get(STORE)
+    store = deps.extras.get(_STORE)
     if store is not None:
         return store
     path = memory_store_path()
@@ -50,7 +50,7 @@ def store_for(deps: CoDeps, *, create: bool = True) -> MemoryStore | None:
         return None  # reading the prompt must not create a database
     # Asked on every write: the session's secrets may grow (an edited settings file).
     store = MemoryStore(path, redact=lambda text: session_redactor(deps).redact(text))
-    deps.extras[STORE] = store
+    deps.extras[_STORE] = store
     return store
 
 

@@ -84,7 +84,7 @@ def _matching_lines(index: VaultIndex, note: Note, query: str) -> list[str]:
         lines = lower_lines
     if len(lines) != len(lower_lines):
         lines = lower_lines
-    out = []
+    out: list[str] = []
     for i in hits[:_LINES_PER_NOTE]:
         text = lines[i].strip()
         if len(text) > _LINE_CHARS:
@@ -187,7 +187,7 @@ def read_note(ctx: RunContext[CoDeps], path: str, page: int = 1) -> dict[str, An
     """
     index = _index(ctx.deps)
     scope = index.scope()
-    if isinstance(path, str) and path.strip() and "." not in path.rpartition("/")[2]:
+    if path.strip() and "." not in path.rpartition("/")[2]:
         path += ".md"  # "Reading/Deep Work" names the note as Obsidian shows it
     found = guarded(ctx.deps, "read_note", path, scope, "read")
     try:

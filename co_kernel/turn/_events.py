@@ -48,7 +48,9 @@ class TurnEvents:
         self.subagent = subagent
         """The subagent's name when this run is one: its audit rows say whose calls they were."""
         self.verbose = deps.settings.verbose
-        self.todos_seen: list[Todo] = [Todo(content=t["content"], status=t["status"]) for t in deps.todos]
+        self.todos_seen: list[Todo] = [
+            Todo(content=t["content"], status=t["status"]) for t in deps.todos
+        ]
         """The checklist as last shown; a tool that changes it is followed by ``on_todos``."""
         self.text_parts: list[str] = []
         """Text of the responses that made it into the history: the answer."""

@@ -444,9 +444,7 @@ def _images(msg: Any) -> list[tuple[int, int, Any]]:
     for j, part in enumerate(msg.parts):
         if isinstance(part, ToolReturnPart):
             content: Any = part.content
-            items: list[Any] = (
-                cast(list[Any], content) if isinstance(content, list) else [content]
-            )
+            items: list[Any] = cast(list[Any], content) if isinstance(content, list) else [content]
         elif isinstance(part, UserPromptPart) and not isinstance(part.content, str):
             items = list(part.content)
         else:

@@ -23,10 +23,10 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ...config import CredentialStore, paths, private_folder
 from ...deps import ExtrasKey
@@ -189,7 +189,9 @@ def resolve_credentials(
     from google.auth.exceptions import DefaultCredentialsError
 
     try:
-        creds, _project = google.auth.default(scopes=list(SCOPES))
+        # google-auth leaves part of `default`'s signature untyped.
+        default = cast("Callable[..., tuple[Any, str | None]]", google.auth.default)  # pyright: ignore[reportUnknownMemberType]
+        creds = default(scopes=list(SCOPES))[0]
     except DefaultCredentialsError as exc:
         raise GoogleAuthUnavailable(
             f"Application Default Credentials ({source.path}) cannot be used ({exc}); {source.fix}."
@@ -316,15 +318,20 @@ def run_auth_flow(
             "`google_client_secrets`), enable the Drive, Gmail and Calendar APIs, and run "
             "`co-kernel google auth` again."
         )
-    from google_auth_oauthlib.flow import InstalledAppFlow
+    # google-auth-oauthlib ships no types: its flow and credentials are used as documented.
+    from google_auth_oauthlib.flow import (  # pyright: ignore[reportMissingTypeStubs]
+        InstalledAppFlow,
+    )
 
     try:
-        flow = InstalledAppFlow.from_client_secrets_file(str(secrets), scopes=list(SCOPES))
+        flow: Any = InstalledAppFlow.from_client_secrets_file(  # pyright: ignore[reportUnknownMemberType]
+            str(secrets), scopes=list(SCOPES)
+        )
     except (ValueError, KeyError, OSError) as exc:
         raise GoogleAuthUnavailable(
             f"{secrets} is not an OAuth client file of type 'Desktop app' ({exc})."
         ) from exc
-    creds = flow.run_local_server(
+    creds: Any = flow.run_local_server(
         host=host,
         port=port,
         open_browser=open_browser,

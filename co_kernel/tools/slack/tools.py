@@ -86,7 +86,7 @@ def _user_names(deps: CoDeps, client: Any) -> dict[str, str]:
         from slack_sdk.errors import SlackApiError
 
         try:
-            members = client.users_list(limit=200).get("members", [])
+            members: list[Any] = client.users_list(limit=200).get("members", [])
         except SlackApiError:
             members = []
         names = {m["id"]: _display_name(m) for m in members if "id" in m}
@@ -95,7 +95,7 @@ def _user_names(deps: CoDeps, client: Any) -> dict[str, str]:
 
 
 def _display_name(member: dict[str, Any]) -> str:
-    profile = member.get("profile") or {}
+    profile: dict[str, Any] = member.get("profile") or {}
     return str(
         profile.get("display_name")
         or profile.get("real_name")
@@ -121,7 +121,7 @@ def _channel_id(deps: CoDeps, client: Any, channel: str) -> str:
                 cursor=cursor,
             )
             known.update({c["name"]: c["id"] for c in answer.get("channels", []) if "name" in c})
-            cursor = (answer.get("response_metadata") or {}).get("next_cursor")
+            cursor = _next_cursor(answer)
             if name in known or not cursor:
                 break
     if name not in known:
@@ -163,7 +163,8 @@ def _message_line(message: dict[str, Any], names: dict[str, str], base: str, cha
 
 
 def _next_cursor(answer: Any) -> str | None:
-    return (answer.get("response_metadata") or {}).get("next_cursor") or None
+    metadata: dict[str, Any] = answer.get("response_metadata") or {}
+    return metadata.get("next_cursor") or None
 
 
 # -- tools ---------------------------------------------------------------------------------
@@ -189,11 +190,12 @@ def list_slack_channels(
             {c["name"]: c["id"] for c in channels if "name" in c and "id" in c}
         )
         has_more = listing.record(page, _next_cursor(answer))
-        lines = []
+        lines: list[str] = []
         for c in channels:
             kind = "private" if c.get("is_private") else "public"
             member = "" if c.get("is_member") else ", bot not a member"
-            topic = ((c.get("topic") or {}).get("value") or "").strip()
+            about: dict[str, Any] = c.get("topic") or {}
+            topic = str(about.get("value") or "").strip()
             line = f"- #{c.get('name')} (id `{c.get('id')}`, {kind}{member})"
             lines.append(line + (f": {topic}" if topic else ""))
         if not lines:
@@ -289,9 +291,10 @@ def list_slack_users(
             for m in members
             if not m.get("deleted") and not m.get("is_bot") and m.get("id") != "USLACKBOT"
         ]
-        lines = []
+        lines: list[str] = []
         for m in people:
-            title = ((m.get("profile") or {}).get("title") or "").strip()
+            profile: dict[str, Any] = m.get("profile") or {}
+            title = str(profile.get("title") or "").strip()
             line = f"- {_display_name(m)} (@{m.get('name')}, id `{m.get('id')}`)"
             lines.append(line + (f", {title}" if title else ""))
         if not lines:
