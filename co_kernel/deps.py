@@ -115,6 +115,9 @@ class CoDeps:
     requests against the budgets."""
     notebook_path: str | None = None
     """The notebook's path when the frontend says it."""
+    page_tokens: Extras = field(default_factory=Extras)
+    """Pagination state of the tools' listings, under the paging module's key (a subagent
+    starts its own)."""
     todos: list[Todo] = field(default_factory=list[Todo])
     """The agent's checklist for the session."""
     notebook: NotebookContext | None = None

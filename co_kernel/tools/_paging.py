@@ -5,7 +5,7 @@ Two sources of pages, one module:
 - Local results (notes, files, memories, a fetched page): the whole list is at hand, so
   :func:`paginate` slices it and :func:`text_pages` cuts long text at line ends.
 - Remote listings (Drive, Gmail, Slack): page N+1 needs the token page N returned, kept
-  per listing in ``CoDeps.extras`` by :class:`Pages` (:func:`pages`). A listing is
+  per listing in ``CoDeps.page_tokens`` by :class:`Pages` (:func:`pages`). A listing is
   keyed by tool and arguments (e.g. ``drive:quarterly report``), so two searches page
   independently; page 1 needs no token.
 
@@ -154,10 +154,10 @@ class Pages:
         return False
 
 
-PAGE_TOKENS = ExtrasKey[dict[str, Pages]]("page_tokens")
+_PAGE_TOKENS = ExtrasKey[dict[str, Pages]]("page_tokens")
 """Pagination state of the session's listings, keyed by tool and query."""
 
 
 def pages(deps: CoDeps, key: str) -> Pages:
     """The session's page tokens for one listing, created on first use."""
-    return deps.extras.get_or_create(PAGE_TOKENS, dict[str, Pages]).setdefault(key, Pages())
+    return deps.page_tokens.get_or_create(_PAGE_TOKENS, dict[str, Pages]).setdefault(key, Pages())

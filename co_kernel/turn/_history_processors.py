@@ -140,7 +140,7 @@ def _has_prompt(message: Any) -> bool:
     )
 
 
-def is_summary(message: Any) -> bool:
+def is_summary(message: ModelMessage) -> bool:
     """Whether a message is the prompt that carries a compaction summary."""
     from pydantic_ai.messages import ModelRequest, UserPromptPart
 

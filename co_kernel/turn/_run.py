@@ -41,7 +41,7 @@ from ._repair import (
 )
 
 if TYPE_CHECKING:
-    from pydantic_ai import Agent
+    from pydantic_ai import Agent, DeferredToolRequests
     from pydantic_ai.capabilities import AbstractCapability
     from pydantic_ai.messages import ModelMessage
     from pydantic_ai.usage import RunUsage, UsageLimits
@@ -119,7 +119,7 @@ class TurnRunner:
 
     def __init__(
         self,
-        agent: Agent[CoDeps, Any],
+        agent: Agent[CoDeps, str | DeferredToolRequests],
         prompt: str | Sequence[Any],
         *,
         deps: CoDeps,
@@ -412,7 +412,7 @@ def _seconds(delay: float) -> str:
 
 
 async def run_turn(
-    agent: Agent[CoDeps, Any],
+    agent: Agent[CoDeps, str | DeferredToolRequests],
     prompt: str | Sequence[Any],
     *,
     deps: CoDeps,

@@ -28,7 +28,7 @@ from ._tokens import TokenCount, prompt_tokens
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from pydantic_ai import Agent
+    from pydantic_ai import Agent, DeferredToolRequests
     from pydantic_ai.messages import ModelMessage
 
     from ..config import LoadedSettings, Settings
@@ -182,7 +182,7 @@ class ChatSession:
         """Turns still verbatim in the history (not folded into a summary)."""
         return [t for t in self.turns if t.start is not None]
 
-    def ensure_agent(self) -> tuple[Agent[CoDeps, Any], ModelHandle]:
+    def ensure_agent(self) -> tuple[Agent[CoDeps, str | DeferredToolRequests], ModelHandle]:
         """Build the model and agent on first use; raises ConfigError with the fix."""
         return self.model.ensure_agent()
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.toolsets import FunctionToolset
 
-from ..deps import CoDeps
+from ..deps import CoDeps, Extras
 from ..exceptions import ConfigError
 from ..models import build_model
 from ..tools import ToolsetBuild
@@ -107,7 +107,7 @@ def child_deps(deps: CoDeps) -> CoDeps:
     so the subagent's shell runs in the same sandbox as Co's.
     """
     deps.ensure_sandbox()  # cheap (no container yet); created here so both share one
-    return replace(deps, depth=deps.depth + 1, todos=[], page_tokens={})
+    return replace(deps, depth=deps.depth + 1, todos=[], page_tokens=Extras())
 
 
 def _build_agent(
