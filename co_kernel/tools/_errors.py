@@ -136,7 +136,7 @@ def _describe(error: Exception) -> str:
 
 
 @dataclass
-class ToolErrorGuard(AbstractCapability[Any]):
+class ToolErrorGuard(AbstractCapability["CoDeps"]):
     """Turns every tool failure into a readable result or a capped retry."""
 
     @classmethod
@@ -145,7 +145,7 @@ class ToolErrorGuard(AbstractCapability[Any]):
 
     async def wrap_tool_execute(
         self,
-        ctx: RunContext[Any],
+        ctx: RunContext[CoDeps],
         *,
         call: ToolCallPart,
         tool_def: ToolDefinition,
@@ -171,7 +171,7 @@ class ToolErrorGuard(AbstractCapability[Any]):
 
     async def on_tool_execute_error(
         self,
-        ctx: RunContext[Any],
+        ctx: RunContext[CoDeps],
         *,
         call: ToolCallPart,
         tool_def: ToolDefinition,

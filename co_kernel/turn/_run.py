@@ -43,7 +43,7 @@ from ._repair import (
 if TYPE_CHECKING:
     from pydantic_ai import Agent, DeferredToolRequests
     from pydantic_ai.capabilities import AbstractCapability
-    from pydantic_ai.messages import ModelMessage
+    from pydantic_ai.messages import ModelMessage, UserContent
     from pydantic_ai.usage import RunUsage, UsageLimits
 
     from ..deps import CoDeps
@@ -120,7 +120,7 @@ class TurnRunner:
     def __init__(
         self,
         agent: Agent[CoDeps, str | DeferredToolRequests],
-        prompt: str | Sequence[Any],
+        prompt: str | Sequence[UserContent],
         *,
         deps: CoDeps,
         history: list[ModelMessage],
@@ -413,7 +413,7 @@ def _seconds(delay: float) -> str:
 
 async def run_turn(
     agent: Agent[CoDeps, str | DeferredToolRequests],
-    prompt: str | Sequence[Any],
+    prompt: str | Sequence[UserContent],
     *,
     deps: CoDeps,
     history: list[ModelMessage],

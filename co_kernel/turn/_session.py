@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from pydantic_ai import Agent, DeferredToolRequests
-    from pydantic_ai.messages import ModelMessage
+    from pydantic_ai.messages import ModelMessage, UserContent
 
     from ..config import LoadedSettings, Settings
     from ..models import ModelHandle
@@ -302,7 +302,7 @@ class ChatSession:
         *,
         cell_id: str | None,
         frontend: FrontendProtocol,
-        attachments: Sequence[Any] = (),
+        attachments: Sequence[UserContent] = (),
         typed: str | None = None,
     ) -> TurnResult | None:
         """Run one turn; re-running the last turn's cell replaces that turn.
