@@ -7,9 +7,10 @@ tools, the sandbox cell and the turn that all use it, and above what it holds.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypedDict, TypeVar, cast
 
 if TYPE_CHECKING:
     from .config import PermissionRule, Settings
@@ -18,7 +19,74 @@ if TYPE_CHECKING:
     from .sandbox import SandboxProtocol, StatusCallback
     from .telemetry import AuditLog
 
-__all__ = ["CoDeps"]
+__all__ = ["CoDeps", "Extras", "ExtrasKey", "Output", "Todo"]
+
+T = TypeVar("T")
+
+
+class Todo(TypedDict):
+    """One item of the agent's checklist (``write_todos``), as the frontend shows it."""
+
+    content: str
+    status: Literal["pending", "in_progress", "completed"]
+
+
+Output = dict[str, Any]
+"""One Jupyter output as nbformat writes it (``stream``, ``display_data``, ``error``...):
+JSON whose shape depends on its ``output_type``, passed on to the frontend as it is."""
+
+
+@dataclass(frozen=True, eq=False)
+class ExtrasKey(Generic[T]):
+    """The typed key of one entry of `Extras`, declared once by the module that owns it.
+
+    Keys compare by identity: two owners never share an entry by choosing the same name.
+    """
+
+    name: str
+    """What the entry is, for a person reading a session's state."""
+
+
+class Extras:
+    """Per-integration state of a session (cached clients, stores, ledgers) under typed keys.
+
+    The deps sit below the tools, so they cannot name the tools' types; each owner declares
+    an ``ExtrasKey[ItsType]`` instead, and every read and write through it is typed.
+    """
+
+    def __init__(self) -> None:
+        self._values: dict[ExtrasKey[Any], object] = {}
+
+    def get(self, key: ExtrasKey[T]) -> T | None:
+        """The entry under ``key``, or None."""
+        # Only `__setitem__` and `get_or_create` write, and both take a value of the key's type.
+        return cast("T | None", self._values.get(key))
+
+    def __getitem__(self, key: ExtrasKey[T]) -> T:
+        return cast(T, self._values[key])
+
+    def __setitem__(self, key: ExtrasKey[T], value: T) -> None:
+        self._values[key] = value
+
+    def __contains__(self, key: ExtrasKey[Any]) -> bool:
+        return key in self._values
+
+    def get_or_create(self, key: ExtrasKey[T], make: Callable[[], T]) -> T:
+        """The entry under ``key``, made by ``make()`` and kept the first time."""
+        found = self._values.get(key)
+        if found is None:
+            # One atomic `setdefault`: two threads asking at once (the lock of a client
+            # that tools share) get the same entry.
+            found = self._values.setdefault(key, make())
+        return cast(T, found)
+
+    def pop(self, key: ExtrasKey[T]) -> T | None:
+        """Remove the entry under ``key``; returns it, or None if there was none."""
+        return cast("T | None", self._values.pop(key, None))
+
+    def values(self) -> Iterator[object]:
+        """Every entry (the session closes those that can be closed)."""
+        return iter(list(self._values.values()))
 
 
 @dataclass
@@ -47,9 +115,10 @@ class CoDeps:
     requests against the budgets."""
     notebook_path: str | None = None
     """The notebook's path when the frontend says it."""
-    page_tokens: dict[str, Any] = field(default_factory=dict)
-    """Pagination state of tools, keyed by tool and query."""
-    todos: list[dict[str, Any]] = field(default_factory=list)
+    page_tokens: Extras = field(default_factory=Extras)
+    """Pagination state of the tools' listings, under the paging module's key (a subagent
+    starts its own)."""
+    todos: list[Todo] = field(default_factory=list[Todo])
     """The agent's checklist for the session."""
     notebook: NotebookContext | None = None
     """The kernel's Python namespace and recent cells; None outside a kernel."""
@@ -59,11 +128,11 @@ class CoDeps:
     """Subagent nesting: 0 for Co itself, 1 for a subagent it delegated to, ..."""
     session_rules: list[PermissionRule] = field(default_factory=list)
     """Permission rules added for this session (`%allow`, `%ask`, `%deny`, "Always allow")."""
-    extras: dict[str, Any] = field(default_factory=dict)
+    extras: Extras = field(default_factory=Extras)
     """Per-integration cached clients and credentials (never module globals)."""
     recorder: Recorder | None = None
     """The session's recording of its model exchanges (`%record`), and a replay's decisions."""
-    displays: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    displays: dict[str, list[Output]] = field(default_factory=dict[str, list[Output]])
     """What a tool call displayed (``run_python``'s figures and tables as MIME bundles), by
     call id, until the turn draws it in the cell under the call's card."""
 

@@ -37,7 +37,7 @@ class JupyterKernel(Protocol):
         """Routing identity of the request being answered, per channel."""
         ...
 
-    def get_parent(self, channel: Any = None) -> dict[str, Any]:
+    def get_parent(self, channel: str | None = None) -> dict[str, Any]:
         """The message being answered (its header and metadata)."""
         ...
 

@@ -146,7 +146,7 @@ class MarkdownStream:
         """``cost(segment, final)``: bytes a message of that segment puts on the wire, not
         counting ``message_overhead`` (default: the segment's length)."""
         self._publish = publish
-        self._cost = cost or (lambda seg, _final: len(seg))
+        self._cost: Callable[[str, bool], int] = cost or (lambda seg, _final: len(seg))
         self._interval = 1.0 / max_rate
         self._split_at = split_at
         self._ratio = budget_ratio

@@ -208,8 +208,14 @@ class PendingApprovals:
     # -- the pages' side ------------------------------------------------------------
 
     def _open(self, comm: Any, msg: Any) -> None:
-        comm.on_msg(lambda m: self._message(comm, m))
-        comm.on_close(lambda _m: self._forget(comm))
+        def on_msg(m: Any) -> None:
+            self._message(comm, m)
+
+        def on_close(_m: Any) -> None:
+            self._forget(comm)
+
+        comm.on_msg(on_msg)
+        comm.on_close(on_close)
         with self._lock:
             self._comms[comm.comm_id] = comm
             self._watched_at = time.monotonic()
@@ -224,16 +230,17 @@ class PendingApprovals:
             self._comms.pop(comm.comm_id, None)
 
     def _message(self, comm: Any, msg: Any) -> None:
-        data = msg.get("content", {}).get("data")
+        sent: object = msg.get("content", {}).get("data")
+        data = cast(dict[str, Any], sent) if isinstance(sent, dict) else None
         with self._lock:
             self._watched_at = time.monotonic()
-        if isinstance(data, dict) and data.get("seen") is True:
+        if data is not None and data.get("seen") is True:
             return
-        if isinstance(data, dict) and isinstance(data.get("told"), list):
+        if data is not None and isinstance(data.get("told"), list):
             with self._lock:
                 self._missed = [o for o in self._missed if o["id"] not in data["told"]]
             return
-        if not isinstance(data, dict) or "decide" not in data:
+        if data is None or "decide" not in data:
             comm.send({"error": "Expected {decide: <id>, choice: <approve|deny|approve_all>}."})
             return
         pending_id, choice = data.get("decide"), data.get("choice")

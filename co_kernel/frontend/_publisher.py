@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from ._controls import terminal_safe
 from ._safe_html import safe_bundle
@@ -78,8 +78,9 @@ class KernelPublisher:
         id of the cell with the count its reply will carry (for a page that never receives
         that reply: a reload, a second tab)."""
         tag: dict[str, Any] = {"request": self._pub.parent_header.get("msg_id")}
-        parent = self._kernel.get_parent() if self._kernel is not None else {}
-        cell = (parent.get("metadata") or {}).get("cellId")
+        parent: dict[str, Any] = self._kernel.get_parent() if self._kernel is not None else {}
+        meta: dict[str, Any] = parent.get("metadata") or {}
+        cell: object = meta.get("cellId")
         if isinstance(cell, str):
             tag["cell"] = cell
             tag["count"] = self._shell.execution_count
@@ -130,9 +131,9 @@ class RedactingPublisher:
         if isinstance(value, str):
             return self._scrub(value)
         if isinstance(value, dict):
-            return {k: self._clean(v) for k, v in value.items()}
+            return {k: self._clean(v) for k, v in cast(dict[str, Any], value).items()}
         if isinstance(value, list):
-            return [self._clean(v) for v in value]
+            return [self._clean(v) for v in cast(list[Any], value)]
         return value
 
     def display(

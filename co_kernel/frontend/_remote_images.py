@@ -136,7 +136,7 @@ def host_allowed(host: str, allowed: Iterable[str]) -> bool:
 
 def _visible(text: str) -> str:
     """``text`` with control, invisible and direction characters shown as ``\\u....``."""
-    out = []
+    out: list[str] = []
     for ch in text:
         category = unicodedata.category(ch)
         if category in ("Cc", "Cf", "Zl", "Zp", "Co", "Cn") or (ch.isspace() and ch != " "):

@@ -48,9 +48,12 @@ from __future__ import annotations
 import functools
 import html
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ._remote_images import rewrite_images
+
+if TYPE_CHECKING:
+    from pygments.lexer import Lexer
 
 __all__ = [
     "MARKDOWN_CLASS",
@@ -142,16 +145,19 @@ def _highlight(code: str, lang: str, _attrs: str) -> str:
         lexer = _lexer(lang.split()[0].lower())
     except ClassNotFound:
         return ""
-    body = highlight(code, lexer, HtmlFormatter(nowrap=True))
+    # Without `outfile` Pygments' formatter makes text (its stubs leave that open).
+    formatter = cast("HtmlFormatter[str]", HtmlFormatter(nowrap=True))
+    body = highlight(code, lexer, formatter)
     # Starting with "<pre", it is used as the whole block (nbconvert styles .highlight).
     return f'<pre class="highlight"><code>{body}</code></pre>'
 
 
 @functools.lru_cache(maxsize=64)
-def _lexer(name: str) -> Any:
-    from pygments.lexers import get_lexer_by_name
+def _lexer(name: str) -> Lexer:
+    from pygments import lexers
 
-    return get_lexer_by_name(name, stripnl=False)
+    # Pygments' stubs leave the options (the lexer's settings) untyped.
+    return lexers.get_lexer_by_name(name, stripnl=False)  # pyright: ignore[reportUnknownMemberType]
 
 
 def _math(content: str, options: dict[str, Any]) -> str:
@@ -234,7 +240,7 @@ def reference_definitions(text: str) -> str:
     whole text does, since a definition applies to the whole document wherever it stands."""
     env: dict[str, Any] = {}
     _parser().parse(text, env)
-    lines = []
+    lines: list[str] = []
     for label, ref in env.get("references", {}).items():
         title = ref.get("title") or ""
         escaped = title.replace("\\", "\\\\").replace('"', '\\"')

@@ -18,7 +18,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..exceptions import ScrubError
 from ._publisher import OUTPUT_TAG
@@ -30,14 +30,16 @@ __all__ = ["scrub_notebook"]
 
 def _source(value: Any) -> Any:
     # nbformat stores multi-line strings as lists of lines.
-    return "".join(value) if isinstance(value, list) else value
+    return "".join(cast(list[str], value)) if isinstance(value, list) else value
 
 
 def _scrub_output(output: dict[str, Any]) -> bool:
-    data = output.get("data")
-    tag = (output.get("metadata") or {}).get(OUTPUT_TAG)
-    if not isinstance(data, dict) or not isinstance(tag, dict):
+    found: object = output.get("data")
+    meta: dict[str, Any] = output.get("metadata") or {}
+    tag: object = meta.get(OUTPUT_TAG)
+    if not isinstance(found, dict) or not isinstance(tag, dict):
         return False
+    data = cast(dict[str, Any], found)
     if "text/markdown" not in data:
         saved = _source(data.get("text/html"))
         if not isinstance(saved, str):
@@ -67,13 +69,16 @@ def scrub_notebook(path: Path) -> int:
         raise ScrubError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise ScrubError(f"{path}: not a notebook Co can read ({exc})") from None
-    if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
+    if not isinstance(notebook, dict) or not isinstance(
+        cast(dict[str, Any], notebook).get("cells"), list
+    ):
         raise ScrubError(f"{path}: not a notebook (no list of cells)")
+    cells = cast(list[Any], notebook["cells"])
     changed = sum(
-        _scrub_output(output)
-        for cell in notebook["cells"]
+        _scrub_output(cast(dict[str, Any], output))
+        for cell in cells
         if isinstance(cell, dict)
-        for output in cell.get("outputs") or []
+        for output in cast(list[Any], cast(dict[str, Any], cell).get("outputs") or [])
         if isinstance(output, dict)
     )
     if changed:

@@ -160,7 +160,7 @@ class SubagentLog:
         return "\n".join(lines)
 
     def bundle(self) -> dict[str, Any]:
-        body = []
+        body: list[str] = []
         for entry in self.entries:
             if entry.kind == "tool":
                 body.append(
@@ -338,7 +338,7 @@ class ConsoleSubagentFrontend(SubagentFrontend):
         # The subagent's text, calls and notices are outside text: shown, not obeyed, and
         # unstyled, like the parent console's (``ConsoleFrontend``).
         text = mark_hidden(terminal_safe(text, keep_sgr=False))
-        out = []
+        out: list[str] = []
         for char in text:
             if self._at_line_start and char != "\n":
                 out.append(self.PREFIX)

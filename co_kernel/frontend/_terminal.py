@@ -73,7 +73,7 @@ def colour_diff(lines: list[str]) -> list[str]:
     """
     if not any(line.startswith("@@") for line in lines):
         return lines  # not a diff: a "-" there is a list's, not a removal
-    out = []
+    out: list[str] = []
     for line in lines:
         style = next((code for prefix, code in _DIFF_STYLES if line.startswith(prefix)), None)
         out.append(f"{style}{line}{_RESET}" if style else line)

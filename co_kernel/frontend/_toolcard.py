@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 import json
 import re
-from typing import Any
+from typing import Any, cast
 
 from ..permissions import RECORDED, normalise_args
 from ..turn import ToolCallView, ToolResultView
@@ -61,7 +61,7 @@ def diff_html(detail: str) -> str:
     detail = mark_hidden(detail)
     if not _UNIFIED_DIFF.search(detail):
         return f"<pre>{html.escape(detail)}</pre>"
-    lines = []
+    lines: list[str] = []
     for line in detail.rstrip("\n").split("\n"):
         header = line.startswith(("+++ ", "--- "))
         style = "font-weight:600" if header else _DIFF_LINE_STYLE.get(line[:1], "")
@@ -97,9 +97,9 @@ def _marked(value: Any) -> Any:
     if isinstance(value, str):
         return mark_hidden(value)
     if isinstance(value, dict):
-        return {k: _marked(v) for k, v in value.items()}
+        return {k: _marked(v) for k, v in cast(dict[str, Any], value).items()}
     if isinstance(value, list):
-        return [_marked(v) for v in value]
+        return [_marked(v) for v in cast(list[Any], value)]
     return value
 
 
@@ -111,7 +111,7 @@ def format_args(args: dict[str, Any] | str | None) -> str:
 
 def short_args(args: dict[str, Any] | str | None, limit: int = 60) -> str:
     value = normalise_args(args)
-    parts = []
+    parts: list[str] = []
     for key, val in value.items():
         text = val if isinstance(val, str) else json.dumps(val, ensure_ascii=False, default=str)
         text = text.replace("\n", " ")
@@ -126,11 +126,11 @@ def _result_text(content: Any) -> str:
     if isinstance(content, list):
         # A result with images beside it (run_python): the images are drawn in the cell
         # and described in the result's text; the card shows the text.
-        data = [item for item in content if not hasattr(item, "media_type")]
+        data = [item for item in cast(list[Any], content) if not hasattr(item, "media_type")]
         content = data[0] if len(data) == 1 else data
-    if isinstance(content, dict) and isinstance(content.get("display"), str):
+    if isinstance(content, dict) and isinstance(cast(dict[str, Any], content).get("display"), str):
         # Tools return {"display": ..., ...}: the display text is what a person reads.
-        content = content["display"]
+        content = cast(dict[str, Any], content)["display"]
     if isinstance(content, str):
         text = content
     else:

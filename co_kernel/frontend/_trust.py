@@ -53,7 +53,7 @@ class TrustCard:
     def __init__(
         self, notice: str, on_choice: Callable[[ApprovalDecision], None], pending_id: str
     ) -> None:
-        import ipywidgets as w
+        import ipywidgets as w  # pyright: ignore[reportMissingTypeStubs]  # ships no types
 
         self.notice = notice
         self.decision: str | None = None

@@ -72,7 +72,7 @@ def card_box(title: str, body: list[Any], buttons: list[Any], classes: list[str]
     ``classes`` name the card's box for the extension (``CARD_CLASS``). Returns the box;
     its children are ``[title, *body, buttons row, status]``, in that order.
     """
-    import ipywidgets as w
+    import ipywidgets as w  # pyright: ignore[reportMissingTypeStubs]  # ships no types
 
     parts: list[Any] = [w.HTML(f"<b>{title}</b>"), *body]
     parts += [w.HBox(buttons), w.HTML("<i>Waiting for your decision…</i>")]
@@ -84,11 +84,11 @@ def choice_buttons(
     on_choice: Callable[[ApprovalDecision], None],
 ) -> list[Any]:
     """One button per (label, decision, style, tooltip), each calling ``on_choice``."""
-    import ipywidgets as w
+    import ipywidgets as w  # pyright: ignore[reportMissingTypeStubs]  # ships no types
 
     buttons: list[Any] = []
     for label, choice, style, tooltip in specs:
-        button = w.Button(description=label, button_style=style, tooltip=tooltip)
+        button: Any = w.Button(description=label, button_style=style, tooltip=tooltip)
 
         def clicked(_button: Any, chosen: ApprovalDecision = choice) -> None:
             on_choice(chosen)
@@ -137,7 +137,7 @@ class ApprovalCard:
         click, sent with the Approve click over the comm), so without it the card shows the
         whole change and says it is applied all or nothing.
         """
-        import ipywidgets as w
+        import ipywidgets as w  # pyright: ignore[reportMissingTypeStubs]  # ships no types
 
         self.call = call
         self.decision: str | None = None
@@ -165,13 +165,17 @@ class ApprovalCard:
         self.buttons: list[Any] = choice_buttons(BUTTONS, on_choice)
         if rule:
             shown = rule if len(rule) <= _RULE_SHOWN else rule[: _RULE_SHOWN - 1] + "…"
-            button = w.Button(
+            button: Any = w.Button(
                 description=f"Always allow {shown}",
                 tooltip=f"Run this call, and without asking every call matching {rule} "
                 "for the rest of the session (%permissions lists it)",
                 layout=w.Layout(width="auto"),
             )
-            button.on_click(lambda _b: on_choice("always_allow"))
+
+            def always(_button: Any) -> None:
+                on_choice("always_allow")
+
+            button.on_click(always)
             self.buttons.append(button)
         classes = [CARD_CLASS, f"{CARD_CLASS}-{pending_id}"] if pending_id else [CARD_CLASS]
         self.box = card_box(

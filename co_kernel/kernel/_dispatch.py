@@ -364,7 +364,8 @@ class CellDispatcher:
         ctx = MagicContext(
             self.session,
             kernel=self._kernel,
-            extras={"cell_id": request.cell_id, "frontend": frontend_kind(request)},
+            cell_id=request.cell_id,
+            frontend=frontend_kind(request),
         )
         try:
             module = find_magic(name)

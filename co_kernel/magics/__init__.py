@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import difflib
 import importlib
-from dataclasses import dataclass, field
-from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, runtime_checkable
 
 from ..exceptions import MagicError
 
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAGICS",
+    "Magic",
     "MagicContext",
     "MagicError",
     "RunPrompt",
@@ -32,6 +33,7 @@ __all__ = [
     "find_magic",
     "inspect_reply",
     "is_complete_reply",
+    "magic_completer",
     "parse_magic",
 ]
 
@@ -81,8 +83,29 @@ class MagicContext:
     """The kernel session's conversation, deps and model."""
     kernel: JupyterKernel | None = None
     """The kernel, for the few magics that need it (status of the sandbox, shutdown)."""
-    extras: dict[str, Any] = field(default_factory=dict)
-    """Frontend-provided facts (cell id, notebook path)."""
+    cell_id: str | None = None
+    """JupyterLab's id of the cell the magic runs in; None from other clients."""
+    frontend: Literal["notebook", "console", "headless"] | None = None
+    """Which frontend sent the cell (``dispatch.frontend_kind``); None outside a cell
+    (completion and inspection)."""
+
+
+@runtime_checkable
+class Magic(Protocol):
+    """What a magic module offers (its optional ``complete`` is ``magic_completer``'s)."""
+
+    USAGE: str
+    """One line: how the magic is typed."""
+    __doc__: str | None
+    """Its `%help` text."""
+
+    async def run(self, ctx: MagicContext, args: str, /) -> str | RunPrompt | None:
+        """Markdown to show, a prompt the cell runs as its turn, or nothing."""
+        ...
+
+
+Completer = Callable[[MagicContext, str], list[str]]
+"""A magic's ``complete(ctx, arg_text)``: the candidates for the word being typed."""
 
 
 def parse_magic(line: str) -> tuple[str, str]:
@@ -92,14 +115,22 @@ def parse_magic(line: str) -> tuple[str, str]:
     return name.strip().lower(), args.strip()
 
 
-def find_magic(name: str) -> ModuleType:
+def find_magic(name: str) -> Magic:
     """The module of a magic, or MagicError with a did-you-mean."""
     module = MAGICS.get(name)
     if module is None:
         close = difflib.get_close_matches(name, list(MAGICS), n=1)
         hint = f" Did you mean %{close[0]}?" if close else ""
         raise MagicError(f"Unknown magic %{name}.{hint} Type %help for the list.")
-    return importlib.import_module(f"{__name__}.{module}")
+    # The modules MAGICS names are Co's own, each written to the protocol (tests/magics
+    # checks every one of them).
+    return cast(Magic, importlib.import_module(f"{__name__}.{module}"))
+
+
+def magic_completer(magic: Magic) -> Completer | None:
+    """A magic's Tab completion, when it has one."""
+    completer: Completer | None = getattr(magic, "complete", None)
+    return completer
 
 
 def magic_help(name: str) -> str:

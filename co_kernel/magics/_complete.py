@@ -7,13 +7,20 @@ A plain cell is a prompt, so only magics complete; prose never does.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import re
 from typing import Any
 
 from ..frontend import safe_bundle
-from . import CELL_MAGICS, MAGICS, MagicContext, MagicError, find_magic, magic_help
+from . import (
+    CELL_MAGICS,
+    MAGICS,
+    MagicContext,
+    MagicError,
+    find_magic,
+    magic_completer,
+    magic_help,
+)
 
 __all__ = ["complete_reply", "inspect_reply", "is_complete_reply"]
 
@@ -60,8 +67,7 @@ def complete_reply(ctx: MagicContext | None, code: str, cursor_pos: int | None) 
     if name not in MAGICS:
         return _reply([], cursor, cursor)
     word = re.split(r"\s", arg_text)[-1]
-    module = importlib.import_module(f"{__package__}.{MAGICS[name]}")
-    completer = getattr(module, "complete", None)
+    completer = magic_completer(find_magic(name))
     if completer is None:
         return _reply([], cursor, cursor)
     try:

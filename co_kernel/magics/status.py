@@ -24,7 +24,7 @@ async def run(ctx: MagicContext, args: str) -> str:
     await session.mcp.ready()  # a row per MCP server, in its settled state
     # The provider check is network I/O: keep it off the kernel's event loop.
     report = await asyncio.to_thread(collect_status, session.workspace, session)
-    if args == "all" or ctx.extras.get("frontend") != "console":
+    if args == "all" or ctx.frontend != "console":
         # A notebook scrolls and keeps its outputs: the whole report, always.
         return "**Co status**\n\n" + format_status(report, markdown=True)
     # A terminal shows about 24 lines at once: what matters, the rest one command away.

@@ -55,6 +55,7 @@ from pydantic_ai.exceptions import ApprovalRequired
 
 from ..config import KINDS, PROJECT, PermissionRule, paths, private_folder
 from ..inert import inert_code
+from ..session_state import ExtrasKey
 from ._shell_parse import parse_line
 from ._shell_programs import SYNONYMS
 
@@ -116,7 +117,7 @@ _ASKS_ITSELF = frozenset({SHELL_TOOL, "run_python"})
 ``auto_decision``, which no longer approves a safe command an ask rule names)."""
 
 _ACCEPTED_FILE = "accepted-project-permissions.json"
-_NOTICED = "permissions.noticed"
+_NOTICED = ExtrasKey[str]("permissions.noticed")
 """``deps.extras`` key: the hash of the pending project rules the session was told about."""
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..inert import inert_code, inert_text
 from ._outbound import OutboundLedger, describe_request, outbound_ledger, result_text
@@ -55,7 +55,7 @@ class ToolsetBuild:
     """The toolset, or None when the integration is not configured."""
     reason: str | None = None
     """Why it is not registered, naming the setting to set."""
-    approval: dict[str, bool] = field(default_factory=dict)
+    approval: dict[str, bool] = field(default_factory=dict[str, bool])
     """Tool name -> whether it needs approval."""
 
 
@@ -73,7 +73,8 @@ def collect_toolsets(settings: Settings) -> list[ToolsetBuild]:
     builds: list[ToolsetBuild] = []
     for module_name in _INTEGRATIONS:
         module = importlib.import_module(f"{__name__}.{module_name}")
-        built = module.build(settings)
+        # Each integration module's `build` makes one ToolsetBuild or a list of them.
+        built = cast("ToolsetBuild | list[ToolsetBuild]", module.build(settings))
         builds.extend(built if isinstance(built, list) else [built])
     builds.extend(_plugin_builds(settings))
     return builds
@@ -83,7 +84,7 @@ def _plugin_builds(settings: Settings) -> list[ToolsetBuild]:
     """Toolsets from installed plugins; a broken plugin is reported, never fatal."""
     from importlib.metadata import entry_points
 
-    builds = []
+    builds: list[ToolsetBuild] = []
     for entry in entry_points(group=ENTRY_POINT_GROUP):
         try:
             build = entry.load()(settings)

@@ -35,6 +35,7 @@ from pydantic_ai.exceptions import (
 
 from ..config import paths
 from ..exceptions import PageReplayMismatch, ToolError, ToolErrorKind
+from ..session_state import ExtrasKey
 from ..telemetry import Redactor, redact_value
 
 if TYPE_CHECKING:
@@ -42,6 +43,8 @@ if TYPE_CHECKING:
     from pydantic_ai.capabilities import ValidatedToolArgs, WrapToolExecuteHandler
     from pydantic_ai.messages import ToolCallPart
     from pydantic_ai.tools import ToolDefinition
+
+    from ..session_state import CoDeps
 
 __all__ = [
     "ClassifiedError",
@@ -98,7 +101,11 @@ def _retry(kind: ToolErrorKind, message: str, hint: str | None) -> NoReturn:
     )
 
 
-def session_redactor(deps: Any) -> Redactor:
+_REDACTOR = ExtrasKey[tuple[tuple[object, ...], Redactor]]("redactor")
+"""The session's redactor, with the settings and files it was made from."""
+
+
+def session_redactor(deps: CoDeps) -> Redactor:
     """The secrets a session's tools must not hand on (to the model, to a store).
 
     Those of the settings in force, of both settings files (also keys a later layer
@@ -107,12 +114,11 @@ def session_redactor(deps: Any) -> Redactor:
     """
     files = [paths().settings_file, deps.workspace / ".co" / "settings.json"]
     key = (id(deps.settings), *(_stamp(f) for f in files))
-    cached = deps.extras.get("redactor")
-    if isinstance(cached, tuple) and cached[0] == key:
-        redactor: Redactor = cached[1]
-        return redactor
+    cached = deps.extras.get(_REDACTOR)
+    if cached is not None and cached[0] == key:
+        return cached[1]
     redactor = Redactor.from_settings(deps.settings, files=files)
-    deps.extras["redactor"] = (key, redactor)
+    deps.extras[_REDACTOR] = (key, redactor)
     return redactor
 
 
@@ -130,7 +136,7 @@ def _describe(error: Exception) -> str:
 
 
 @dataclass
-class ToolErrorGuard(AbstractCapability[Any]):
+class ToolErrorGuard(AbstractCapability["CoDeps"]):
     """Turns every tool failure into a readable result or a capped retry."""
 
     @classmethod
@@ -139,7 +145,7 @@ class ToolErrorGuard(AbstractCapability[Any]):
 
     async def wrap_tool_execute(
         self,
-        ctx: RunContext[Any],
+        ctx: RunContext[CoDeps],
         *,
         call: ToolCallPart,
         tool_def: ToolDefinition,
@@ -165,7 +171,7 @@ class ToolErrorGuard(AbstractCapability[Any]):
 
     async def on_tool_execute_error(
         self,
-        ctx: RunContext[Any],
+        ctx: RunContext[CoDeps],
         *,
         call: ToolCallPart,
         tool_def: ToolDefinition,

@@ -10,9 +10,10 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..exceptions import DefinitionError, TextFileError
+from ._json import is_list
 from ._scope import Protection, Root, Scope, read_text
 
 __all__ = ["MarkdownDefinition", "parse_definition", "read_definition"]
@@ -33,7 +34,7 @@ class MarkdownDefinition:
     """The front-matter mapping."""
     body: str
     """Everything after the closing ``---``, stripped."""
-    lines: dict[str, int] = field(default_factory=dict)
+    lines: dict[str, int] = field(default_factory=dict[str, int])
     """Front-matter key -> the file line it is on, for error messages."""
 
     def error(self, key: str | None, message: str) -> DefinitionError:
@@ -71,9 +72,9 @@ class MarkdownDefinition:
             return None
         if isinstance(value, str):
             value = [v for v in re.split(r"[,\s]+", value) if v]
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        if not is_list(value) or not all(isinstance(v, str) for v in value):
             raise self.error(key, f"`{key}` must be a list of names")
-        return tuple(value)
+        return tuple(cast(list[str], value))
 
 
 def parse_definition(path: Path, text: str) -> MarkdownDefinition:
@@ -93,7 +94,7 @@ def parse_definition(path: Path, text: str) -> MarkdownDefinition:
         raise DefinitionError(path, 1, "the front-matter opened here is never closed with `---`")
     block = "\n".join(lines[1:end])
     try:
-        meta = yaml.safe_load(block) if block.strip() else {}
+        meta: object = yaml.safe_load(block) if block.strip() else {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         line = mark.line + 2 if mark is not None else 2  # +1: 0-based, +1: the opening ---
@@ -107,7 +108,8 @@ def parse_definition(path: Path, text: str) -> MarkdownDefinition:
         if match:
             key_lines.setdefault(match.group(1), number)
     body = "\n".join(lines[end + 1 :]).strip()
-    return MarkdownDefinition(path, {str(k): v for k, v in meta.items()}, body, key_lines)
+    pairs = cast(dict[object, Any], meta).items()  # YAML keys may be numbers, dates, ...
+    return MarkdownDefinition(path, {str(k): v for k, v in pairs}, body, key_lines)
 
 
 def read_definition(

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, unquote_plus, urlsplit
 
 from ..inert import control_picture
+from ..session_state import ExtrasKey
 from ._ssrf import domain_in
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ _SHOWN_CHARS = 4_000
 """Longest arguments a card shows whole; past that, the marked parts with some context."""
 _BASE64_TOKENS = 200
 """base64 tokens of one outbound text that are decoded and matched."""
-_KEY = "outbound"
+_KEY = ExtrasKey["OutboundLedger"]("outbound")
 _URL = re.compile(r"""https?://[^\s<>"'`|\\^{}\[\]()]+""", re.IGNORECASE)
 _TRAILING = ".,;:!?*_~"
 # base64url tokens, and standard ones (whose "/" and "+" a URL also uses as separators).
@@ -115,20 +116,20 @@ class Repeat:
 class OutboundLedger:
     """One conversation's record of chosen URLs and private text read."""
 
-    given: OrderedDict[str, None] = field(default_factory=OrderedDict)
+    given: OrderedDict[str, None] = field(default_factory=OrderedDict[str, None])
     """Normalised URLs the person wrote in a prompt, any turn so far."""
-    linked: set[str] = field(default_factory=set)
+    linked: set[str] = field(default_factory=set[str])
     """Normalised links of search results and fetched pages of turn ``linked_turn``."""
     linked_turn: int = -1
     """The turn ``linked`` belongs to: links of another turn do not count."""
-    person_domains: list[str] = field(default_factory=list)
+    person_domains: list[str] = field(default_factory=list[str])
     """``web_allowed_domains`` when the person's or the deployer's settings set it."""
-    _private: deque[tuple[str, str]] = field(default_factory=deque)
+    _private: deque[tuple[str, str]] = field(default_factory=deque[tuple[str, str]])
     """(source, lower-cased text) of private tool results, newest last."""
     _chars: int = 0
     _corpus: str | None = None
     """The private texts joined (built when matched, dropped when one is added)."""
-    _starts: list[tuple[int, str]] = field(default_factory=list)
+    _starts: list[tuple[int, str]] = field(default_factory=list[tuple[int, str]])
     _grams: bytearray = field(default_factory=lambda: bytearray(_BLOOM_BITS // 8))
     """A Bloom filter of the ``MIN_REPEAT``-character windows of the private text: a
     window it has never seen is skipped without searching the text (2 MB, whatever the
@@ -209,7 +210,9 @@ class OutboundLedger:
 
     def _joined(self) -> str:
         if self._corpus is None:
-            pieces, starts, at = [], [], 0
+            pieces: list[str] = []
+            starts: list[tuple[int, str]] = []
+            at = 0
             for source, text in self._private:
                 starts.append((at, source))
                 pieces.append(text)
@@ -258,13 +261,16 @@ class OutboundLedger:
         return found
 
 
-def outbound_ledger(deps: CoDeps, *, fresh: bool = False) -> OutboundLedger:
+def outbound_ledger(
+    deps: CoDeps, *, fresh: bool = False, use: OutboundLedger | None = None
+) -> OutboundLedger:
     """The conversation's ledger (created on first use; subagents share their caller's);
-    ``fresh`` starts a new one (a new conversation)."""
-    ledger = deps.extras.get(_KEY)
-    if fresh or not isinstance(ledger, OutboundLedger):
+    ``fresh`` starts a new one (a new conversation), ``use`` makes ``use`` the session's
+    (a session that carries on another's conversation)."""
+    ledger = use if use is not None else deps.extras.get(_KEY)
+    if fresh or ledger is None:
         ledger = OutboundLedger()
-        deps.extras[_KEY] = ledger
+    deps.extras[_KEY] = ledger
     return ledger
 
 
@@ -279,7 +285,8 @@ def _visible(text: str) -> str:
 def _marked(text: str, ledger: OutboundLedger) -> tuple[str, set[str]]:
     """``text`` with each part that repeats private text between ⟦ ⟧, and its sources."""
     repeats = ledger.repeats(text)
-    out, at = [], 0
+    out: list[str] = []
+    at = 0
     for r in repeats:
         out += [_visible(text[at : r.start]), OPEN, _visible(text[r.start : r.end]), CLOSE]
         at = r.end
@@ -381,7 +388,8 @@ def _excerpts(marked: str, context: int = 80) -> str:
     spans = [(m.start(), m.end()) for m in re.finditer(f"{OPEN}[^{CLOSE}]*{CLOSE}", marked)]
     if not spans:
         return marked[:_SHOWN_CHARS] + " …"
-    pieces, last = [], 0
+    pieces: list[str] = []
+    last = 0
     for start, end in spans[:20]:
         begin = max(start - context, last)
         pieces.append(("… " if begin > 0 else "") + marked[begin : end + context])

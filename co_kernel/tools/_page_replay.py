@@ -16,9 +16,11 @@ With a page connected, the page answers and applies, after the same comparison.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from ..exceptions import PageError, PageReplayMismatch
+from ..session_state import ExtrasKey
+from ._json import as_list, as_object, is_list
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -40,12 +42,15 @@ _NO_PAGE = "no page with Co's JupyterLab extension shows this notebook"
 
 _KEEP_READS = 50
 """Calls whose last read is remembered (a call reads, waits for approval, then edits)."""
+_REPLAYED_IDS = ExtrasKey[dict[str, str]]("replayed_cell_ids")
+_READS = ExtrasKey[dict[str, list[Any]]]("page_reads")
+"""The cells each call last read from the page, by call id."""
 
 
 def replayed_ids(ctx: RunContext[CoDeps]) -> dict[str, str]:
     """The session's recorded cell id -> the id the live page gave that cell, for cells a
     replay inserted into a page (``CallPage.request``)."""
-    return ctx.deps.extras.setdefault("replayed_cell_ids", {})
+    return ctx.deps.extras.get_or_create(_REPLAYED_IDS, dict[str, str])
 
 
 def page_offered(ctx: RunContext[CoDeps]) -> bool:
@@ -66,7 +71,7 @@ class CallPage:
         self._recorder: Recorder | None = ctx.deps.recorder
         self._call = ctx.tool_call_id or ""
         self._tool = ctx.tool_name or "the notebook tool"
-        self._reads: dict[str, list[Any]] = ctx.deps.extras.setdefault("page_reads", {})
+        self._reads = ctx.deps.extras.get_or_create(_READS, dict[str, list[Any]])
         self.replayed = False
         """True once the recorded answers stood in for the page."""
         self._offered = page_offered(ctx)
@@ -146,8 +151,8 @@ class CallPage:
             return args
         changes = [
             {**c, "id": self._ids.get(c["id"], c["id"])} if isinstance(c.get("id"), str) else c
-            for c in args["changes"]
-            if isinstance(c, dict)
+            for c in map(as_object, as_list(args["changes"]))
+            if c is not None
         ]
         return {**args, "changes": changes}
 
@@ -162,20 +167,20 @@ class CallPage:
         (``_ids``: recorded -> the page's) and requests go out in the page's.
         """
         if op == "edit":
-            was = (recorded.get("reply") or {}).get("ids") or []
-            now = reply.get("ids") or []
+            was = as_list((as_object(recorded.get("reply")) or {}).get("ids"))
+            now = as_list(reply.get("ids"))
             self._ids.update(zip(map(str, was), map(str, now), strict=False))
         back = {live: old for old, live in self._ids.items()}
         if not back:
             return reply
         if op == "edit" and isinstance(reply.get("ids"), list):
-            return {**reply, "ids": [back.get(i, i) for i in reply["ids"]]}
+            return {**reply, "ids": [back.get(i, i) for i in as_list(reply["ids"])]}
         if op == "read" and isinstance(reply.get("cells"), list):
             cells = [
-                {**c, "id": back.get(c["id"], c["id"])}
-                if isinstance(c, dict) and isinstance(c.get("id"), str)
+                {**cell, "id": back.get(cell["id"], cell["id"])}
+                if (cell := as_object(c)) is not None and isinstance(cell.get("id"), str)
                 else c
-                for c in cast(list[Any], reply["cells"])
+                for c in as_list(reply["cells"])
             ]
             return {**reply, "cells": cells}
         return reply
@@ -195,8 +200,7 @@ class CallPage:
         fix = "The notebook or its replay script changed since it was recorded: record it again."
         if recorded is None:
             raise PageReplayMismatch(f"{head} a notebook edit where {script} recorded none. {fix}")
-        before = recorded.get("proposed")
-        found = _first_difference(before if isinstance(before, list) else [], proposed, [])
+        found = _first_difference(as_list(recorded.get("proposed")), proposed, [])
         if found is not None:
             where, was, now = found
             raise PageReplayMismatch(
@@ -207,19 +211,20 @@ class CallPage:
 
 def _what_matters(change: dict[str, Any], cells: list[Any]) -> dict[str, Any]:
     """A change as a person sees it: cells by position, outputs by kind."""
-    positions = {c.get("id"): i for i, c in enumerate(cells) if isinstance(c, dict)}
+    positions = {c.get("id"): i for i, c in enumerate(map(as_object, cells)) if c is not None}
     out: dict[str, Any] = {}
     for key, value in change.items():
         if key == "id":
             out["cell"] = positions.get(value, value)
-        elif key == "cells" and isinstance(value, list):
+        elif key == "cells" and is_list(value):
             out["cells"] = [
                 {"cell_type": c.get("cell_type"), "source": c.get("source")}
-                for c in value
-                if isinstance(c, dict)
+                for c in map(as_object, value)
+                if c is not None
             ]
-        elif key == "outputs" and isinstance(value, list):
-            out["outputs"] = [_output_kind(o) for o in value if isinstance(o, dict)]
+        elif key == "outputs" and is_list(value):
+            outputs = map(as_object, value)
+            out["outputs"] = [_output_kind(o) for o in outputs if o is not None]
         elif key != "execution_count":  # the kernel's counter, not the edit
             out[key] = value
     return out
@@ -231,19 +236,21 @@ def _output_kind(output: dict[str, Any]) -> str:
         return f"{kind} {output.get('name', 'stdout')}"
     if kind == "error":
         return f"{kind} {output.get('ename', '')}"
-    data = output.get("data")
-    return f"{kind} {', '.join(sorted(data))}" if isinstance(data, dict) else kind
+    data = as_object(output.get("data"))
+    return f"{kind} {', '.join(sorted(data))}" if data is not None else kind
 
 
 def _first_difference(was: Any, now: Any, path: list[str]) -> tuple[str, Any, Any] | None:
     """Where ``now`` first differs from ``was``, in words, with both values there."""
-    if isinstance(was, dict) and isinstance(now, dict):
-        for key in dict.fromkeys([*was, *now]):
-            found = _first_difference(was.get(key), now.get(key), [*path, str(key)])
+    was_object, now_object = as_object(was), as_object(now)
+    if was_object is not None and now_object is not None:
+        for key in dict.fromkeys([*was_object, *now_object]):
+            at = [*path, str(key)]
+            found = _first_difference(was_object.get(key), now_object.get(key), at)
             if found is not None:
                 return found
         return None
-    if isinstance(was, list) and isinstance(now, list):
+    if is_list(was) and is_list(now):
         for index in range(max(len(was), len(now))):
             a = was[index] if index < len(was) else None
             b = now[index] if index < len(now) else None
@@ -275,7 +282,7 @@ def _where(path: list[str]) -> str:
 def _item(path: list[str], index: int, value: Any) -> str:
     """How a person names the ``index``-th item of a list in a change."""
     if not path:
-        op = value.get("op") if isinstance(value, dict) else None
+        op = (as_object(value) or {}).get("op")
         return f"change {index + 1}" + (f" ({op})" if op else "")
     return _LISTS.get(path[-1], "item") + f" {index + 1}"
 

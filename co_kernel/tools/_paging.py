@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic_ai import ModelRetry
 
+from ..session_state import ExtrasKey
+
 if TYPE_CHECKING:
     from ..session_state import CoDeps
 
@@ -114,11 +116,11 @@ def result(
 class Pages:
     """The tokens of one listing."""
 
-    tokens: dict[int, str] = field(default_factory=dict)
+    tokens: dict[int, str] = field(default_factory=dict[int, str])
     """Page number -> the token that fetches it (page 1 has none)."""
     last: int | None = None
     """The last page, once a page came back without a next token."""
-    context: dict[str, str] = field(default_factory=dict)
+    context: dict[str, str] = field(default_factory=dict[str, str])
     """Arguments page 1 was fetched with that later pages must repeat (a time window)."""
 
     def token_for(self, page: int) -> str | None:
@@ -152,10 +154,10 @@ class Pages:
         return False
 
 
+_PAGE_TOKENS = ExtrasKey[dict[str, Pages]]("page_tokens")
+"""Pagination state of the session's listings, keyed by tool and query."""
+
+
 def pages(deps: CoDeps, key: str) -> Pages:
     """The session's page tokens for one listing, created on first use."""
-    found = deps.page_tokens.get(key)
-    if not isinstance(found, Pages):
-        found = Pages()
-        deps.page_tokens[key] = found
-    return found
+    return deps.page_tokens.get_or_create(_PAGE_TOKENS, dict[str, Pages]).setdefault(key, Pages())

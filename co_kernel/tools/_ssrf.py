@@ -74,7 +74,7 @@ class Fetched:
 
 
 def _embedded_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
-    out = []
+    out: list[ipaddress.IPv4Address] = []
     if ip.ipv4_mapped is not None:
         out.append(ip.ipv4_mapped)
     if ip.sixtofour is not None:

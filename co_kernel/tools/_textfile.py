@@ -22,7 +22,7 @@ import errno
 import os
 import secrets
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
@@ -97,7 +97,7 @@ def open_root(root: str | Path) -> int:
 
 
 @contextmanager
-def folder(root: str | Path, parts: Sequence[str], *, make: bool = False) -> Iterator[int]:
+def folder(root: str | Path, parts: Sequence[str], *, make: bool = False) -> Generator[int]:
     """A descriptor of ``root/parts...``, each step opened without following a link.
 
     ``make`` creates missing folders on the way (in the folder just opened).
@@ -122,7 +122,7 @@ def folder(root: str | Path, parts: Sequence[str], *, make: bool = False) -> Ite
 
 
 @contextmanager
-def open_below(root: str | Path, rel: str) -> Iterator[tuple[int, os.stat_result]]:
+def open_below(root: str | Path, rel: str) -> Generator[tuple[int, os.stat_result]]:
     """The file ``rel`` under ``root``, opened read-only, and what it is (``fstat``)."""
     *parts, name = rel.split("/")
     with folder(root, parts) as parent:

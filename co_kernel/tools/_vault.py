@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..exceptions import PathChanged, TextFileError
+from ._json import as_object, is_list
 from ._scope import SKIP_DIRS, Protection, Root, Scope, admit, read_bytes, walk
 from ._textfile import open_root
 from ._watch import DirWatcher, watch
@@ -121,13 +122,13 @@ def _front_matter(text: str) -> tuple[dict[str, Any], int]:
         data = yaml.load(match.group(1), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError:
         return {}, match.end()
-    return (data if isinstance(data, dict) else {}), match.end()
+    return (as_object(data) or {}), match.end()
 
 
 def _as_tags(value: Any) -> list[str]:
     if isinstance(value, str):
         return [t for t in re.split(r"[,\s]+", value) if t]
-    if isinstance(value, list):
+    if is_list(value):
         return [str(t) for t in value if isinstance(t, str | int) and str(t).strip()]
     return []
 
@@ -242,7 +243,7 @@ def word_tail(word: str) -> re.Pattern[str]:
 def keyword_patterns(query: str) -> list[re.Pattern[str]]:
     """Whole-word patterns of the query's keywords, for finding matching lines."""
     # The same rule as has_word: flanks are tested only beside word characters.
-    out = []
+    out: list[re.Pattern[str]] = []
     for w in keywords(query):
         left = r"(?<!\w)" if _is_word(w[0]) else ""
         right = r"(?!\w)" if _is_word(w[-1]) else ""
@@ -258,7 +259,7 @@ class VaultIndex:
     """The vault folder (symlinks resolved)."""
     max_bytes: int
     """Notes larger than this are listed but not searched."""
-    notes: dict[str, Note] = field(default_factory=dict)
+    notes: dict[str, Note] = field(default_factory=dict[str, Note])
     """rel path -> note."""
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     """Sync tools run in worker threads; parallel calls must not refresh at once."""

@@ -22,7 +22,10 @@ from ..memory import (
     prompt_section,
     save,
 )
-from ..session_state import CoDeps  # at run time: pydantic-ai reads the tools' annotations
+from ..session_state import (  # at run time: pydantic-ai reads the tools' annotations
+    CoDeps,
+    ExtrasKey,
+)
 from . import ToolsetBuild
 from ._errors import session_redactor
 from ._paging import paginate, result
@@ -36,17 +39,21 @@ PAGE = 10
 MAX_CHARS = 1000
 
 
+_STORE = ExtrasKey[MemoryStore]("memory_store")
+"""The session's memory store, opened on first use."""
+
+
 def store_for(deps: CoDeps, *, create: bool = True) -> MemoryStore | None:
     """The session's memory store (opened once); None when absent and not to be created."""
-    store = deps.extras.get("memory_store")
-    if isinstance(store, MemoryStore):
+    store = deps.extras.get(_STORE)
+    if store is not None:
         return store
     path = memory_store_path()
     if not create and not path.exists():
         return None  # reading the prompt must not create a database
     # Asked on every write: the session's secrets may grow (an edited settings file).
     store = MemoryStore(path, redact=lambda text: session_redactor(deps).redact(text))
-    deps.extras["memory_store"] = store
+    deps.extras[_STORE] = store
     return store
 
 

@@ -36,7 +36,7 @@ from ..notebook import (
     cell_kind,
     read_document,
 )
-from ..session_state import CoDeps
+from ..session_state import CoDeps, ExtrasKey
 from . import ToolsetBuild
 from ._errors import session_redactor
 from ._page_replay import REPLAYED_PAGE, CallPage, page_offered
@@ -250,6 +250,10 @@ class _Proposal:
         return meta
 
 
+_PROPOSALS = ExtrasKey[dict[str, _Proposal]]("notebook_proposals")
+"""Proposals the person is asked about, by call id, so the approved call applies them."""
+
+
 @dataclass
 class _Applied:
     """What the page applied of a proposal."""
@@ -287,7 +291,7 @@ async def _propose(
     source it expects). Of a proposal with several parts it applies the ones the person
     accepted (the approval's metadata, ``turn/_approval_batch.py``), in one edit.
     """
-    proposals: dict[str, _Proposal] = ctx.deps.extras.setdefault("notebook_proposals", {})
+    proposals = ctx.deps.extras.get_or_create(_PROPOSALS, dict[str, _Proposal])
     proposal = proposals.pop(ctx.tool_call_id or "", None) if ctx.tool_call_approved else None
     page = _page(ctx)
     if proposal is None:

@@ -15,7 +15,10 @@ from pydantic_ai.toolsets import FunctionToolset
 
 from ..exceptions import TextFileError
 from ..inert import inert_code
-from ..session_state import CoDeps  # at run time: pydantic-ai reads the tools' annotations
+from ..session_state import (  # at run time: pydantic-ai reads the tools' annotations
+    CoDeps,
+    ExtrasKey,
+)
 from . import ToolsetBuild
 from ._audit import record_access
 from ._paging import paginate, result
@@ -39,25 +42,29 @@ def _vault_path(settings: Settings) -> Path | None:
     return Path(os.path.realpath(Path(raw).expanduser())) if raw is not None else None
 
 
+_INDEX = ExtrasKey[tuple[VaultIndex, Path | None]]("notes_index")
+"""The session's vault index, with the ``obsidian_vault_path`` setting it was made for."""
+
+
 def _index(deps: CoDeps) -> VaultIndex:
     # The vault's path is resolved once for its setting: were it resolved on every call, a
     # vault inside the workspace swapped for a link to elsewhere would move the index there.
     # Resolved once, such a swap makes the descriptor walk from `/` fail instead.
     configured = deps.settings.obsidian_vault_path
-    cached = deps.extras.get("notes_index")
-    if isinstance(cached, VaultIndex) and deps.extras.get("notes_vault") == configured:
-        root: Path | None = cached.root
+    entry = deps.extras.get(_INDEX)
+    cached = entry[0] if entry is not None else None
+    if entry is not None and entry[1] == configured:
+        root: Path | None = entry[0].root
     else:
         root = _vault_path(deps.settings)
     if root is None or not root.is_dir():
         raise ToolFailed(f"The vault folder {root} is not there any more (obsidian_vault_path).")
-    if not isinstance(cached, VaultIndex) or cached.root != root:
-        if isinstance(cached, VaultIndex):
+    if cached is None or cached.root != root:
+        if cached is not None:
             cached.close()
         protection = Protection.of(deps.settings, deps.workspace)
         cached = VaultIndex(root, deps.settings.file_max_bytes, protection=protection)
-        deps.extras["notes_index"] = cached
-        deps.extras["notes_vault"] = configured
+        deps.extras[_INDEX] = (cached, configured)
     return cached
 
 
@@ -80,7 +87,7 @@ def _matching_lines(index: VaultIndex, note: Note, query: str) -> list[str]:
         lines = lower_lines
     if len(lines) != len(lower_lines):
         lines = lower_lines
-    out = []
+    out: list[str] = []
     for i in hits[:_LINES_PER_NOTE]:
         text = lines[i].strip()
         if len(text) > _LINE_CHARS:
@@ -183,7 +190,7 @@ def read_note(ctx: RunContext[CoDeps], path: str, page: int = 1) -> dict[str, An
     """
     index = _index(ctx.deps)
     scope = index.scope()
-    if isinstance(path, str) and path.strip() and "." not in path.rpartition("/")[2]:
+    if path.strip() and "." not in path.rpartition("/")[2]:
         path += ".md"  # "Reading/Deep Work" names the note as Obsidian shows it
     found = guarded(ctx.deps, "read_note", path, scope, "read")
     try:

@@ -76,7 +76,7 @@ async def notebook_context(ctx: RunContext[CoDeps]) -> dict[str, Any]:
     """What happened recently in the notebook: the last Python error with its traceback
     and the recent cells (inputs and a short text of their outputs)."""
     notebook = _notebook(ctx)
-    lines = []
+    lines: list[str] = []
     if notebook.last_error is not None:
         lines.append(f"Last Python error:\n{notebook.last_error.error}")
     for i, cell in enumerate(notebook.cells, 1):

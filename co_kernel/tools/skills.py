@@ -103,11 +103,11 @@ class Skill:
 class SkillCatalog:
     """The skills of a session, and the files that could not be read."""
 
-    skills: dict[str, Skill] = field(default_factory=dict)
+    skills: dict[str, Skill] = field(default_factory=dict[str, Skill])
     """By name; a project skill replaces a user skill of the same name."""
-    shadowed: list[Skill] = field(default_factory=list)
+    shadowed: list[Skill] = field(default_factory=list[Skill])
     """User skills hidden by a project skill of the same name."""
-    problems: list[DefinitionError] = field(default_factory=list)
+    problems: list[DefinitionError] = field(default_factory=list[DefinitionError])
     """One per unusable ``SKILL.md``, with file and line."""
 
 

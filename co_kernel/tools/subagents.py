@@ -57,9 +57,9 @@ class SubagentSpec:
 class SubagentCatalog:
     """The subagents of a session and the definitions that could not be read."""
 
-    agents: dict[str, SubagentSpec] = field(default_factory=dict)
+    agents: dict[str, SubagentSpec] = field(default_factory=dict[str, SubagentSpec])
     """By name."""
-    problems: list[DefinitionError] = field(default_factory=list)
+    problems: list[DefinitionError] = field(default_factory=list[DefinitionError])
     """One per unusable ``.co/agents/*.md``, with file and line."""
 
 

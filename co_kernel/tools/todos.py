@@ -9,16 +9,18 @@ frontend shows the checklist, updated in place in a notebook.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.toolsets import FunctionToolset
 
-from ..session_state import CoDeps  # at run time: pydantic-ai reads the tools' annotations
+from ..session_state import CoDeps, Todo  # at run time: pydantic-ai reads the tools' annotations
 from . import ToolsetBuild
 
 if TYPE_CHECKING:
+    from pydantic_ai.messages import ModelMessage
+
     from ..config import Settings
 
 __all__ = [
@@ -46,29 +48,28 @@ class TodoItem(BaseModel):
     )
 
 
-def format_todos(todos: list[dict[str, Any]]) -> str:
+def format_todos(todos: Sequence[Todo]) -> str:
     """The checklist as text: a ``[x]``/``[~]``/``[ ]`` line per item and a count."""
     if not todos:
         return "The todo list is empty."
-    done = sum(1 for t in todos if t.get("status") == "completed")
+    done = sum(1 for t in todos if t["status"] == "completed")
     lines = [f"Todos: {done} of {len(todos)} completed"]
     for number, todo in enumerate(todos, 1):
-        mark = _MARKS.get(str(todo.get("status")), "[ ]")
-        lines.append(f"{number}. {mark} {todo.get('content', '')}")
+        lines.append(f"{number}. {_MARKS[todo['status']]} {todo['content']}")
     return "\n".join(lines)
 
 
-def _check(items: list[TodoItem]) -> list[dict[str, Any]]:
+def _check(items: list[TodoItem]) -> list[Todo]:
     if len(items) > MAX_ITEMS:
         raise ModelRetry(f"{len(items)} items is too many; keep the plan to {MAX_ITEMS} steps.")
-    todos = []
+    todos: list[Todo] = []
     for number, item in enumerate(items, 1):
         content = " ".join(item.content.split())
         if not content:
             raise ModelRetry(f"Item {number} has no `content`; say what the step is.")
         if len(content) > MAX_CONTENT:
             raise ModelRetry(f"Item {number} is over {MAX_CONTENT} characters; shorten it.")
-        todos.append({"content": content, "status": item.status})
+        todos.append(Todo(content=content, status=item.status))
     active = [n for n, t in enumerate(todos, 1) if t["status"] == "in_progress"]
     if len(active) > 1:
         raise ModelRetry(
@@ -94,7 +95,7 @@ async def write_todos(ctx: RunContext[CoDeps], items: list[TodoItem]) -> str:
     return format_todos(todos)
 
 
-def todos_from_history(messages: Sequence[Any]) -> list[dict[str, Any]]:
+def todos_from_history(messages: Sequence[ModelMessage]) -> list[Todo]:
     """The checklist a conversation left: the last ``write_todos`` call that ran (it got a
     return that is no retry prompt), read again; empty when there is none (or it was
     compacted away). ``%resume`` restores the list with it."""

@@ -22,9 +22,13 @@ from pydantic_ai import ModelRetry, RunContext, Tool, ToolFailed
 from pydantic_ai.toolsets import FunctionToolset
 
 from ..exceptions import FetchRefused
-from ..session_state import CoDeps  # at run time: pydantic-ai reads the tools' annotations
+from ..session_state import (  # at run time: pydantic-ai reads the tools' annotations
+    CoDeps,
+    ExtrasKey,
+)
 from . import ToolsetBuild
 from ._audit import record_access
+from ._json import as_list, as_object
 from ._outbound import outbound_ledger, urls_in
 from ._paging import result, text_pages
 from ._ssrf import Fetched, check_url, domain_in, fetch
@@ -112,20 +116,18 @@ async def web_search(ctx: RunContext[CoDeps], query: str, page: int = 1) -> dict
         data = response.json()
     except ValueError:
         raise ToolFailed("Brave Search answered with something that is not JSON.") from None
-    web = data.get("web") if isinstance(data, dict) else None
-    raw = web.get("results") if isinstance(web, dict) else None
-    raw = raw if isinstance(raw, list) else []
+    answer = as_object(data) or {}
+    raw = as_list((as_object(answer.get("web")) or {}).get("results"))
     hits = [
         {
             "title": _plain(r.get("title")),
             "url": r["url"],
             "description": _plain(r.get("description")),
         }
-        for r in raw
-        if isinstance(r, dict) and isinstance(r.get("url"), str) and _listed(r["url"], settings)
+        for r in map(as_object, raw)
+        if r is not None and isinstance(r.get("url"), str) and _listed(r["url"], settings)
     ]
-    about = data.get("query") if isinstance(data, dict) else None
-    more = about.get("more_results_available") if isinstance(about, dict) else None
+    more = (as_object(answer.get("query")) or {}).get("more_results_available")
     has_more = bool(more) if more is not None else len(raw) >= SEARCH_COUNT
     has_more = has_more and page <= _BRAVE_MAX_OFFSET
     # What the results link to may be fetched this turn without asking.
@@ -142,12 +144,12 @@ async def web_search(ctx: RunContext[CoDeps], query: str, page: int = 1) -> dict
     return result("\n".join(lines), count=len(hits), page=page, has_more=has_more, results=hits)
 
 
+_PAGES = ExtrasKey[OrderedDict[str, tuple[str, list[str], bool]]]("web_pages")
+"""Fetched pages of the session, by URL: their title, pages of text and whether cut."""
+
+
 def _page_cache(deps: CoDeps) -> OrderedDict[str, tuple[str, list[str], bool]]:
-    cache = deps.extras.get("web_pages")
-    if not isinstance(cache, OrderedDict):
-        cache = OrderedDict()
-        deps.extras["web_pages"] = cache
-    return cache
+    return deps.extras.get_or_create(_PAGES, OrderedDict[str, tuple[str, list[str], bool]])
 
 
 def _to_markdown(got: Fetched) -> tuple[str, str]:
@@ -280,7 +282,7 @@ async def _precheck_fetch(ctx: RunContext[CoDeps], url: str, page: int = 1) -> N
 def build(settings: Settings) -> list[ToolsetBuild]:
     """``web_search`` and ``web_fetch``, each as configured and allowed by ``web_policy``."""
     policy = settings.web_policy
-    builds = []
+    builds: list[ToolsetBuild] = []
     if policy.search == "deny":
         builds.append(ToolsetBuild("web_search", reason="`web_policy.search` is deny"))
     elif settings.brave_search_api_key is None:

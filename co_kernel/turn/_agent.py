@@ -19,7 +19,7 @@ from ._prompt import build_system_prompt
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from pydantic_ai import Agent
+    from pydantic_ai import Agent, DeferredToolRequests
     from pydantic_ai.capabilities import AbstractCapability
     from pydantic_ai.models import Model
     from pydantic_ai.settings import ModelSettings
@@ -44,7 +44,7 @@ __all__ = [
 class SessionAgent:
     """An agent built from settings, with the model and toolsets it was built with."""
 
-    agent: Agent[CoDeps, Any]
+    agent: Agent[CoDeps, str | DeferredToolRequests]
     """The agent."""
     handle: ModelHandle
     """The model, its request settings, and what stops it."""
@@ -137,7 +137,7 @@ def build_agent(
     compact_prompt: bool = False,
     model_settings: dict[str, Any] | None = None,
     capabilities: Sequence[AbstractCapability[Any]] = (),
-) -> Agent[CoDeps, Any]:
+) -> Agent[CoDeps, str | DeferredToolRequests]:
     """An agent whose output is text or a batch of calls waiting for approval.
 
     ``compact_prompt`` and ``model_settings`` come from the model handle (a tiny local

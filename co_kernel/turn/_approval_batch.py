@@ -65,7 +65,7 @@ async def decide_batch(requests: DeferredToolRequests, events: TurnEvents) -> De
         events.call_args[call_id] = call.args
         meta = requests.metadata.get(call_id, {})
         view = ToolCallView(call_id, call.tool_name, call.args, needs_approval=True)
-        view.detail = meta.get("detail") if isinstance(meta, dict) else None
+        view.detail = meta.get("detail")
         view.parts = _parts(meta)
         events.shown_calls.add(call_id)
         accepted: list[int] | None = None

@@ -125,13 +125,13 @@ def _render_response(msg: Any) -> list[str]:
 
 def render_transcript(messages: Sequence[ModelMessage], max_chars: int) -> str:
     """The conversation as plain text for the summariser, at most about ``max_chars``."""
-    from pydantic_ai.messages import ModelRequest, ModelResponse
+    from pydantic_ai.messages import ModelRequest
 
     lines: list[str] = []
     for msg in messages:
         if isinstance(msg, ModelRequest):
             lines.extend(_render_request(msg))
-        elif isinstance(msg, ModelResponse):
+        else:
             lines.extend(_render_response(msg))
     text = "\n\n".join(lines)
     if len(text) > max_chars:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..session_state import ExtrasKey
+
 if TYPE_CHECKING:
     from ..session_state import CoDeps
 
 __all__ = ["new_definition_problems"]
 
-_REPORTED = "definition_problems_reported"
+_REPORTED = ExtrasKey[set[str]]("definition_problems_reported")
 
 
 def new_definition_problems(deps: CoDeps) -> list[str]:
@@ -19,7 +21,7 @@ def new_definition_problems(deps: CoDeps) -> list[str]:
 
     problems = [str(p) for p in session_skills(deps).problems]
     problems += [str(p) for p in session_subagents(deps).problems]
-    reported = deps.extras.setdefault(_REPORTED, set())
+    reported = deps.extras.get_or_create(_REPORTED, set[str])
     fresh = [p for p in problems if p not in reported]
     reported.update(fresh)
     return fresh

@@ -12,9 +12,10 @@ import functools
 import logging
 import time
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ..permissions import is_refusal, normalise_args
+from ..session_state import Todo
 from ._frontend import FrontendProtocol, TodoView, ToolCallView, ToolResultView
 from ._repair import patch_dangling_tool_calls, returned_ids
 
@@ -47,7 +48,9 @@ class TurnEvents:
         self.subagent = subagent
         """The subagent's name when this run is one: its audit rows say whose calls they were."""
         self.verbose = deps.settings.verbose
-        self.todos_seen = [dict(t) for t in deps.todos]
+        self.todos_seen: list[Todo] = [
+            Todo(content=t["content"], status=t["status"]) for t in deps.todos
+        ]
         """The checklist as last shown; a tool that changes it is followed by ``on_todos``."""
         self.text_parts: list[str] = []
         """Text of the responses that made it into the history: the answer."""
@@ -198,7 +201,7 @@ class TurnEvents:
         content = getattr(part, "content", None)
         if kind == "retry-prompt":
             content = part.model_response() if hasattr(part, "model_response") else content
-        elif isinstance(content, dict) and content.get("error") is True:
+        elif isinstance(content, dict) and cast(dict[str, Any], content).get("error") is True:
             status = "error"  # a terminal tool error (tools/_errors.py)
         view = ToolResultView(
             part.tool_call_id,
@@ -215,12 +218,10 @@ class TurnEvents:
         self._check_todos()
 
     def _check_todos(self) -> None:
-        current = [dict(t) for t in self.deps.todos]
+        current = [Todo(content=t["content"], status=t["status"]) for t in self.deps.todos]
         if current != self.todos_seen:
             self.todos_seen = current
-            self.frontend.on_todos(
-                [TodoView(str(t.get("content", "")), t.get("status", "pending")) for t in current]
-            )
+            self.frontend.on_todos([TodoView(t["content"], t["status"]) for t in current])
 
     def answer_dangling(
         self, messages: list[ModelMessage], content: str, status: Literal["error", "interrupted"]

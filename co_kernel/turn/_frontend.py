@@ -108,7 +108,7 @@ class TurnSummary:
     """The person stopped the turn."""
     error: str | None = None
     """Why the turn ended early, when it did."""
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict[str, Any])
     """Anything a frontend may show beside the footer."""
     cost: CostSum | None = None
     """What the turn's tokens cost (None: not priced, e.g. a summary made by hand)."""

@@ -47,8 +47,12 @@ class GovernHistory(AbstractCapability["CoDeps"]):
         self, ctx: RunContext[CoDeps], request_context: ModelRequestContext
     ) -> ModelRequestContext:
         find = self.turn_context
-        context = None if find is None else (lambda prompt: find(ctx.deps, prompt))
+
+        def context(prompt: str) -> str:
+            assert find is not None  # passed on only when there is one
+            return find(ctx.deps, prompt)
+
         request_context.messages = govern_history(
-            request_context.messages, ctx.deps.settings, self.views, context
+            request_context.messages, ctx.deps.settings, self.views, context if find else None
         )
         return request_context

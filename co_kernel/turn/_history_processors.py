@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
@@ -88,7 +88,7 @@ class GovernedViews:
         self._used: dict[tuple[int, str], tuple[Any, Any, object, Any]] | None = None
 
     @contextmanager
-    def one_pass(self) -> Iterator[None]:
+    def one_pass(self) -> Generator[None]:
         """Keep, from here on, only the views used inside this block."""
         self._used = {}
         try:
@@ -123,11 +123,10 @@ def _is_call(part: object) -> TypeGuard[ToolCallPart]:
 
 def _answer_id(part: Any) -> str | None:
     """The call id a request part answers, or None."""
-    from pydantic_ai.messages import RetryPromptPart, ToolReturnPart
+    from pydantic_ai.messages import ToolReturnPart
 
+    # A retry that answers a call is that call's ToolReturnPart (outcome "retried").
     if isinstance(part, ToolReturnPart):
-        return part.tool_call_id
-    if isinstance(part, RetryPromptPart) and part.tool_name is not None:
         return part.tool_call_id
     return None
 
@@ -140,7 +139,7 @@ def _has_prompt(message: Any) -> bool:
     )
 
 
-def is_summary(message: Any) -> bool:
+def is_summary(message: ModelMessage) -> bool:
     """Whether a message is the prompt that carries a compaction summary."""
     from pydantic_ai.messages import ModelRequest, UserPromptPart
 
@@ -156,7 +155,7 @@ def is_summary(message: Any) -> bool:
 
 def turn_starts(messages: Sequence[ModelMessage]) -> list[int]:
     """Indices where a turn starts: a prompt request with no tool call open across it."""
-    from pydantic_ai.messages import ModelRequest, ModelResponse
+    from pydantic_ai.messages import ModelRequest
 
     starts: list[int] = []
     open_calls: set[str] = set()
@@ -168,14 +167,14 @@ def turn_starts(messages: Sequence[ModelMessage]) -> list[int]:
                 call_id = _answer_id(part)
                 if call_id is not None:
                     open_calls.discard(call_id)
-        elif isinstance(msg, ModelResponse):
+        else:
             open_calls.update(c.tool_call_id for c in msg.parts if _is_call(c))
     return starts
 
 
 def _last_turn_start(messages: Sequence[ModelMessage]) -> int:
     """Start of the newest turn, found by reading backwards (cheap on long histories)."""
-    from pydantic_ai.messages import ModelRequest, ModelResponse
+    from pydantic_ai.messages import ModelResponse
 
     answered: set[str] = set()  # returns seen whose call lies further back
     for i in range(len(messages) - 1, -1, -1):
@@ -184,7 +183,7 @@ def _last_turn_start(messages: Sequence[ModelMessage]) -> int:
             for reply in msg.parts:
                 if _is_call(reply):
                     answered.discard(reply.tool_call_id)
-        elif isinstance(msg, ModelRequest):
+        else:
             for part in msg.parts:
                 call_id = _answer_id(part)
                 if call_id is not None:
@@ -220,7 +219,7 @@ def _turn_starts_back(messages: Sequence[ModelMessage], head: int) -> Iterator[i
     A cut before message i is safe when every return at or after i answers a call at or
     after i, and message i starts a prompt.
     """
-    from pydantic_ai.messages import ModelRequest, ModelResponse
+    from pydantic_ai.messages import ModelResponse
 
     answered: set[str] = set()
     for i in range(len(messages) - 1, head - 1, -1):
@@ -229,8 +228,6 @@ def _turn_starts_back(messages: Sequence[ModelMessage], head: int) -> Iterator[i
             for reply in msg.parts:
                 if _is_call(reply):
                     answered.discard(reply.tool_call_id)
-            continue
-        if not isinstance(msg, ModelRequest):
             continue
         for part in msg.parts:
             call_id = _answer_id(part)
@@ -429,9 +426,10 @@ def _images(msg: Any) -> list[tuple[int, int, Any]]:
     found: list[tuple[int, int, Any]] = []
     for j, part in enumerate(msg.parts):
         if isinstance(part, ToolReturnPart):
-            items: Any = part.content if isinstance(part.content, list) else [part.content]
+            content: Any = part.content
+            items: list[Any] = cast(list[Any], content) if isinstance(content, list) else [content]
         elif isinstance(part, UserPromptPart) and not isinstance(part.content, str):
-            items = part.content
+            items = list(part.content)
         else:
             continue
         for k, item in enumerate(items):
@@ -462,15 +460,16 @@ def _described(msg: Any, drop: frozenset[tuple[int, int]]) -> Any:
     parts = list(msg.parts)
     for j in sorted({j for j, _ in drop}):
         part = parts[j]
-        single = not isinstance(part.content, list | tuple)
-        items: list[Any] = [part.content] if single else list(part.content)
+        kept: Any = part.content  # a tool's output or a prompt's items
+        single = not isinstance(kept, list | tuple)
+        items: list[Any] = [kept] if single else list(cast(Sequence[Any], kept))
         for k in [k for jj, k in drop if jj == j]:
             items[k] = OLD_IMAGE.format(description=_image_line(items[k]))
         content: Any = items[0] if single else items
-        if isinstance(part, ToolReturnPart) and all(isinstance(i, str) for i in items):
+        if isinstance(parts[j], ToolReturnPart) and all(isinstance(i, str) for i in items):
             # A tool's text and its images' lines as one text: a list of texts would be
             # sent as a JSON array.
-            content = "\n".join(items)
+            content = "\n".join(cast(list[str], items))
         parts[j] = dataclasses.replace(part, content=content)
     return dataclasses.replace(msg, parts=parts)
 

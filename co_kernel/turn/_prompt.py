@@ -77,7 +77,7 @@ def subagents_section(entries: Sequence[tuple[str, str]]) -> str:
 def _read_markdown_files(folder: Path) -> list[tuple[str, str]]:
     if not folder.is_dir():
         return []
-    out = []
+    out: list[tuple[str, str]] = []
     for path in sorted(folder.glob("*.md")):
         try:
             text = path.read_text(encoding="utf-8").strip()

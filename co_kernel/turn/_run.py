@@ -41,9 +41,9 @@ from ._repair import (
 )
 
 if TYPE_CHECKING:
-    from pydantic_ai import Agent
+    from pydantic_ai import Agent, DeferredToolRequests
     from pydantic_ai.capabilities import AbstractCapability
-    from pydantic_ai.messages import ModelMessage
+    from pydantic_ai.messages import ModelMessage, UserContent
     from pydantic_ai.usage import RunUsage, UsageLimits
 
     from ..session_state import CoDeps
@@ -69,7 +69,7 @@ class TurnResult:
     """Why the turn ended without an answer."""
     requests: int = 0
     """Model requests made."""
-    decisions: dict[str, str] = field(default_factory=dict)
+    decisions: dict[str, str] = field(default_factory=dict[str, str])
     """How each side-effectful call was decided, by tool call id."""
     cost: CostSum = field(default_factory=CostSum)
     """What the turn's tokens cost, its subagents' included."""
@@ -114,13 +114,13 @@ class _Interrupted(Exception):
         self.messages = messages
 
 
-class _TurnRunner:
+class TurnRunner:
     """State of one turn; run() is the state machine."""
 
     def __init__(
         self,
-        agent: Agent[CoDeps, Any],
-        prompt: str | Sequence[Any],
+        agent: Agent[CoDeps, str | DeferredToolRequests],
+        prompt: str | Sequence[UserContent],
         *,
         deps: CoDeps,
         history: list[ModelMessage],
@@ -412,8 +412,8 @@ def _seconds(delay: float) -> str:
 
 
 async def run_turn(
-    agent: Agent[CoDeps, Any],
-    prompt: str | Sequence[Any],
+    agent: Agent[CoDeps, str | DeferredToolRequests],
+    prompt: str | Sequence[UserContent],
     *,
     deps: CoDeps,
     history: list[ModelMessage],
@@ -432,7 +432,7 @@ async def run_turn(
     notice = project_rules_notice(deps, headless=getattr(frontend, "kind", "") == "headless")
     if notice:
         frontend.on_notice(notice, "warning")
-    runner = _TurnRunner(
+    runner = TurnRunner(
         agent,
         prompt,
         deps=deps,

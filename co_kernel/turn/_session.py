@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..exceptions import ConfigError
 from ..inert import inert_code, inert_text
-from ..session_state import CoDeps
+from ..session_state import CoDeps, Todo
 from ..store import SubagentRow
 from ..tools import outbound_ledger
 from ._compact import CompactReport, SessionUsage, auto_compact, compact_session
@@ -28,8 +28,8 @@ from ._tokens import TokenCount, prompt_tokens
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from pydantic_ai import Agent
-    from pydantic_ai.messages import ModelMessage
+    from pydantic_ai import Agent, DeferredToolRequests
+    from pydantic_ai.messages import ModelMessage, UserContent
 
     from ..config import LoadedSettings, Settings
     from ..models import ModelHandle
@@ -142,7 +142,7 @@ class ChatSession:
         self.deps.auto_confirm = value
 
     @property
-    def todos(self) -> list[dict[str, Any]]:
+    def todos(self) -> list[Todo]:
         """The agent's checklist (the list the tools change: replace it in place)."""
         return self.deps.todos
 
@@ -182,7 +182,7 @@ class ChatSession:
         """Turns still verbatim in the history (not folded into a summary)."""
         return [t for t in self.turns if t.start is not None]
 
-    def ensure_agent(self) -> tuple[Agent[CoDeps, Any], ModelHandle]:
+    def ensure_agent(self) -> tuple[Agent[CoDeps, str | DeferredToolRequests], ModelHandle]:
         """Build the model and agent on first use; raises ConfigError with the fix."""
         return self.model.ensure_agent()
 
@@ -225,8 +225,7 @@ class ChatSession:
         self.deps.session_rules = old.deps.session_rules
         # What the person gave and what Co read belong to the conversation, which goes on.
         domains = outbound_ledger(self.deps).person_domains
-        self.deps.extras["outbound"] = outbound_ledger(old.deps)
-        outbound_ledger(self.deps).person_domains = domains
+        outbound_ledger(self.deps, use=outbound_ledger(old.deps)).person_domains = domains
         self._saved.continue_from(old._saved)
 
     def sent_view(self) -> list[ModelMessage]:
@@ -303,7 +302,7 @@ class ChatSession:
         *,
         cell_id: str | None,
         frontend: FrontendProtocol,
-        attachments: Sequence[Any] = (),
+        attachments: Sequence[UserContent] = (),
         typed: str | None = None,
     ) -> TurnResult | None:
         """Run one turn; re-running the last turn's cell replaces that turn.

@@ -7,14 +7,14 @@ bundled default says once that it is one.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..config import parse_model_string, suggested
 from ..exceptions import ConfigError
 from ..inert import inert_code, inert_text
 
 if TYPE_CHECKING:
-    from pydantic_ai import Agent
+    from pydantic_ai import Agent, DeferredToolRequests
     from pydantic_ai.toolsets import AbstractToolset
 
     from ..mcp import McpManager, McpServersToolset
@@ -37,7 +37,7 @@ class SessionModel:
         self.override: str | None = None
         """The model chosen with `%model` (or brought back by `%resume`)."""
         self._handle: ModelHandle | None = None
-        self._agent: Agent[CoDeps, Any] | None = None
+        self._agent: Agent[CoDeps, str | DeferredToolRequests] | None = None
         self.toolsets: list[ToolsetBuild] = []
         """Every integration of the agent built, registered or with why not, for `%tools`."""
         self.tools_unavailable: str | None = None
@@ -93,7 +93,7 @@ class SessionModel:
         self._handle = None
         self._agent = None
 
-    def ensure_agent(self) -> tuple[Agent[CoDeps, Any], ModelHandle]:
+    def ensure_agent(self) -> tuple[Agent[CoDeps, str | DeferredToolRequests], ModelHandle]:
         """Build the model and agent on first use; raises ConfigError with the fix."""
         if self._agent is None or self._handle is None:
             from ..mcp import McpServersToolset

@@ -7,7 +7,7 @@ its own, because every side-effectful call the subagent makes asks the person, e
 as Co's would.
 
 The subagent is a pydantic-ai agent of its own (its instructions, model and allowed
-tools) run by the same ``_TurnRunner`` as a turn: the same streaming, approval loop,
+tools) run by the same ``TurnRunner`` as a turn: the same streaming, approval loop,
 provider-error retries and interrupt salvage. What differs:
 
 - it starts from an empty history and a copy of the caller's deps (one level deeper,
@@ -32,13 +32,13 @@ from pydantic_ai.toolsets import FunctionToolset
 
 from ..exceptions import ConfigError
 from ..models import build_model
-from ..session_state import CoDeps
+from ..session_state import CoDeps, Extras
 from ..tools import ToolsetBuild
 from ..tools.subagents import DELEGATE_TOOL, SubagentSpec, can_delegate, session_subagents
 from ._costs import SubagentSpend, own_usage, priced
 from ._frontend import SubagentView, TurnSummary
 from ._recording_frontend import RecordingFrontend
-from ._run import TurnResult, _TurnRunner, current_turn
+from ._run import TurnResult, TurnRunner, current_turn
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -107,7 +107,7 @@ def child_deps(deps: CoDeps) -> CoDeps:
     so the subagent's shell runs in the same sandbox as Co's.
     """
     deps.ensure_sandbox()  # cheap (no container yet); created here so both share one
-    return replace(deps, depth=deps.depth + 1, todos=[], page_tokens={})
+    return replace(deps, depth=deps.depth + 1, todos=[], page_tokens=Extras())
 
 
 def _build_agent(
@@ -182,7 +182,7 @@ async def run_subagent(ctx: RunContext[CoDeps], run: SubagentRun) -> SubagentOut
     capabilities = scope.capabilities if scope is not None else None
     spend = scope.spend if scope is not None else []
     nested_from = len(spend)
-    runner = _TurnRunner(
+    runner = TurnRunner(
         _build_agent(run, deps.settings, capabilities),
         run.task,
         deps=sub,

@@ -227,7 +227,7 @@ def test_the_eval_workspace_holds_what_every_golden_case_names(tmp_path: Path) -
         assert not done.get("error"), (case.id, done)
         assert done.get("count", 1) >= 1, (case.id, done)
     assert "Status: final" in (workspace / "notes.md").read_text()
-    deps.extras["notes_index"].close()
+    notes._index(deps).close()
 
 
 @pytest.mark.skipif(

@@ -73,5 +73,5 @@ def test_save_memory_with_a_configured_key_stores_no_key(home, tmp_path):
     assert db.exists() and key.encode() not in _on_disk(db)
     recalled = asyncio.run(memory.recall_memory(ctx, "OpenAI key"))
     assert key not in recalled["display"]
-    deps.extras["memory_store"].close()
+    memory.store_for(deps).close()
     assert key.encode() not in _on_disk(db)

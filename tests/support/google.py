@@ -15,4 +15,4 @@ __all__ = ["set_session_credentials"]
 def set_session_credentials(deps: CoDeps, creds: Any, source: CredentialSource) -> None:
     """Use these credentials for the session (as a host that signs in by other means would)."""
     deps.extras[_EXTRAS_KEY] = (creds, source)
-    deps.extras.pop(_WRITE_BACK_KEY, None)  # not read from the file: nothing to write back
+    deps.extras.pop(_WRITE_BACK_KEY)  # not read from the file: nothing to write back

@@ -10,6 +10,7 @@ import pytest
 from google.oauth2.credentials import Credentials
 from pydantic_ai import ModelRetry
 
+from co_kernel.tools._paging import pages
 from co_kernel.tools.google._auth import CredentialSource
 from co_kernel.tools.google.drive import PAGE_SIZE, read_drive_file, search_drive_files
 
@@ -58,7 +59,7 @@ def test_search_pages_through_results_with_the_kept_page_token(
     calls = google.requests_to("GET", "/drive/v3/files")
     assert calls[0].param("pageToken") is None
     # The second request carries exactly the token the first answer handed out.
-    assert calls[1].param("pageToken") == ctx.deps.page_tokens["drive:report"].tokens[2]
+    assert calls[1].param("pageToken") == pages(ctx.deps, "drive:report").tokens[2]
     assert calls[1].param("q") == "fullText contains 'report' and trashed = false"
 
     with pytest.raises(ModelRetry, match="page 2 was the last"):

@@ -30,7 +30,7 @@ def store(tmp_path: Path) -> Iterator[MemoryStore]:
 def mem_deps(make_deps, store):
     def make(**settings):
         deps = make_deps(**settings)
-        deps.extras["memory_store"] = store
+        deps.extras[memory._STORE] = store
         return deps
 
     return make

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import pytest
 from pydantic_ai import ModelRetry
 
+from co_kernel.tools._paging import pages
 from co_kernel.tools.slack.tools import (
     list_slack_channels,
     list_slack_messages,
@@ -88,7 +89,7 @@ def test_channels_page_with_the_next_cursor(slack: FakeSlack, slack_ctx: MakeCtx
     assert second["count"] == 30 and second["has_more"] is False
     calls = slack.calls("conversations.list")
     assert calls[0].param("cursor") is None
-    assert calls[1].param("cursor") == ctx.deps.page_tokens["slack:channels"].tokens[2]
+    assert calls[1].param("cursor") == pages(ctx.deps, "slack:channels").tokens[2]
 
 
 def test_messages_by_channel_name_with_names_and_permalinks(

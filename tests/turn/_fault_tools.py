@@ -17,12 +17,15 @@ from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.toolsets import FunctionToolset
 
 from co_kernel.exceptions import ToolError, ToolErrorKind
-from co_kernel.session_state import CoDeps
+from co_kernel.session_state import CoDeps, ExtrasKey
 from co_kernel.tools import ToolsetBuild
 
 PLUGIN_NAME = "faults"
 LOG_NAME = "tool-calls.log"
 NOTES_NAME = "notes.txt"
+
+_FLAKY = ExtrasKey[dict[str, int]]("flaky")
+"""Attempts of the `flaky` tool, by key."""
 
 
 def install_plugin(directory: Path) -> dict[str, str]:
@@ -79,7 +82,7 @@ def build(settings: Any) -> ToolsetBuild:
     @toolset.tool
     async def flaky(ctx: RunContext[CoDeps], key: str, failures: int) -> str:
         """Fail transiently `failures` times for `key`, then succeed."""
-        seen = ctx.deps.extras.setdefault("flaky", {})
+        seen = ctx.deps.extras.get_or_create(_FLAKY, dict[str, int])
         seen[key] = seen.get(key, 0) + 1
         record(ctx, f"flaky {key} {seen[key]}")
         if seen[key] <= failures:

@@ -23,13 +23,14 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ...config import CredentialStore, paths, private_folder
 from ...exceptions import CredentialError, GoogleAuthUnavailable
+from ...session_state import ExtrasKey
 
 if TYPE_CHECKING:
     from ...config import Settings
@@ -59,9 +60,6 @@ SCOPES: tuple[str, ...] = (
     "https://www.googleapis.com/auth/calendar.readonly",
 )
 
-_EXTRAS_KEY = "google_creds"
-_LOCK_KEY = "google_creds_lock"
-_WRITE_BACK_KEY = "google_token_write_back"
 TOKEN_ENTRY = "google_token"
 """The credential store entry holding the token (authorized-user JSON)."""
 _ADC_LOGIN = "gcloud auth application-default login --scopes=" + ",".join(
@@ -190,7 +188,9 @@ def resolve_credentials(
     from google.auth.exceptions import DefaultCredentialsError
 
     try:
-        creds, _project = google.auth.default(scopes=list(SCOPES))
+        # google-auth leaves part of `default`'s signature untyped.
+        default = cast("Callable[..., tuple[Any, str | None]]", google.auth.default)  # pyright: ignore[reportUnknownMemberType]
+        creds = default(scopes=list(SCOPES))[0]
     except DefaultCredentialsError as exc:
         raise GoogleAuthUnavailable(
             f"Application Default Credentials ({source.path}) cannot be used ({exc}); {source.fix}."
@@ -198,10 +198,17 @@ def resolve_credentials(
     return creds, source
 
 
+_EXTRAS_KEY = ExtrasKey["tuple[Any, CredentialSource]"]("google_creds")
+"""The session's credentials (google-auth's, untyped) and where they came from."""
+_LOCK_KEY = ExtrasKey[threading.Lock]("google_creds_lock")
+_WRITE_BACK_KEY = ExtrasKey["_TokenFile"]("google_token_write_back")
+"""The token file the credentials were read from, to write a refreshed token back to."""
+
+
 def session_credentials(deps: CoDeps) -> tuple[Any, CredentialSource]:
     """The session's credentials, resolved on first use and cached in ``deps.extras``."""
     # Tools run in worker threads; two first calls at once must not both resolve.
-    lock = deps.extras.setdefault(_LOCK_KEY, threading.Lock())
+    lock = deps.extras.get_or_create(_LOCK_KEY, threading.Lock)
     with lock:
         cached = deps.extras.get(_EXTRAS_KEY)
         if cached is None:
@@ -224,9 +231,9 @@ def save_refreshed_token(deps: CoDeps) -> bool:
     Returns whether it wrote. A token that now holds another refresh token (the person
     signed in again meanwhile) or is gone (signed out) is left as it is.
     """
-    lock = deps.extras.setdefault(_LOCK_KEY, threading.Lock())
+    lock = deps.extras.get_or_create(_LOCK_KEY, threading.Lock)
     with lock:
-        saved: _TokenFile | None = deps.extras.get(_WRITE_BACK_KEY)
+        saved = deps.extras.get(_WRITE_BACK_KEY)
         cached = deps.extras.get(_EXTRAS_KEY)
         if saved is None or cached is None:
             return False
@@ -255,8 +262,8 @@ def save_refreshed_token(deps: CoDeps) -> bool:
 
 def forget_credentials(deps: CoDeps) -> None:
     """Drop the cached credentials so the next call reads the files again."""
-    deps.extras.pop(_EXTRAS_KEY, None)
-    deps.extras.pop(_WRITE_BACK_KEY, None)
+    deps.extras.pop(_EXTRAS_KEY)
+    deps.extras.pop(_WRITE_BACK_KEY)
 
 
 def _store(settings: Settings) -> CredentialStore:
@@ -304,15 +311,20 @@ def run_auth_flow(
             "`google_client_secrets`), enable the Drive, Gmail and Calendar APIs, and run "
             "`co-kernel google auth` again."
         )
-    from google_auth_oauthlib.flow import InstalledAppFlow
+    # google-auth-oauthlib ships no types: its flow and credentials are used as documented.
+    from google_auth_oauthlib.flow import (  # pyright: ignore[reportMissingTypeStubs]
+        InstalledAppFlow,
+    )
 
     try:
-        flow = InstalledAppFlow.from_client_secrets_file(str(secrets), scopes=list(SCOPES))
+        flow: Any = InstalledAppFlow.from_client_secrets_file(  # pyright: ignore[reportUnknownMemberType]
+            str(secrets), scopes=list(SCOPES)
+        )
     except (ValueError, KeyError, OSError) as exc:
         raise GoogleAuthUnavailable(
             f"{secrets} is not an OAuth client file of type 'Desktop app' ({exc})."
         ) from exc
-    creds = flow.run_local_server(
+    creds: Any = flow.run_local_server(
         host=host,
         port=port,
         open_browser=open_browser,

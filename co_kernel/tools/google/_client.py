@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ...exceptions import GoogleAuthUnavailable, ToolErrorKind
 from ._auth import forget_credentials, save_refreshed_token, session_credentials
@@ -42,9 +42,11 @@ CALENDAR = GoogleApi("calendar", "v3", "Calendar", "calendar/v3/")
 
 
 def _service(deps: CoDeps, api: GoogleApi, creds: Any) -> Any:
-    import google_auth_httplib2
+    # google-api-python-client and google-auth-httplib2 ship no types; the service object
+    # is used as Google's API reference documents it.
+    import google_auth_httplib2  # pyright: ignore[reportMissingTypeStubs]
     import httplib2
-    from googleapiclient.discovery import build
+    from googleapiclient.discovery import build  # pyright: ignore[reportMissingTypeStubs, reportUnknownVariableType]
 
     # A new Http per call: httplib2 connections are not thread-safe, and sync tools run in
     # worker threads. Building from the shipped discovery document is a few milliseconds.
@@ -53,7 +55,7 @@ def _service(deps: CoDeps, api: GoogleApi, creds: Any) -> Any:
     root = deps.settings.google_api_endpoint
     if root:
         options["api_endpoint"] = root.rstrip("/") + "/" + api.service_path
-    return build(
+    return cast(Any, build)(
         api.name,
         api.version,
         http=http,

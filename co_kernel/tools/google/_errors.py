@@ -18,6 +18,7 @@ from typing import Any
 
 from ...exceptions import ToolErrorKind
 from .._errors import ClassifiedError, handle_tool_error, tool_error_result
+from .._json import as_list, as_object
 
 __all__ = [
     "ClassifiedError",
@@ -46,18 +47,18 @@ def _error_body(content: bytes) -> tuple[set[str], str | None]:
         data = json.loads(content.decode("utf-8"))
     except (ValueError, UnicodeDecodeError):
         return set(), None
-    error = data.get("error") if isinstance(data, dict) else None
-    if not isinstance(error, dict):
+    error = as_object((as_object(data) or {}).get("error"))
+    if error is None:
         return set(), None
     reasons: set[str] = set()
-    url = None
-    for item in [*error.get("errors", []), *error.get("details", [])]:
-        if not isinstance(item, dict):
+    url: str | None = None
+    for item in map(as_object, [*as_list(error.get("errors")), *as_list(error.get("details"))]):
+        if item is None:
             continue
         if isinstance(item.get("reason"), str):
             reasons.add(item["reason"])
-        meta = item.get("metadata")
-        if isinstance(meta, dict) and isinstance(meta.get("activationUrl"), str):
+        meta = as_object(item.get("metadata"))
+        if meta is not None and isinstance(meta.get("activationUrl"), str):
             url = meta["activationUrl"]
     return reasons, url
 
@@ -71,7 +72,7 @@ def classify_google_error(
     is the hint for a 404 (which id was wrong and where to get a good one).
     """
     from google.auth.exceptions import RefreshError, TransportError
-    from googleapiclient.errors import HttpError
+    from googleapiclient.errors import HttpError  # pyright: ignore[reportMissingTypeStubs]
 
     if isinstance(error, RefreshError):
         return ClassifiedError(

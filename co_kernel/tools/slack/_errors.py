@@ -8,8 +8,11 @@ thread or cursor is misuse with a hint. Slack reports most failures as HTTP 200 
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from ...exceptions import ToolErrorKind
 from .._errors import ClassifiedError
+from .._json import as_object
 
 __all__ = ["classify_slack_error"]
 
@@ -50,12 +53,13 @@ def classify_slack_error(error: Exception) -> ClassifiedError:
         if isinstance(error, SlackClientError | OSError | TimeoutError):
             return ClassifiedError(ToolErrorKind.TRANSIENT, f"Could not reach Slack ({error}).")
         raise error
-    response = error.response
+    # slack_sdk leaves the error's response untyped: a SlackResponse, read as documented.
+    response = cast(object, error.response)  # pyright: ignore[reportUnknownMemberType]
     status = int(getattr(response, "status_code", 200) or 200)
-    data = response.data if isinstance(getattr(response, "data", None), dict) else {}
+    data = as_object(getattr(response, "data", None)) or {}
     code = str(data.get("error") or f"HTTP {status}")
     if status == 429 or code == "ratelimited":
-        headers = getattr(response, "headers", None) or {}
+        headers: dict[str, Any] = getattr(response, "headers", None) or {}
         wait = headers.get("Retry-After") or headers.get("retry-after")
         after = f" (Slack asks to wait {wait} s)" if wait else ""
         return ClassifiedError(ToolErrorKind.TRANSIENT, f"Slack is rate limiting Co{after}.")

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from pydantic import Field
 from pydantic_ai import ModelRetry, RunContext
 
-from ...session_state import CoDeps
+from ...session_state import CoDeps, ExtrasKey
 from .._errors import handle_tool_error
 from .._paging import pages
 from ._errors import classify_slack_error
@@ -33,11 +33,22 @@ _CHANNEL_ID = re.compile(r"^[CGD][A-Z0-9]{6,}$")
 
 # -- session state -------------------------------------------------------------------------
 
+_LOCK = ExtrasKey[threading.Lock]("slack_lock")
+"""Makes the session's one client while tools run in threads."""
+_CLIENT = ExtrasKey[Any]("slack_client")
+"""The session's ``slack_sdk.WebClient`` (imported with the first call)."""
+_URL = ExtrasKey[str]("slack_url")
+"""The workspace's web address, for permalinks."""
+_USERS = ExtrasKey[dict[str, str]]("slack_users")
+"""User id -> display name."""
+_CHANNELS = ExtrasKey[dict[str, str]]("slack_channels")
+"""Channel name -> id, of the channels listed so far."""
+
 
 def _client(deps: CoDeps) -> Any:
-    lock = deps.extras.setdefault("slack_lock", threading.Lock())
+    lock = deps.extras.get_or_create(_LOCK, threading.Lock)
     with lock:
-        client = deps.extras.get("slack_client")
+        client = deps.extras.get(_CLIENT)
         if client is None:
             from slack_sdk import WebClient
 
@@ -46,16 +57,16 @@ def _client(deps: CoDeps) -> Any:
             if deps.settings.slack_api_base_url:
                 kwargs["base_url"] = deps.settings.slack_api_base_url
             client = WebClient(token=token.get_secret_value() if token else None, **kwargs)
-            deps.extras["slack_client"] = client
+            deps.extras[_CLIENT] = client
         return client
 
 
 def _workspace_url(deps: CoDeps, client: Any) -> str:
     """The workspace's web address (``auth.test``), once per session, for permalinks."""
-    url = deps.extras.get("slack_url")
+    url = deps.extras.get(_URL)
     if url is None:
         url = str(client.auth_test().get("url") or "https://slack.com/")
-        deps.extras["slack_url"] = url
+        deps.extras[_URL] = url
     return url
 
 
@@ -70,21 +81,21 @@ def _permalink(base: str, channel: str, ts: str, thread_ts: str | None = None) -
 def _user_names(deps: CoDeps, client: Any) -> dict[str, str]:
     """User id -> name, from the first page of ``users.list``; names are a courtesy, so a
     failure here leaves ids in the output instead of failing the call."""
-    names = deps.extras.get("slack_users")
+    names = deps.extras.get(_USERS)
     if names is None:
         from slack_sdk.errors import SlackApiError
 
         try:
-            members = client.users_list(limit=200).get("members", [])
+            members: list[Any] = client.users_list(limit=200).get("members", [])
         except SlackApiError:
             members = []
         names = {m["id"]: _display_name(m) for m in members if "id" in m}
-        deps.extras["slack_users"] = names
+        deps.extras[_USERS] = names
     return names
 
 
 def _display_name(member: dict[str, Any]) -> str:
-    profile = member.get("profile") or {}
+    profile: dict[str, Any] = member.get("profile") or {}
     return str(
         profile.get("display_name")
         or profile.get("real_name")
@@ -99,7 +110,7 @@ def _channel_id(deps: CoDeps, client: Any, channel: str) -> str:
     name = channel.strip().lstrip("#")
     if _CHANNEL_ID.match(name):
         return name
-    known: dict[str, str] = deps.extras.setdefault("slack_channels", {})
+    known = deps.extras.get_or_create(_CHANNELS, dict[str, str])
     if name not in known:
         cursor = None
         for _ in range(10):  # at most 10 pages of 200 channels
@@ -110,7 +121,7 @@ def _channel_id(deps: CoDeps, client: Any, channel: str) -> str:
                 cursor=cursor,
             )
             known.update({c["name"]: c["id"] for c in answer.get("channels", []) if "name" in c})
-            cursor = (answer.get("response_metadata") or {}).get("next_cursor")
+            cursor = _next_cursor(answer)
             if name in known or not cursor:
                 break
     if name not in known:
@@ -152,7 +163,8 @@ def _message_line(message: dict[str, Any], names: dict[str, str], base: str, cha
 
 
 def _next_cursor(answer: Any) -> str | None:
-    return (answer.get("response_metadata") or {}).get("next_cursor") or None
+    metadata: dict[str, Any] = answer.get("response_metadata") or {}
+    return metadata.get("next_cursor") or None
 
 
 # -- tools ---------------------------------------------------------------------------------
@@ -174,15 +186,16 @@ def list_slack_channels(
             types="public_channel,private_channel", exclude_archived=True, limit=100, cursor=cursor
         )
         channels = answer.get("channels", [])
-        ctx.deps.extras.setdefault("slack_channels", {}).update(
+        ctx.deps.extras.get_or_create(_CHANNELS, dict[str, str]).update(
             {c["name"]: c["id"] for c in channels if "name" in c and "id" in c}
         )
         has_more = listing.record(page, _next_cursor(answer))
-        lines = []
+        lines: list[str] = []
         for c in channels:
             kind = "private" if c.get("is_private") else "public"
             member = "" if c.get("is_member") else ", bot not a member"
-            topic = ((c.get("topic") or {}).get("value") or "").strip()
+            about: dict[str, Any] = c.get("topic") or {}
+            topic = str(about.get("value") or "").strip()
             line = f"- #{c.get('name')} (id `{c.get('id')}`, {kind}{member})"
             lines.append(line + (f": {topic}" if topic else ""))
         if not lines:
@@ -278,9 +291,10 @@ def list_slack_users(
             for m in members
             if not m.get("deleted") and not m.get("is_bot") and m.get("id") != "USLACKBOT"
         ]
-        lines = []
+        lines: list[str] = []
         for m in people:
-            title = ((m.get("profile") or {}).get("title") or "").strip()
+            profile: dict[str, Any] = m.get("profile") or {}
+            title = str(profile.get("title") or "").strip()
             line = f"- {_display_name(m)} (@{m.get('name')}, id `{m.get('id')}`)"
             lines.append(line + (f", {title}" if title else ""))
         if not lines:
