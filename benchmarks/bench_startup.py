@@ -301,6 +301,12 @@ def min_of_blocks(a: list[float], b: list[float], k: int = 5) -> list[float]:
     return [min(a[i : i + k]) - min(b[i : i + k]) for i in range(0, min(len(a), len(b)) - k + 1, k)]
 
 
+DIFFERENCE_HEADERS = [
+    "kernel", "median", "bare loop", "difference", "bootstrap 95 %", "min-of-5 diff",
+    "min-of-5 range", "min..max", "verdict (<= +20 ms)",
+]  # fmt: skip
+
+
 def difference_row(label: str, samples: dict[str, list[float]], target: float) -> list[str]:
     """Median difference to the bare loop, its bootstrap interval, the min-of-5 difference."""
     mine, bare = samples[label], samples["bare loop"]
@@ -418,10 +424,15 @@ def first_turns(
           f"{(old - bare) * 1000:+.1f} ms", span(settled["Co"]), verdict(co - bare <= 0.020)]],
     )  # fmt: skip
     print_table(
+        "4. The same first turns: the difference's spread (few samples: a wide interval)",
+        DIFFERENCE_HEADERS,
+        [difference_row("Co", settled, 0.020),
+         [f"Co {base_ref}", *difference_row("Co before", settled, 0.020)[1:]]],
+    )  # fmt: skip
+    print_table(
         f"4b. Warm turns, execute_request to first answer text ({warm_rounds} turns each, "
         f"taking turns, after {warm_up} untimed)",
-        ["kernel", "median", "bare loop", "difference", "bootstrap 95 %", "min-of-5 diff",
-         "min-of-5 range", "min..max", "verdict (<= +20 ms)"],
+        DIFFERENCE_HEADERS,
         [difference_row("Co", warm, 0.020),
          [f"Co {base_ref}", *difference_row("Co before", warm, 0.020)[1:]]],
     )  # fmt: skip
