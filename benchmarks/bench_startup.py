@@ -25,6 +25,9 @@ configured with the same scripted model.
    first text delta reaching this process). Medians, the difference with a bootstrap 95 %
    interval, and the difference of the minimum of each block of 5 rounds (the machine's
    load adds, never subtracts) with its range (target: within +20 ms of the bare loop).
+   Beside it the CPU the turn's thread used until then (the kernel's main thread, read
+   from /proc when the text arrives; the bare loop's own): what a busy machine multiplies
+   into wall time, and steady however loaded it is.
 5. A prompt sent the moment the kernel answers kernel_info: kernel start -> first text at
    the client, beside pydantic-ai-kernel sent the same prompt the same way (target: no
    later), and a stock python3 ipykernel whose first cell imports pydantic-ai, builds an
@@ -259,29 +262,55 @@ def settled_turn(label: str, env: dict[str, str], cwd: Path, source: Path) -> fl
         kernel.shutdown()
 
 
+def main_thread_cpu(pid: int) -> float:
+    """Seconds the process's main thread has run on a CPU (the scheduler's count, in ns)."""
+    return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e9
+
+
 def warm_turns(
-    rounds: int, warm_up: int, kernels: dict[str, CoKernel], bare: Callable[[], float]
-) -> dict[str, list[float]]:
-    """Section 4b: turns of running kernels and the bare loop, taking turns round by round.
+    rounds: int, warm_up: int, kernels: dict[str, CoKernel], runner: asyncio.Runner, url: str
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Section 4b: turns of running kernels and the bare loop, taking turns round by round:
+    (seconds to first text, CPU seconds of the turn's thread until then) of each.
 
     Every Co turn re-runs one cell per kernel (the turn it replaces is dropped), so the
-    conversation each request carries stays one prompt long, as the bare loop's does.
+    conversation each request carries stays one prompt long, as the bare loop's does. The
+    CPU is the kernel's main thread (where the turn runs) read when the first text arrives
+    here, and the bare loop's thread (this one) until its first delta and the stream closed.
     """
     cells = {label: str(uuid.uuid4()) for label in kernels}
-    runs: dict[str, Callable[[], float]] = {
-        label: lambda label=label: co_cut_trial(kernels[label], cells[label]) for label in kernels
+
+    def co(label: str) -> tuple[float, float]:
+        pid = kernels[label].km.provisioner.process.pid
+        start, first = main_thread_cpu(pid), []
+        wall = co_cut_trial(
+            kernels[label], cells[label], on_first=lambda: first.append(main_thread_cpu(pid))
+        )
+        return wall, first[0] - start
+
+    def bare() -> tuple[float, float]:
+        loop = BareLoop(url)  # built outside the clock, as in section 4
+        start = main_thread_cpu(os.getpid())
+        wall = runner.run(loop.run(cut=True))[0]
+        return wall, main_thread_cpu(os.getpid()) - start
+
+    runs: dict[str, Callable[[], tuple[float, float]]] = {
+        label: lambda label=label: co(label) for label in kernels
     }
     runs["bare loop"] = bare
     for _ in range(warm_up):
         for run in runs.values():
             run()
-    samples: dict[str, list[float]] = {name: [] for name in runs}
+    walls: dict[str, list[float]] = {name: [] for name in runs}
+    cpus: dict[str, list[float]] = {name: [] for name in runs}
     names = list(runs)
     for n in range(rounds):
         shift = n % len(names)
         for name in names[shift:] + names[:shift]:
-            samples[name].append(runs[name]())
-    return samples
+            wall, cpu = runs[name]()
+            walls[name].append(wall)
+            cpus[name].append(cpu)
+    return walls, cpus
 
 
 def bootstrap_difference(
@@ -397,12 +426,7 @@ def first_turns(
         try:
             for kernel in running.values():
                 wait_for_warm_up(kernel)
-            warm = warm_turns(
-                warm_rounds,
-                warm_up,
-                running,
-                lambda: runner.run(BareLoop(base_url).run(cut=True))[0],
-            )
+            warm, warm_cpu = warm_turns(warm_rounds, warm_up, running, runner, base_url)
         finally:
             for kernel in running.values():
                 kernel.shutdown()
@@ -436,6 +460,12 @@ def first_turns(
         [difference_row("Co", warm, 0.020),
          [f"Co {base_ref}", *difference_row("Co before", warm, 0.020)[1:]]],
     )  # fmt: skip
+    print_table(
+        "4b. The same turns: CPU of the turn's thread to first text (what the load multiplies)",
+        DIFFERENCE_HEADERS[:-1],
+        [difference_row("Co", warm_cpu, 0.020)[:-1],
+         [f"Co {base_ref}", *difference_row("Co before", warm_cpu, 0.020)[1:-1]]],
+    )  # fmt: skip
     co, old, peer, stock = (
         median(cold[k]) for k in ("Co", "Co before", "pydantic-ai-kernel", "python3")
     )
@@ -448,6 +478,7 @@ def first_turns(
     )  # fmt: skip
     print_samples("4", settled)
     print_samples("4b", warm)
+    print_samples("4b CPU", warm_cpu)
     if LATE:
         print("4. prompts sent later than 6 s, after the warm-up:", ", ".join(LATE))
     print_samples("5", cold)
