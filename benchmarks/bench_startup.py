@@ -274,7 +274,8 @@ def warm_turns(
     (seconds to first text, CPU seconds of the turn's thread until then) of each.
 
     Every Co turn re-runs one cell per kernel (the turn it replaces is dropped), so the
-    conversation each request carries stays one prompt long, as the bare loop's does. The
+    conversation each request carries stays one prompt long, as the bare loop's does (one
+    agent, reused like the kernel's, sending the prompt alone each time). The
     CPU is the kernel's main thread (where the turn runs) read when the first text arrives
     here, and the bare loop's thread (this one) until its first delta and the stream closed.
     """
@@ -288,8 +289,11 @@ def warm_turns(
         )
         return wall, first[0] - start
 
+    # One agent for every turn, as a kernel keeps its own: its HTTP connection and client
+    # are warm after the untimed turns (a fresh one pays a connect and a thread hop).
+    loop = BareLoop(url)
+
     def bare() -> tuple[float, float]:
-        loop = BareLoop(url)  # built outside the clock, as in section 4
         start = main_thread_cpu(os.getpid())
         wall = runner.run(loop.run(cut=True))[0]
         return wall, main_thread_cpu(os.getpid()) - start
