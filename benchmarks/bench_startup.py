@@ -16,13 +16,25 @@ configured with the same scripted model.
    pydantic-ai ``run_stream_events`` loop in this process (a fresh agent each time, built
    outside the clock) -> its first text delta, against the same scripted server (a 20 KB
    Markdown answer) (target: within +20 ms of the bare loop).
+4b. Warm turns, what each later prompt costs: one kernel of each Co kept running, after
+   ``--warm-up`` untimed turns, ``--warm-turns`` turns each, Co, Co before and the bare loop
+   taking turns (A B C, the order rotated every round) against the same scripted server.
+   Each Co turn re-runs the same cell, which replaces its previous turn, so every request
+   carries a one-prompt conversation like the bare loop's. Measured as a person sees it:
+   execute_request sent -> the first iopub message with answer text (the bare loop: its
+   first text delta reaching this process). Medians, the difference with a bootstrap 95 %
+   interval, and the difference of the minimum of each block of 5 rounds (the machine's
+   load adds, never subtracts) with its range (target: within +20 ms of the bare loop).
+   Beside it the CPU the turn's thread used until then (the kernel's main thread, read
+   from /proc when the text arrives; the bare loop's own): what a busy machine multiplies
+   into wall time, and steady however loaded it is.
 5. A prompt sent the moment the kernel answers kernel_info: kernel start -> first text at
    the client, beside pydantic-ai-kernel sent the same prompt the same way (target: no
    later), and a stock python3 ipykernel whose first cell imports pydantic-ai, builds an
    agent and streams the same answer with ``run_stream_events``, printing its first text.
 
 Run: PYTHONPATH=. .venv/bin/python benchmarks/bench_startup.py [--starts 7] [--turns 5]
-    [--baseline-ref 17870b3] [--peer-venv PATH]
+    [--warm-turns 36] [--warm-up 3] [--baseline-ref 17870b3] [--peer-venv PATH]
 """
 
 from __future__ import annotations
@@ -31,6 +43,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -249,6 +262,103 @@ def settled_turn(label: str, env: dict[str, str], cwd: Path, source: Path) -> fl
         kernel.shutdown()
 
 
+def main_thread_cpu(pid: int) -> float:
+    """Seconds the process's main thread has run on a CPU (the scheduler's count, in ns)."""
+    return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e9
+
+
+def warm_turns(
+    rounds: int, warm_up: int, kernels: dict[str, CoKernel], runner: asyncio.Runner, url: str
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Section 4b: turns of running kernels and the bare loop, taking turns round by round:
+    (seconds to first text, CPU seconds of the turn's thread until then) of each.
+
+    Every Co turn re-runs one cell per kernel (the turn it replaces is dropped), so the
+    conversation each request carries stays one prompt long, as the bare loop's does (one
+    agent, reused like the kernel's, sending the prompt alone each time). The
+    CPU is the kernel's main thread (where the turn runs) read when the first text arrives
+    here, and the bare loop's thread (this one) until its first delta and the stream closed.
+    """
+    cells = {label: str(uuid.uuid4()) for label in kernels}
+
+    def co(label: str) -> tuple[float, float]:
+        pid = kernels[label].km.provisioner.process.pid
+        start, first = main_thread_cpu(pid), []
+        wall = co_cut_trial(
+            kernels[label], cells[label], on_first=lambda: first.append(main_thread_cpu(pid))
+        )
+        return wall, first[0] - start
+
+    # One agent for every turn, as a kernel keeps its own: its HTTP connection and client
+    # are warm after the untimed turns (a fresh one pays a connect and a thread hop).
+    loop = BareLoop(url)
+
+    def bare() -> tuple[float, float]:
+        start = main_thread_cpu(os.getpid())
+        wall = runner.run(loop.run(cut=True))[0]
+        return wall, main_thread_cpu(os.getpid()) - start
+
+    runs: dict[str, Callable[[], tuple[float, float]]] = {
+        label: lambda label=label: co(label) for label in kernels
+    }
+    runs["bare loop"] = bare
+    for _ in range(warm_up):
+        for run in runs.values():
+            run()
+    walls: dict[str, list[float]] = {name: [] for name in runs}
+    cpus: dict[str, list[float]] = {name: [] for name in runs}
+    names = list(runs)
+    for n in range(rounds):
+        shift = n % len(names)
+        for name in names[shift:] + names[:shift]:
+            wall, cpu = runs[name]()
+            walls[name].append(wall)
+            cpus[name].append(cpu)
+    return walls, cpus
+
+
+def bootstrap_difference(
+    a: list[float], b: list[float], resamples: int = 2000
+) -> tuple[float, float]:
+    """95 % interval of median(a) - median(b), resampling each side (seeded: reproducible)."""
+    rng = random.Random(0)
+    diffs = sorted(
+        median(rng.choices(a, k=len(a))) - median(rng.choices(b, k=len(b)))
+        for _ in range(resamples)
+    )
+    return diffs[int(0.025 * resamples)], diffs[int(0.975 * resamples) - 1]
+
+
+def min_of_blocks(a: list[float], b: list[float], k: int = 5) -> list[float]:
+    """min(a) - min(b) over each block of ``k`` rounds: the least loaded turn of each."""
+    return [min(a[i : i + k]) - min(b[i : i + k]) for i in range(0, min(len(a), len(b)) - k + 1, k)]
+
+
+DIFFERENCE_HEADERS = [
+    "kernel", "median", "bare loop", "difference", "bootstrap 95 %", "min-of-5 diff",
+    "min-of-5 range", "min..max", "verdict (<= +20 ms)",
+]  # fmt: skip
+
+
+def difference_row(label: str, samples: dict[str, list[float]], target: float) -> list[str]:
+    """Median difference to the bare loop, its bootstrap interval, the min-of-5 difference."""
+    mine, bare = samples[label], samples["bare loop"]
+    diff = median(mine) - median(bare)
+    low, high = bootstrap_difference(mine, bare)
+    blocks = min_of_blocks(mine, bare)
+    if diff > target:
+        verdict_text = "MISSED" if low > target else "MISSED (interval spans the target)"
+    else:
+        verdict_text = "met" if high <= target else "met (interval spans the target)"
+    return [
+        label, ms(median(mine)), ms(median(bare)), f"{diff * 1000:+.1f} ms",
+        f"{low * 1000:+.1f}..{high * 1000:+.1f} ms",
+        f"{median(blocks) * 1000:+.1f} ms" if blocks else "-",
+        f"{min(blocks) * 1000:+.1f}..{max(blocks) * 1000:+.1f} ms" if blocks else "-",
+        span(mine), verdict_text,
+    ]  # fmt: skip
+
+
 def alternate(runs: dict[str, Callable[[], float]], rounds: int) -> dict[str, list[float]]:
     """``rounds`` samples of each, the order rotated every round; one untimed round first
     (the OS file cache, this process's own imports)."""
@@ -290,9 +400,13 @@ def kernel_starts(starts: int, kernels: list[Kernel], base_ref: str) -> None:
     print_samples("3", times)
 
 
-def first_turns(turns: int, base_tree: Path, base_ref: str, peer_venv: Path) -> None:
-    """Sections 4 and 5."""
-    steps = [{"text": markdown_answer(), "repeat": 20 * turns + 20}]
+def first_turns(
+    turns: int, warm: tuple[int, int], base_tree: Path, base_ref: str, peer_venv: Path
+) -> None:
+    """Sections 4, 4b and 5."""
+    warm_rounds, warm_up = warm
+    repeat = 20 * turns + 20 + 3 * (warm_rounds + warm_up + 1)
+    steps = [{"text": markdown_answer(), "repeat": repeat}]
     with (
         tempfile.TemporaryDirectory(prefix="co-bench-") as tmp,
         model_server(steps, Path(tmp)) as base_url,
@@ -309,6 +423,17 @@ def first_turns(turns: int, base_tree: Path, base_ref: str, peer_venv: Path) -> 
             "Co before": lambda: settled_turn("Co before", before, work, base_tree),
             "bare loop": lambda: runner.run(BareLoop(base_url).run(cut=True))[0],
         }, turns)  # fmt: skip
+        running = {
+            "Co": CoKernel(here, work, fork=False),
+            "Co before": CoKernel(before, work, fork=False, source=base_tree),
+        }
+        try:
+            for kernel in running.values():
+                wait_for_warm_up(kernel)
+            warm, warm_cpu = warm_turns(warm_rounds, warm_up, running, runner, base_url)
+        finally:
+            for kernel in running.values():
+                kernel.shutdown()
         kernels = [
             Kernel("Co", "co", here),
             Kernel("Co before", "co", before),
@@ -326,6 +451,25 @@ def first_turns(turns: int, base_tree: Path, base_ref: str, peer_venv: Path) -> 
         [["<= +20 ms", ms(co), ms(old), ms(bare), f"{(co - bare) * 1000:+.1f} ms",
           f"{(old - bare) * 1000:+.1f} ms", span(settled["Co"]), verdict(co - bare <= 0.020)]],
     )  # fmt: skip
+    print_table(
+        "4. The same first turns: the difference's spread (few samples: a wide interval)",
+        DIFFERENCE_HEADERS,
+        [difference_row("Co", settled, 0.020),
+         [f"Co {base_ref}", *difference_row("Co before", settled, 0.020)[1:]]],
+    )  # fmt: skip
+    print_table(
+        f"4b. Warm turns, execute_request to first answer text ({warm_rounds} turns each, "
+        f"taking turns, after {warm_up} untimed)",
+        DIFFERENCE_HEADERS,
+        [difference_row("Co", warm, 0.020),
+         [f"Co {base_ref}", *difference_row("Co before", warm, 0.020)[1:]]],
+    )  # fmt: skip
+    print_table(
+        "4b. The same turns: CPU of the turn's thread to first text (what the load multiplies)",
+        DIFFERENCE_HEADERS[:-1],
+        [difference_row("Co", warm_cpu, 0.020)[:-1],
+         [f"Co {base_ref}", *difference_row("Co before", warm_cpu, 0.020)[1:-1]]],
+    )  # fmt: skip
     co, old, peer, stock = (
         median(cold[k]) for k in ("Co", "Co before", "pydantic-ai-kernel", "python3")
     )
@@ -337,6 +481,8 @@ def first_turns(turns: int, base_tree: Path, base_ref: str, peer_venv: Path) -> 
           f"{old / peer:.2f}x", span(cold["Co"]), verdict(co <= peer)]],
     )  # fmt: skip
     print_samples("4", settled)
+    print_samples("4b", warm)
+    print_samples("4b CPU", warm_cpu)
     if LATE:
         print("4. prompts sent later than 6 s, after the warm-up:", ", ".join(LATE))
     print_samples("5", cold)
@@ -346,6 +492,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--starts", type=int, default=7, help="timed starts of each kernel")
     parser.add_argument("--turns", type=int, default=5, help="first turns of each (4 and 5)")
+    parser.add_argument("--warm-turns", type=int, default=36, help="timed warm turns of each (4b)")
+    parser.add_argument("--warm-up", type=int, default=3, help="untimed warm turns first (4b)")
     parser.add_argument(
         "--baseline-ref", default="17870b3", help="the Co started beside this one (a git ref)"
     )
@@ -371,7 +519,9 @@ def main() -> None:
             Kernel("python3", "python3", co_env(home, url, REPO)),
         ]
         kernel_starts(args.starts, kernels, args.baseline_ref)
-    first_turns(args.turns, base_tree, args.baseline_ref, args.peer_venv)
+    first_turns(
+        args.turns, (args.warm_turns, args.warm_up), base_tree, args.baseline_ref, args.peer_venv
+    )
     print("Load average after:", load_average())
 
 

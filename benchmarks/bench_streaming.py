@@ -37,7 +37,7 @@ import tempfile
 import time
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -181,11 +181,18 @@ def shown_markdown(result: CellResult, mime: str) -> str:
     return "".join(str(d.get(mime, "")) for d in result.final_displays().values())
 
 
-def co_cut_trial(kernel: CoKernel, cell_id: str) -> float:
-    """Seconds from execute_request to the first Markdown output; the turn is then interrupted."""
+def co_cut_trial(
+    kernel: CoKernel, cell_id: str, on_first: Callable[[], None] | None = None
+) -> float:
+    """Seconds from execute_request to the first Markdown output; the turn is then interrupted.
+
+    ``on_first`` is called the moment that output arrives (bench_startup reads the kernel's
+    CPU time there)."""
 
     def on_message(k: CoKernel, m: dict[str, Any]) -> None:
         if not state["interrupted"] and first_text_at([m]) is not None:
+            if on_first is not None:
+                on_first()
             state["interrupted"] = True
             k.km.interrupt_kernel()
 

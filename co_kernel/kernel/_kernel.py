@@ -9,6 +9,7 @@ import logging
 import os
 import re
 import signal
+import sys
 import threading
 import uuid
 from collections.abc import Callable
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ipykernel.ipkernel import IPythonKernel
-from ipykernel.zmqshell import ZMQInteractiveShell
+from ipykernel.zmqshell import ZMQDisplayPublisher, ZMQInteractiveShell
 from IPython.core.history import HistoryManager
 from traitlets import Type
 
@@ -81,12 +82,32 @@ def _kernel_id(connection_file: str | None) -> str:
     return match.group(1) if match else uuid.uuid4().hex
 
 
+class _CoDisplayPublisher(ZMQDisplayPublisher):
+    """ipykernel's display publisher, flushing stdout and stderr only when they hold text.
+
+    ipykernel flushes both streams before every display so printed text comes first; each
+    flush waits for a round trip to the IOPub thread, a few milliseconds on a busy machine,
+    and a streamed answer is one display and many updates. A stream with nothing written
+    since its last flush has nothing to put first. The flags are ipykernel's own: a stream
+    without them (redirected, another version) is flushed as before.
+    """
+
+    def _flush_streams(self) -> None:
+        for stream in (sys.stdout, sys.stderr):
+            if getattr(stream, "_flush_pending", True) or getattr(
+                stream, "_subprocess_flush_pending", True
+            ):
+                stream.flush()
+
+
 class _CoShell(ZMQInteractiveShell):
     """IPython's shell for `%%python` cells, with its history kept in memory only.
 
     Co answers history requests from its own store (``co_kernel.store.CellHistory``), so
     IPython's ``history.sqlite`` is neither read nor written by a Co kernel.
     """
+
+    display_pub_class = Type(_CoDisplayPublisher)
 
     def init_history(self) -> None:
         self.history_manager = HistoryManager(shell=self, parent=self, hist_file=":memory:")

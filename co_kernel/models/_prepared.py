@@ -8,10 +8,13 @@ the schema rewriting is most of that work, and doing it twice was the largest si
 cost tracing added to a turn.
 
 Both preparations are handed the same ``ModelRequestParameters`` object, so the model
-keeps the last rewrite and returns it again for that very object. Everything else in
-``prepare_request`` (settings merged, warnings about settings the model ignores) still
-runs on every call. The result is only reused for the identical object, which the model
-holds on to, so a later request (a new object) is always rewritten afresh.
+keeps the last rewrite and returns it again for that very object. Every later request of
+a conversation carries the same tools too, in a new object: equal parameters (compared
+field by field, the schemas by value: microseconds, where the rewriting takes about a
+millisecond of every turn before its request leaves) get the same rewrite. Any change (a
+tool added or gone, another schema, other instructions) is rewritten afresh. Everything
+else in ``prepare_request`` (settings merged, warnings about settings the model ignores)
+still runs on every call.
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ that the mixin puts no ``Model`` of its own into the class it is mixed into."""
 
 
 class CustomizesOnce(ModelMixin):
-    """Mixin for a ``Model``: the last ``customize_request_parameters`` result, reused."""
+    """Mixin for a ``Model``: the last ``customize_request_parameters`` result, reused for
+    the same or equal parameters."""
 
     _last_customized: tuple[ModelRequestParameters, ModelRequestParameters] | None = None
 
@@ -44,10 +48,13 @@ class CustomizesOnce(ModelMixin):
         self, model_request_parameters: ModelRequestParameters
     ) -> ModelRequestParameters:
         last = self._last_customized
-        if last is not None and last[0] is model_request_parameters:
+        if last is not None and (
+            last[0] is model_request_parameters or last[0] == model_request_parameters
+        ):
             return last[1]
         customized = super().customize_request_parameters(model_request_parameters)
-        # Holding the parameters keeps their id from being reused by another object.
+        # Held, not copied: pydantic-ai replaces parameters rather than changing them, and
+        # holding them keeps their id from being reused by another object.
         self._last_customized = (model_request_parameters, customized)
         return customized
 

@@ -26,6 +26,17 @@ def test_python_cells_share_a_namespace_with_rich_outputs(kernel):
     assert any(
         m["content"]["data"].get("text/plain") == "shown" for m in printed.of_type("display_data")
     )
+    # Printed text reaches the page before a later display, also when displays follow
+    # each other with nothing printed between them (streams idle, not flushed).
+    interleaved = kernel.execute(
+        "%%python\nimport sys\nprint('a')\ndisplay({'text/plain': 'D1'}, raw=True)\n"
+        "print('b', file=sys.stderr)\ndisplay({'text/plain': 'D2'}, raw=True)\n"
+        "display({'text/plain': 'D3'}, raw=True)\nprint('c')"
+    )
+    assert [
+        m["content"].get("text") or m["content"]["data"]["text/plain"]
+        for m in interleaved.of_type("stream", "display_data")
+    ] == ["a\n", "D1", "b\n", "D2", "D3", "c\n"]
 
 
 def test_a_figure_left_open_in_a_python_cell_is_drawn(kernel):

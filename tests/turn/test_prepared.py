@@ -48,7 +48,7 @@ def _model(cls: type[OpenAIChatModel]) -> OpenAIChatModel:
     return cls("m", provider=OpenAIProvider(base_url="http://127.0.0.1:9/v1", api_key="x"))
 
 
-def test_the_same_parameters_are_rewritten_once_and_others_afresh() -> None:
+def test_equal_parameters_are_rewritten_once_and_changed_ones_afresh() -> None:
     model = _model(customizing_once(OpenAIChatModel))
     assert isinstance(model, CustomizesOnce) and isinstance(model, OpenAIChatModel)
     plain = _model(OpenAIChatModel)
@@ -56,12 +56,22 @@ def test_the_same_parameters_are_rewritten_once_and_others_afresh() -> None:
     first = model.customize_request_parameters(params)
     assert model.customize_request_parameters(params) is first
     assert first == plain.customize_request_parameters(params)
-    # Equal content in another object: rewritten again, not taken from the last one.
-    other = replace(params)
-    again = model.customize_request_parameters(other)
-    assert again is not first and again == first
+    # The next request of the conversation: equal content in another object, the same rewrite.
+    assert model.customize_request_parameters(_params()) is first
     changed = replace(params, function_tools=[replace(params.function_tools[0], name="write")])
     assert model.customize_request_parameters(changed).function_tools[0].name == "write"
+    # A schema changed in place of an equal one (same tool name) is rewritten from it.
+    wider = {**SCHEMA, "properties": {**SCHEMA["properties"], "mode": {"type": "string"}}}
+    grown = ModelRequestParameters(
+        function_tools=[
+            ToolDefinition(name="read", description="Read", parameters_json_schema=wider)
+        ]
+    )
+    rewritten = model.customize_request_parameters(grown)
+    assert "mode" in rewritten.function_tools[0].parameters_json_schema["properties"]
+    assert rewritten == plain.customize_request_parameters(grown)
+    # And back: the earlier tools are rewritten again, not mistaken for the grown ones.
+    assert model.customize_request_parameters(_params()) == first
     # prepare_request as a whole gives what pydantic-ai's own model gives.
     assert model.prepare_request(None, params) == plain.prepare_request(None, params)
 
