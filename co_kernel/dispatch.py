@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -401,9 +400,6 @@ class CellDispatcher:
             session.take_over(old)
             await old.aclose()
         return session
-
-    def workspace(self) -> Path:
-        return Path(os.getcwd())
 
     async def close(self) -> None:
         """Release what the session started (replay server, sandbox container).

@@ -350,10 +350,6 @@ class Redactor:
         cleaned = self.redact(text)
         return data if cleaned is text else cleaned.encode("utf-8", errors="surrogateescape")
 
-    def contains_secret(self, text: str) -> bool:
-        """Whether redaction would change the text."""
-        return self.redact(text) != text
-
 
 def redact_value(value: Any, redact: Callable[[str], str]) -> Any:
     """Strings anywhere in a JSON-like value (dicts, lists, tuples) passed through ``redact``."""
