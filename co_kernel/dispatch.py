@@ -124,7 +124,7 @@ class CellDispatcher:
             self.terminal, self.redact, image_hosts=self._image_hosts
         )
         self.pending = PendingApprovals(self.redact, kernel_publisher.origin)
-        """The calls waiting for approval, for pages that lack their card (issue 27)."""
+        """The calls waiting for approval, for pages that lack their card."""
         if kernel is not None:
             self.pending.register(kernel.comm_manager)
         self.publisher: Publisher = self.redacting

@@ -212,8 +212,8 @@ class CoKernel(IPythonKernel):
         A restart interrupts the kernel just before it asks for the shutdown, so a turn
         waiting for approval ends as the shutdown begins. As soon as the shutdown handler
         returns, ipykernel stops the thread whose socket carries the main shell's replies:
-        the cell's reply went into a closed socket (a ZMQError traceback in the server's
-        log) and the page never learnt that the cell had ended.
+        without this wait the cell's reply would go into a closed socket (a ZMQError
+        traceback in the server's log) and the page would never learn that the cell ended.
         """
         if self._cell_replied.is_set():
             return
@@ -224,7 +224,7 @@ class CoKernel(IPythonKernel):
                 loop.call_soon_threadsafe(task.cancel)
         # A thread waits, not this loop: the control channel still answers meanwhile. A
         # cell that ignores the cancel (Python busy in a %%python cell) is left to the
-        # shutdown after a while, as before.
+        # shutdown, which ends the process after a while.
         await asyncio.to_thread(self._cell_replied.wait, _CELL_END_TIMEOUT)
 
     # -- execution ---------------------------------------------------------
@@ -486,7 +486,7 @@ def _warm_imports() -> None:
     except Exception:
         log.debug("warming the message adapter failed", exc_info=True)
     # Every Markdown output is rendered to sanitised HTML: markdown-it's rules, the lexers
-    # and nh3's allowlist are built here rather than on the first answer (issue 39).
+    # and nh3's allowlist are built here rather than on the first answer's path.
     from .frontend import warm_markdown
 
     warm_markdown()

@@ -125,7 +125,7 @@ reap() {
 # run whose marks never come is abandoned before its command ran, and started again
 # (`DockerSandbox._launch`). After the command the wrapper writes both marks again and waits
 # for the reader's second line (or the connection closing): everything the command wrote
-# came before them. The command itself reads /dev/null as before, never those lines.
+# came before them. The command itself reads /dev/null, never those lines.
 _MARKS = "printf '\\036%s\\036\\n' \"$CO_EXEC\"; printf '\\036%s\\036\\n' \"$CO_EXEC\" >&2; "
 _WRAPPER = (
     _REAP
@@ -409,7 +409,7 @@ def _docker_client(**kwargs: Any) -> Any:
         return docker.from_env(**kwargs)
     except docker.errors.DockerException as exc:
         failure = docker.errors.DockerException(str(exc))
-    # Out of the handler, so the first error's traceback no longer holds the socket.
+    # Out of the handler: inside it, the first error's traceback would still hold the socket.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ResourceWarning)
         gc.collect()
