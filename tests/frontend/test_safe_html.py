@@ -1,4 +1,4 @@
-"""Markdown from outside rendered to HTML in which nothing can run (issue 39).
+"""Markdown from outside rendered to HTML in which nothing can run.
 
 The browser tests show it in JupyterLab and Notebook 7; these pin the renderer's allowlist
 on each payload kind, so a change to it shows here first.
