@@ -36,7 +36,7 @@ import { installPartChoice } from './parts';
 // eslint-disable-next-line jupyter/prefer-lazy-imports
 import { CoStatusModel, CoStatusWidget } from './statusbar';
 import { PendingPanel } from './pending';
-// Needed at activation: the kernel reads its notebook from the start (issue 37).
+// Needed at activation: the kernel reads its notebook from the start.
 // eslint-disable-next-line jupyter/prefer-lazy-imports
 import { followNotebooks } from './notebook';
 
@@ -52,7 +52,7 @@ function showPendingPopup(
   );
   const popup = showPopup({ body, anchor, align: 'left' });
   // Once nothing waits (decided here, in another tab or on a card), the panel
-  // has nothing to offer: it closes rather than saying so (issue 36).
+  // has nothing to offer: it closes rather than saying so.
   const refresh = (): void => {
     if (model.pendingIn(notebook).length) {
       body.refresh();

@@ -127,7 +127,7 @@ export class CoStatusModel {
     comm.onMsg = msg => {
       const message = parseApprovals(msg.content.data);
       // The kernel's status rides along: a page that connects while a cell
-      // runs gets no kernel_info reply until it ends (issue 36).
+      // runs gets no kernel_info reply until it ends.
       const status = parseCoStatus(
         (msg.content.data as Record<string, unknown> | undefined)?.status
       );
@@ -199,7 +199,7 @@ export class CoStatusModel {
         this._placeForeign(panel, connection, args.msg);
         if (endsForeignCell(connection, args.msg)) {
           // Its execute_reply, with the new tokens, went to the page that ran it
-          // (or to this page before a reload): ask for the status (issue 36).
+          // (or to this page before a reload): ask for the status.
           void connection.requestKernelInfo().catch(() => undefined);
         }
       }
@@ -290,7 +290,7 @@ export class CoStatusModel {
       id => cells.find(([cellId]) => cellId === id)?.[1] ?? null
     );
     // The execution count came in the reply this page never gets: each Co
-    // output carries it, so the cell ends with `[n]:` here too (issue 36).
+    // output carries it, so the cell ends with `[n]:` here too.
     const output = outputOf(msg);
     const tag = output ? outputTag(output) : null;
     if (placed && tag?.count !== null && tag?.count !== undefined) {
