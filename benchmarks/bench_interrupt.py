@@ -1,6 +1,6 @@
 """Interrupt latency at each phase of a turn, beside interrupting plain Python in the same kernel.
 
-Target (issue 6): an interrupt during streaming, during a tool, during an approval wait
+Target: an interrupt during streaming, during a tool, during an approval wait
 or during a backoff sleep stops the turn within a second. Measured from the moment the
 harness sends the interrupt (SIGINT, like JupyterLab's Stop button) to the
 execute_reply, in one real kernel talking to the scripted model server. The baseline is

@@ -45,7 +45,7 @@ from co_kernel.turn._prompt import build_system_prompt
 from tests.support.kernel_harness import CoKernel
 
 PROMPT = "Write a long story about a lighthouse keeper and a storm."
-ANSWER_MIME = "text/html"  # Co renders Markdown itself (issue 39)
+ANSWER_MIME = "text/html"  # Co renders Markdown itself
 
 
 def free_port() -> int:

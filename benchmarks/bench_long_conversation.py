@@ -1,5 +1,5 @@
 """Long conversations: prefix stability, token-estimate error, and the bundled model's
-latency and memory over 100 turns (issue 28).
+latency and memory over 100 turns.
 
 1. Prefix stability and token estimates, with the scripted model over HTTP (exact): a
    200-turn conversation in a Co session (`max_history_messages` 40, two memories in the

@@ -1,4 +1,4 @@
-"""The agent and its notebook (issue 37), measured in real JupyterLab with headless Chromium.
+"""The agent and its notebook, measured in real JupyterLab with headless Chromium.
 
 A 300-cell notebook (Markdown, `%%python` cells with text outputs and a PNG, prompts) is
 open in JupyterLab with Co's extension; the scripted model calls ``read_notebook``

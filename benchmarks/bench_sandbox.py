@@ -1,6 +1,6 @@
 """`!true` through Co versus a bare docker SDK exec on the same container, same run.
 
-Targets (issue 4): a warm `!true` round trip (execute_request to execute_reply) adds
+Targets: a warm `!true` round trip (execute_request to execute_reply) adds
 under 15 ms at the median to a bare `exec_run("true")` on the same container; the
 first command including container creation takes under 1.5 s with the image present.
 After each bind-mode command Co looks for what it left (set-id bits, FIFOs, links leading

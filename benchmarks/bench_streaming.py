@@ -1,5 +1,5 @@
 """Streaming a 20 KB Markdown answer: Co in a real kernel beside a bare pydantic-ai loop
-and beside Co as it was before it rendered Markdown itself (issue 39).
+and beside Co as it was before it rendered Markdown itself.
 
 All talk to one ScriptedModelServer at 200 tokens/s in the same run, run in its own
 process (``python -m co_kernel.replay``) so its allocations and garbage collections don't
@@ -14,7 +14,7 @@ stall the in-process baseline. Measures
    the cell, as JSON content and as wire frames captured on our own SUB socket, beside
    what re-sending the whole buffer at 20 Hz would cost over the baseline's delta timeline;
    and the same answer streamed by a kernel of ``--baseline-ref`` (a git worktree beside
-   this checkout; by default the commit before issue 39, which sent ``text/markdown`` for
+   this checkout; by default the last commit whose Co sent ``text/markdown`` for
    the page to render), with how many updates a second each showed. Beside Co's bytes: what
    the saved notebook holds (the last version of each output), which no streaming design
    can send less of, and what streaming added to it.
@@ -59,9 +59,9 @@ from tests.support.kernel_harness import CellResult, CoKernel
 
 TOKENS_PER_SECOND = 200.0
 MAX_RATE = 20.0
-"""Updates a second of the naive design (the issue's throttle)."""
-ANSWER_MIME = "text/html"  # Co renders Markdown itself (issue 39)
-BASELINE_MIME = "text/markdown"  # what Co sent before issue 39
+"""Updates a second of the naive design (its throttle)."""
+ANSWER_MIME = "text/html"  # Co renders Markdown itself
+BASELINE_MIME = "text/markdown"  # what Co sent before it rendered Markdown itself
 CARRIERS = ("display_data", "update_display_data", "stream")
 PROMPT = "Explain how Co streams an answer into a notebook cell."
 
@@ -322,7 +322,7 @@ def main() -> None:
     parser.add_argument(
         "--baseline-ref",
         default="d61c47d~1",
-        help="commit whose Co streams the same answer beside this one (default: before issue 39)",
+        help="commit whose Co streams the same answer beside this one (default: last with Markdown)",
     )
     args = parser.parse_args()
 

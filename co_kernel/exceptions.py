@@ -208,7 +208,7 @@ class PageError(RunError):
 
 class PageReplayMismatch(RunError):
     """A notebook edit a replay proposes differs from the one recorded; the message names
-    the difference. It ends the turn: the model's answers no longer fit the notebook."""
+    the difference. It ends the turn: the model's answers do not fit the notebook."""
 
 
 class CompactError(RunError):

@@ -1,6 +1,6 @@
 """CoDeps: the per-session dependency object injected into every tool.
 
-Seed 000's invariant: mutable session state lives here, never in module globals; one
+Mutable session state lives here, never in module globals (two sessions never share it); one
 instance per kernel session, shared by every turn of that session. It sits below the
 tools, the sandbox cell and the turn that all use it, and above what it holds.
 """

@@ -1,4 +1,4 @@
-"""Managed settings (issue 35 item 3): a deployer's file whose keys the user's file, a
+"""Managed settings: a deployer's file whose keys the user's file, a
 project file and the environment cannot override, its floors (permission rules, MCP
 servers), which layer set each value, and a broken managed file that Co survives."""
 

@@ -1,4 +1,4 @@
-"""What a project's `.co/settings.json` may set (issue 35 item 2): the table covers every
+"""What a project's `.co/settings.json` may set: the table covers every
 setting, docs/settings.md publishes it as the code has it, and each "never" row holds: a project
 file that sets it changes nothing and is named in the notices."""
 

@@ -1,4 +1,4 @@
-"""What installing Co brings, and what the test tools cost (issue 38, part 2, item 10)."""
+"""What installing Co brings, and what the test tools cost."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every command the README, CONTRIBUTING.md and docs/ show is one that works (issue 38, item 8).
+"""Every command the README, CONTRIBUTING.md and docs/ show is one that works.
 
 What counts as shown: each line of a ```sh, ```bash or ```shell block (and each `$ ` line of
 a ```console block), and each inline `` `co-kernel ...` `` or `` `%magic ...` ``. Each is

@@ -1,4 +1,4 @@
-"""The README, CONTRIBUTING.md and docs/ link to files and headings that exist (issue 38, item 8).
+"""The README, CONTRIBUTING.md and docs/ link to files and headings that exist.
 
 The manual is split over several files that link to each other; a renamed heading or a
 moved file must fail here, not leave a reader at a dead link.

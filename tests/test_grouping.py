@@ -2,7 +2,7 @@
 
 The tests of a module that share a module-scoped fixture (a JupyterLab server, a hub, a
 set of kernels) must run on one worker, or each worker they reach sets it up again. With
-pytest 9.2 and xdist 3.8 that grouping silently stopped (pytest-xdist issue 1386) and the
+pytest 9.2 and xdist 3.8 that grouping silently stopped (pytest-dev/pytest-xdist#1386) and the
 suite paid for it in every run, with nothing failing; this test fails instead.
 """
 

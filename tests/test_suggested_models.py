@@ -1,4 +1,4 @@
-"""The model names Co suggests are ones the installed pydantic-ai knows (issue 36)."""
+"""The model names Co suggests are ones the installed pydantic-ai knows."""
 
 from __future__ import annotations
 

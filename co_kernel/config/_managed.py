@@ -1,4 +1,4 @@
-"""Managed settings: a deployer's file whose keys nobody below it can override (issue 35).
+"""Managed settings: a deployer's file whose keys nobody below it can override.
 
 A hub or a class gives every kernel one system-wide file, ``/etc/co/settings.json`` (or the
 path in ``CO_MANAGED_SETTINGS``, which then replaces it), read before the user's. Its keys

@@ -1,4 +1,4 @@
-"""What a project's ``.co/settings.json`` may set: the table, written once (issue 35).
+"""What a project's ``.co/settings.json`` may set: the table, written once.
 
 A project file is data that came with a folder, often a cloned repository; the person's
 own settings carry their authority. Every setting has one row:

@@ -13,7 +13,7 @@ Trust is the person's act: a card (notebook), ``y/n`` (console), ``%trust`` or
 ``trusted_folders`` in the user's own settings or environment (a project file cannot set
 it). A record is kept in the user's data directory, keyed by the folder's real path, and
 holds a hash of every file that gives power (``fingerprint``): when any of them is added,
-changed or removed, also while a kernel runs, the record no longer matches and the folder
+changed or removed, also while a kernel runs, the record stops matching and the folder
 is untrusted again until the person looks at what changed (``FolderTrust.changed``). A file
 cannot decide its own trust: nothing in the folder is read to decide it.
 """

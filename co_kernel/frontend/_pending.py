@@ -1,4 +1,4 @@
-"""The ``co.approvals`` comm: every waiting approval, for any page that connects (issue 27).
+"""The ``co.approvals`` comm: every waiting approval, for any page that connects.
 
 A card lives in the output of the cell that asked; a reloaded page, a second tab or a
 notebook that was never saved has no such output. The JupyterLab extension therefore
@@ -26,7 +26,7 @@ no page has watched for ``approval_timeout_unseen`` seconds (every tab closed or
 reloaded without the extension) is denied as ``timed out``; its outcome carries the
 ``reason``, and every page that opens the comm receives it until one answers
 ``{"told": [id, ...]}`` (it showed it to the person). A kernel no such page ever
-reached (another client) cannot tell who watches, so there it waits as before.
+reached (another client) cannot tell who watches, so there it waits for a decision.
 
 Comm messages may be handled on another thread than the turn's loop (a subshell), so
 the registry is guarded by a lock and a decision reaches the turn only through the
@@ -193,9 +193,9 @@ class PendingApprovals:
     def extension_connected(self) -> bool:
         """Whether a page with Co's extension has the comm open now.
 
-        Then a decision is taken only from the comm (issue 39): the extension sends one only
-        for a real click or key press (``event.isTrusted``), while the widget card's own
-        button messages also come from a script's ``button.click()``.
+        Then a decision is taken only from the comm, since it needs a person: the extension
+        sends one only for a real click or key press (``event.isTrusted``), while the widget
+        card's own button messages also come from a script's ``button.click()``.
         """
         with self._lock:
             return bool(self._comms)

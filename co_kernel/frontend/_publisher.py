@@ -20,7 +20,7 @@ A notebook keeps an output's metadata but never its transient display id, and a 
 drops iopub output whose request it did not send. With this tag the JupyterLab
 extension of a reloaded page or a second tab finds the cell a turn writes to (by the
 execute request's id, or by JupyterLab's cellId where the cell shows nothing of the
-turn yet) and the output a display update replaces (issue 27).
+turn yet) and the output a display update replaces.
 """
 
 

@@ -1,4 +1,4 @@
-"""Markdown from outside turned into HTML that cannot run script (issue 39).
+"""Markdown from outside turned into HTML that cannot run script.
 
 Everything Co shows as Markdown carries text it did not write: the model's answer (which
 a web page, a file, an MCP result or a repository can steer), a provider's error, an MCP

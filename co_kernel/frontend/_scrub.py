@@ -1,14 +1,14 @@
-"""Re-render the Markdown an older Co saved in a notebook as safe HTML (issue 39).
+"""Re-render the Markdown an older Co saved in a notebook as safe HTML.
 
-Co used to publish answers, notices and magic outputs as ``text/markdown``; a notebook
-saved then carries them, and a viewer that trusts it (nbconvert's HTML export, a notebook
+An older Co published answers, notices and magic outputs as ``text/markdown``; a notebook
+it saved carries them, and a viewer that trusts it (nbconvert's HTML export, a notebook
 host, JupyterLab without Co's extension) renders any HTML in them unsanitised.
-``co-kernel scrub`` rewrites each such output as Co publishes it now: sanitised HTML with
+``co-kernel scrub`` rewrites each such output as Co publishes it today: sanitised HTML with
 the Markdown as text. Only outputs that carry Co's metadata tag are touched.
 
 The HTML a Co before click-to-load images saved has live remote images: a viewer fetches
 them, and whatever their URLs carry, each time the notebook opens. Each becomes the
-placeholder Co writes now (``_remote_images.py``), the ``image_hosts`` ones too: a scrub
+placeholder Co writes today (``_remote_images.py``), the ``image_hosts`` ones too: a scrub
 decides for every viewer, whose reader chose no hosts.
 """
 
@@ -51,7 +51,7 @@ def _scrub_output(output: dict[str, Any]) -> bool:
         return True
     source = _source(data["text/markdown"])
     plain = data.get("text/plain")
-    # Older answers had no text/plain: the source becomes it, as Co saves answers now.
+    # Older answers had no text/plain: the source becomes it, as in the answers Co saves.
     bundle = {
         **data,
         "text/markdown": source,

@@ -187,7 +187,7 @@ def tool_call_bundle(
         shown_status,
     ]
     if decision and decision != status:
-        # A decision a replay took from its script says so in words (issue 35).
+        # A decision a replay took from its script says so in words: no person made it.
         recorded = decision.endswith(RECORDED)
         summary_bits.append(
             decision.removesuffix(RECORDED) + " (recorded decision)" if recorded else decision

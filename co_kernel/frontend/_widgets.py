@@ -271,7 +271,7 @@ class WidgetApprover:
                 loop.call_soon_threadsafe(_settle_parts, answer, request, choice, accepted)
 
         def on_button(choice: ApprovalDecision) -> None:
-            # A decision needs a person (issue 39). Any script in the page can send this
+            # A decision needs a person. Any script in the page can send this
             # widget message (``button.click()``); Co's extension instead answers a click
             # on the card through the ``co.approvals`` comm, and only for a real gesture
             # (``event.isTrusted``). So while such a page is connected, the widget's own

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -125,7 +124,7 @@ class CellDispatcher:
             self.terminal, self.redact, image_hosts=self._image_hosts
         )
         self.pending = PendingApprovals(self.redact, kernel_publisher.origin)
-        """The calls waiting for approval, for pages that lack their card (issue 27)."""
+        """The calls waiting for approval, for pages that lack their card."""
         if kernel is not None:
             self.pending.register(kernel.comm_manager)
         self.publisher: Publisher = self.redacting
@@ -402,9 +401,6 @@ class CellDispatcher:
             session.take_over(old)
             await old.aclose()
         return session
-
-    def workspace(self) -> Path:
-        return Path(os.getcwd())
 
     async def close(self) -> None:
         """Release what the session started (replay server, sandbox container).

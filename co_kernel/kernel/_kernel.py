@@ -89,7 +89,7 @@ class _CoDisplayPublisher(ZMQDisplayPublisher):
     flush waits for a round trip to the IOPub thread, a few milliseconds on a busy machine,
     and a streamed answer is one display and many updates. A stream with nothing written
     since its last flush has nothing to put first. The flags are ipykernel's own: a stream
-    without them (redirected, another version) is flushed as before.
+    without them (redirected, another version) is always flushed.
     """
 
     def _flush_streams(self) -> None:
@@ -252,8 +252,8 @@ class CoKernel(IPythonKernel):
         A restart interrupts the kernel just before it asks for the shutdown, so a turn
         waiting for approval ends as the shutdown begins. As soon as the shutdown handler
         returns, ipykernel stops the thread whose socket carries the main shell's replies:
-        the cell's reply went into a closed socket (a ZMQError traceback in the server's
-        log) and the page never learnt that the cell had ended.
+        without this wait the cell's reply would go into a closed socket (a ZMQError
+        traceback in the server's log) and the page would never learn that the cell ended.
         """
         if self._cell_replied.is_set():
             return
@@ -264,7 +264,7 @@ class CoKernel(IPythonKernel):
                 loop.call_soon_threadsafe(task.cancel)
         # A thread waits, not this loop: the control channel still answers meanwhile. A
         # cell that ignores the cancel (Python busy in a %%python cell) is left to the
-        # shutdown after a while, as before.
+        # shutdown, which ends the process after a while.
         await asyncio.to_thread(self._cell_replied.wait, _CELL_END_TIMEOUT)
 
     # -- execution ---------------------------------------------------------
@@ -526,7 +526,7 @@ def _warm_imports() -> None:
     except Exception:
         log.debug("warming the message adapter failed", exc_info=True)
     # Every Markdown output is rendered to sanitised HTML: markdown-it's rules, the lexers
-    # and nh3's allowlist are built here rather than on the first answer (issue 39).
+    # and nh3's allowlist are built here rather than on the first answer's path.
     from ..frontend import warm_markdown
 
     warm_markdown()

@@ -100,7 +100,8 @@ def inspect_reply(code: str, cursor_pos: int | None, detail_level: int = 0) -> d
     return {
         "status": "ok",
         "found": True,
-        # Co's own help text, but rendered like every other Markdown Co sends (issue 39).
+        # Co's own help text, but rendered like every other Markdown Co sends:
+        # sanitised HTML, never raw Markdown a page would render with live HTML.
         "data": safe_bundle({"text/plain": text, "text/markdown": markdown}),
         "metadata": {},
     }

@@ -112,10 +112,6 @@ class McpManager:
         self._notify: Callable[[str], None] | None = None
         self._closing: set[asyncio.Task[None]] = set()
 
-    @property
-    def configured(self) -> bool:
-        return bool(self.servers)
-
     def reserve(self, builds: list[ToolsetBuild]) -> None:
         """Remember the names of Co's own tools, which MCP tools may not take."""
         names: set[str] = set()

@@ -5,7 +5,7 @@ hands each completed request with its answer to the session's ``Recorder``: stre
 not, a failed request or one whose answer was cut off (retried by the turn) is no step.
 
 ``ReplayModel`` wraps the model that talks to the scripted server of ``replay:PATH``. A
-request the script no longer matches fails the turn with ``ReplayMismatch``, which names
+request that does not match the script fails the turn with ``ReplayMismatch``, which names
 the step, the recorded and the actual text; with ``replay_mode = record-missing`` the
 request goes to ``replay_fallback_model`` instead, and its answer becomes a step of the
 script in the missed one's place, written back to the file at once.

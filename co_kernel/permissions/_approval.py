@@ -296,7 +296,7 @@ def is_refusal(label: str | None) -> bool:
 def replayed_decision(call_id: str, tool_name: str, args: Any, deps: CoDeps) -> str | None:
     """The decision recorded with this very call in the script a replay serves, or None.
 
-    Recorded approvals (issue 24): Run All of a recorded notebook does what the person
+    Recorded approvals bind a replay: Run All of a recorded notebook does what the person
     approved while recording, nothing more. ``approved all`` turns session yolo on again.
     """
     recorder = deps.recorder

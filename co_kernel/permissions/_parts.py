@@ -1,4 +1,4 @@
-"""A proposal that touches several cells, approved in part (issue 37).
+"""A proposal that touches several cells, approved in part.
 
 The person may accept or reject each cell of one call (``ToolCallView.parts``). The
 decision label says which were accepted, so the card, the audit row, telemetry and a

@@ -1,4 +1,4 @@
-"""Permission rules: which rule, if any, decides a tool call (issue 23).
+"""Permission rules: which rule, if any, decides a tool call.
 
 ``decide`` is pure: given the rules in force and one call (tool name, arguments, the
 workspace), it returns the strongest matching rule (deny over ask over allow), or None
@@ -114,7 +114,7 @@ _SUBCOMMANDS = frozenset(
 """Commands whose second word is a subcommand: "Always allow" proposes both words."""
 _ASKS_ITSELF = frozenset({SHELL_TOOL, "run_python"})
 """Tools that ask unless approved: an ask rule leaves the asking to them (and to
-``auto_decision``, which no longer approves a safe command an ask rule names)."""
+``auto_decision``, which never approves a safe command an ask rule names)."""
 
 _ACCEPTED_FILE = "accepted-project-permissions.json"
 _NOTICED = ExtrasKey[str]("permissions.noticed")

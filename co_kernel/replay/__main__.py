@@ -7,7 +7,7 @@ recorded to stderr and exits with status 1 if there were any.
 
 Both signals stop it the same way, also when it was started in the background by a
 script (``... &``), where the shell has it ignore SIGINT: the server is for stopping
-once a test is done, and SIGTERM used to end it without the report.
+once a test is done, and a SIGTERM that ended it at once would lose the report.
 """
 
 from __future__ import annotations

@@ -136,8 +136,9 @@ class _ScriptState:
         return _Refusal(HTTPStatus.CONFLICT, "script_mismatch", message)
 
     def drop_superseded(self) -> None:
-        """Drop the steps a request did not match and none used afterwards: what an edited
-        last prompt used to get. Steps no request reached stay (a run of part of a notebook)."""
+        """Drop the steps a request did not match and none used afterwards: the answer an
+        edited last prompt got before its edit. Steps no request reached stay (a run of part
+        of a notebook)."""
         with self._lock:
             kept = [s for s in self._steps if id(s) not in self._superseded]
             if len(kept) != len(self._steps):
@@ -319,7 +320,7 @@ class ScriptedModelServer:
         return self._state.revision
 
     def drop_superseded(self) -> None:
-        """End of a record-missing replay: drop the steps that requests no longer match
+        """End of a record-missing replay: drop the steps that requests stopped matching
         (the old answer to an edited prompt) and none used afterwards."""
         self._state.drop_superseded()
 

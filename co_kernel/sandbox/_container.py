@@ -3,7 +3,7 @@
 The container (`co-sandbox-<session>`) is created on first use and reused. It runs as a
 non-root user with every capability dropped, no-new-privileges, a read-only root filesystem
 with a tmpfs /tmp (HOME), memory/CPU/pids limits, no network unless asked for, and only the
-mounts of ``_mounts``. It is recreated before a command when a mount no longer covers what
+mounts of ``_mounts``. It is recreated before a command when a mount has stopped covering what
 it was put over, or when its pids limit is used up; containers of this user's kernels that
 died without cleaning up are removed when one is created; ``close`` removes it.
 """
@@ -107,7 +107,7 @@ def _docker_client(**kwargs: Any) -> Any:
         return docker.from_env(**kwargs)
     except docker.errors.DockerException as exc:
         failure = docker.errors.DockerException(str(exc))
-    # Out of the handler, so the first error's traceback no longer holds the socket.
+    # Out of the handler: inside it, the first error's traceback would still hold the socket.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ResourceWarning)
         gc.collect()

@@ -82,7 +82,7 @@ reap() {
 # run whose marks never come is abandoned before its command ran, and started again
 # (`DockerSandbox._launch`). After the command the wrapper writes both marks again and waits
 # for the reader's second line (or the connection closing): everything the command wrote
-# came before them. The command itself reads /dev/null as before, never those lines.
+# came before them. The command itself reads /dev/null, never those lines.
 _MARKS = "printf '\\036%s\\036\\n' \"$CO_EXEC\"; printf '\\036%s\\036\\n' \"$CO_EXEC\" >&2; "
 _WRAPPER = (
     _REAP

@@ -30,7 +30,6 @@ __all__ = [
     "ProviderProbe",
     "StatusReport",
     "brief_status",
-    "check_model_reachable",
     "collect_status",
     "format_status",
     "probe_provider",
@@ -91,22 +90,6 @@ def _get_models(base_url: str, api_key: str | None, timeout: float) -> tuple[int
     items = data.get("data", []) if isinstance(data, dict) else []
     ids = [str(m["id"]) for m in items if isinstance(m, dict) and "id" in m]
     return status, ids
-
-
-def check_model_reachable(base_url: str | None, timeout: float = 3.0) -> str:
-    """GET {base_url}/models and describe the answer; never raises."""
-    if not base_url:
-        return "not checked (hosted API)"
-    started = time.monotonic()
-    try:
-        status, _ = _get_models(base_url, None, timeout)
-    except OSError as exc:
-        reason = getattr(exc, "reason", exc)
-        return f"unreachable ({reason})"
-    took = (time.monotonic() - started) * 1000
-    if status >= 400:
-        return f"answers with HTTP {status}"
-    return f"answers ({status}, {took:.0f} ms)"
 
 
 def _secret(value: Any) -> str | None:

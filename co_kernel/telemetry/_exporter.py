@@ -3,7 +3,7 @@
 Both see spans only after the ``TurnSpanProcessor`` hands them over on its worker
 thread, so the turn never waits for a write. Redaction happens here, before anything is
 serialised, and long attribute values are cut after redaction (never before: a cut
-secret would no longer match). A batch whose text holds no secret and no secret's shape
+secret would not match its pattern). A batch whose text holds no secret and no secret's shape
 (nearly every batch) is cleared by one test over all of it, not value by value.
 
 The SQLite exporter also keeps the database to the retention period

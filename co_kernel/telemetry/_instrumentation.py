@@ -70,7 +70,7 @@ class _Converted:
 
 
 def _may_be_marked(message: ModelMessage) -> bool:
-    # pydantic-ai marks the parts of request-scoped system prompts the model no longer sees
+    # pydantic-ai marks the parts of request-scoped system prompts later requests leave out
     # (``visible: false``, in ``_span_input_messages``), in place: those messages get their
     # own dicts. Every other caller only serializes what it gets, so the rest are shared.
     return isinstance(message, ModelRequest) and any(

@@ -344,9 +344,6 @@ class Redactor:
         """Strings anywhere in a JSON-like value (dicts, lists, tuples) redacted."""
         return redact_value(value, self.redact)
 
-    def contains_secret(self, text: str) -> bool:
-        """Whether redaction would change the text."""
-        return self.redact(text) != text
 
 
 def redact_value(value: Any, redact: Callable[[str], str]) -> Any:

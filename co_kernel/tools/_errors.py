@@ -180,7 +180,7 @@ class ToolErrorGuard(AbstractCapability["CoDeps"]):
     ) -> Any:
         name = call.tool_name
         if isinstance(error, PageReplayMismatch):
-            raise error  # the replay no longer fits the notebook: the turn ends, naming why
+            raise error  # the replay does not fit the notebook: the turn ends, naming why
         if isinstance(error, UsageLimitExceeded):
             # A subagent's request could pass a budget of the turn it spends: the turn ends,
             # and the calls beside this one (a card waiting for the person) are cancelled.

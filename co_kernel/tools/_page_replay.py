@@ -1,4 +1,4 @@
-"""The notebook's page as one tool call sees it, recorded and replayed (issue 37).
+"""The notebook's page as one tool call sees it, recorded and replayed.
 
 While the session records (``%record``, setting ``record_path``), what a notebook tool
 asks the page and what the page answers are written into the recording with the call

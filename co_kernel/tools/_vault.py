@@ -37,7 +37,6 @@ _INLINE_CODE = re.compile(r"`[^`\n]*`")
 # after whitespace. The pattern starts with the literal '#' so that `re` can skip to each
 # '#' instead of testing a look-behind at every character of a 50 MB vault.
 _TAG = re.compile(r"#([\w/-]+)")
-_H1 = re.compile(r"^#[ \t]+(.+?)[ \t#]*$", re.M)
 
 
 @dataclass

@@ -415,7 +415,7 @@ IMAGE_BYTES = 600_000
 size one may have (``co_kernel.notebook.MAX_BYTES``)."""
 
 OLD_IMAGE = "[Co: {description}, shown earlier; not sent again]"
-"""What an image is sent as once it is no longer sent as an image."""
+"""What an image is sent as once it is not sent as an image any more."""
 
 
 def _images(msg: Any) -> list[tuple[int, int, Any]]:

@@ -16,7 +16,7 @@ def session_tokens(session: SessionProtocol) -> tuple[int, int]:
     """Input and output tokens of the conversation, counted the way ``%usage`` counts them.
 
     Each turn's usage plus the compaction requests; a turn replaced by re-running its cell
-    no longer counts, and ``%resume`` brings a conversation's turns back with their usage.
+    does not count, and ``%resume`` brings a conversation's turns back with their usage.
     """
     extra = session.compaction_usage
     turns = session.turns

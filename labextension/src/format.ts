@@ -77,7 +77,7 @@ export function decisionAllows(decision: string): boolean {
 
 /**
  * How a decision reads on a card: one a replay took from its script says
- * "recorded decision" (issue 35), e.g. `approved (recorded decision)`; one that
+ * "recorded decision", e.g. `approved (recorded decision)`; one that
  * took some of a proposal's cells says which went in.
  */
 export function decisionLabel(decision: string): string {

@@ -46,7 +46,7 @@ import { CoApprovals } from './approvals/model';
 // eslint-disable-next-line jupyter/prefer-lazy-imports
 import { OutputPlacement } from './outputs/placement';
 import { PendingPanel } from './approvals/pending';
-// Needed at activation: the kernel reads its notebook from the start (issue 37).
+// Needed at activation: the kernel reads its notebook from the start.
 // eslint-disable-next-line jupyter/prefer-lazy-imports
 import { followNotebooks } from './outputs/notebook';
 
@@ -62,7 +62,7 @@ function showPendingPopup(
   );
   const popup = showPopup({ body, anchor, align: 'left' });
   // Once nothing waits (decided here, in another tab or on a card), the panel
-  // has nothing to offer: it closes rather than saying so (issue 36).
+  // has nothing to offer: it closes rather than saying so.
   const refresh = (): void => {
     if (approvals.pendingIn(notebook).length) {
       body.refresh();

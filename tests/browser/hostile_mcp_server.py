@@ -1,4 +1,4 @@
-"""An MCP server whose tool description carries HTML that would run script (issue 39).
+"""An MCP server whose tool description carries HTML that would run script.
 
     python hostile_mcp_server.py BEACON_URL
 

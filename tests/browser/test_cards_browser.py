@@ -1,4 +1,4 @@
-"""Co's cards as a person sees them in JupyterLab (issue 36): real server, Chromium, clicks.
+"""Co's cards as a person sees them in JupyterLab: real server, Chromium, clicks.
 
 A decided approval card says what was decided and has no buttons; the arguments and the
 change show once, coloured; the status item's panel has styled buttons and closes once

@@ -1,4 +1,4 @@
-"""One proposal of several cells, approved in part, in JupyterLab and Notebook 7 (issue 37):
+"""One proposal of several cells, approved in part, in JupyterLab and Notebook 7:
 real server, headless Chromium.
 
 The scripted model proposes three cells in one call. A script's click on a cell's control
@@ -46,7 +46,7 @@ def choose_and_approve(page: Any, scope: Any) -> list[str]:
     approve.wait_for(timeout=60_000)
     for i in range(3):
         assert scope.locator(TOGGLE.format(i)).inner_text() == f"✓ Apply {PART.format(i + 1)}"
-    # The diffs no longer name the cells a second way, by where they land ("new cell 2").
+    # The diffs do not name the cells a second way, by where they land ("new cell 2").
     assert not [t for t in scope.locator(".co-part pre").all_inner_texts() if "new cell" in t]
     # A page script clicks cell 1's control, and a synthetic event on cell 3's: ignored.
     page.evaluate(

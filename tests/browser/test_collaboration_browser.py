@@ -1,4 +1,4 @@
-"""Real-time collaboration (issue 37): two people in one notebook see Co's approved edit.
+"""Real-time collaboration: two people in one notebook see Co's approved edit.
 
 JupyterLab runs with ``jupyter-collaboration`` from its own environment, ``.venv-rtc``
 (``scripts/setup-rtc.sh``; every other test and ``scripts/start.sh`` run without it). Two

@@ -379,7 +379,7 @@ w.VBox([w.HBox(buttons), status])
 
 def test_shortcut_never_presses_a_look_alike_button(page: Any, lab: JupyterServer) -> None:
     """The shortcuts answer Co's calls through the kernel's comm, never by clicking: a card
-    with Co's labels in another kernel's output is not Co's question (issue 39)."""
+    with Co's labels in another kernel's output is not Co's question."""
     cells = [nbformat.v4.new_code_cell(_WIDGET_CELL), nbformat.v4.new_code_cell("")]
     name = write_notebook(lab.root / "widget-approval.ipynb", cells, kernel="python3")
     _open(page, lab, name)

@@ -1,4 +1,4 @@
-"""No script from what Co shows, and no decision without a person (issue 39).
+"""No script from what Co shows, and no decision without a person.
 
 A prompt-injected model writes HTML into its answer; a hostile MCP server, a memory and a
 provider's error carry it too. In JupyterLab and Notebook 7 (real servers started as a

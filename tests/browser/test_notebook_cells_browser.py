@@ -1,4 +1,4 @@
-"""The agent reads and edits its notebook in JupyterLab and Notebook 7 (issue 37): real
+"""The agent reads and edits its notebook in JupyterLab and Notebook 7: real
 server, headless Chromium.
 
 The scripted model reads the notebook (it sees a cell the person typed and never saved),

@@ -1,4 +1,4 @@
-"""A waiting approval survives a reload (issue 27): real server, real Chromium, real kernel.
+"""A waiting approval survives a reload: real server, real Chromium, real kernel.
 
 Saved or not, the reloaded page (or a second tab) shows the card in its cell: unsaved,
 the kernel's ``co.approvals`` comm brings it. The Co status item says what waits and its
@@ -75,7 +75,7 @@ def test_reload_unsaved_then_approve_from_the_status_item(tmp_path: Path) -> Non
         # The rest of the turn reaches the cell, found by its id (it held nothing).
         cell.get_by_text("Both made.").wait_for(timeout=60_000)
         # Both calls' cards: the first one's update finds no card shown before the
-        # reload, and joins the cell as a new output (issue 36).
+        # reload, and joins the cell as a new output.
         done = cell.locator('.co-ToolCard[data-status="ok"]')
         done.nth(1).wait_for(timeout=30_000)
         assert done.count() == 2
@@ -200,7 +200,7 @@ def test_two_tabs_approve_in_the_second_both_show_the_end_and_it_ran_once(
         other = open_notebook(second, co.url, idle=False)
         approve = other.get_by_role("button", name="Approve", exact=True)
         approve.wait_for(timeout=90_000)
-        # A card, not the monospace text record (issue 36).
+        # A card, not the monospace text record.
         assert other.locator(".co-approval-card").is_visible()
         assert other.get_by_text("Decision: waiting").count() == 0
         approve.click()
@@ -226,7 +226,7 @@ def test_restart_while_a_card_waits_draws_it_cancelled_and_resume_lists_the_turn
         page.locator(".jp-Dialog").get_by_role("button", name="Confirm Kernel Restart").click()
 
         cell.get_by_text("Cancelled (the kernel restarted)").wait_for(timeout=60_000)
-        # A card (issue 36), not the monospace text record.
+        # A card, not the monospace text record.
         cancelled = cell.locator('.co-approval[data-decision="cancelled"]')
         assert "Co asked to run run_shell_command" in cancelled.inner_text()
         assert cell.locator("pre", has_text="Cancelled").count() == 0

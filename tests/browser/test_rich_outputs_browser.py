@@ -1,6 +1,5 @@
 """A plot made by run_python appears in the cell in JupyterLab and Notebook 7, is saved with
-the notebook, and the scripted model's next request carries it as an image part (issue 37
-item 4)."""
+the notebook, and the scripted model's next request carries it as an image part."""
 
 from __future__ import annotations
 

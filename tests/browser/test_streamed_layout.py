@@ -1,4 +1,4 @@
-"""A streamed answer split into outputs looks like the same answer in one output (issue 36).
+"""A streamed answer split into outputs looks like the same answer in one output.
 
 Co streams a long answer as a series of display outputs, each finished block sent once.
 JupyterLab lays each output out on its own (margins do not collapse across outputs), so

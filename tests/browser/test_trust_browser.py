@@ -1,4 +1,4 @@
-"""A person trusts a folder in JupyterLab and Notebook 7 (issue 35 item 1): real server,
+"""A person trusts a folder in JupyterLab and Notebook 7: real server,
 real Chromium, real clicks.
 
 The notebook's folder is a repository's: a project MCP server that leaves a marker when

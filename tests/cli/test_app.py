@@ -38,7 +38,7 @@ def test_status_reports_settings_model_and_sandbox(tmp_path: Path) -> None:
     project = tmp_path / "project"
     (project / ".co").mkdir(parents=True)
     (project / ".co" / "settings.json").write_text(json.dumps({"model": "ollama:llama3.2"}))
-    # `sandbox: subprocess` is the person's to choose, never a project file's (issue 35).
+    # `sandbox: subprocess` is the person's to choose, never a project file's.
     user = tmp_path / "home" / "config"
     user.mkdir(parents=True)
     # The person trusts the project (its model applies only then).

@@ -76,7 +76,7 @@ def test_papermill_stops_at_the_failed_turn_and_saves_its_error(
 
 def test_nbconvert_says_why_a_cell_failed(tmp_path: Path, co_home: Path) -> None:
     """`jupyter nbconvert --execute` stops at the first failed cell with its reason: nbclient
-    builds the message from the execute_reply's traceback, which Co fills (issue 36)."""
+    builds the message from the execute_reply's traceback, which Co fills."""
     ensure_kernelspec()
     for source, reason in (
         ("%nosuchmagic", "Unknown magic"),

@@ -65,7 +65,7 @@ def test_card_shows_tool_pretty_args_and_the_detail() -> None:
     assert "application/vnd.jupyter.widget-view+json" in bundle
     assert "edit_file" in bundle["text/plain"] and '"path": "app.py"' in bundle["text/plain"]
     assert "+print(&#x27;hello&#x27;)" in bundle["text/html"]
-    # The change is coloured wherever the card shows (issue 36), as the tool card's is.
+    # The change is coloured wherever the card shows, as the tool card's is.
     assert (
         "rgba(46,160,67,.2)" in bundle["text/html"] and "rgba(248,81,73,.2)" in bundle["text/html"]
     )
@@ -107,7 +107,7 @@ def test_a_click_from_another_thread_answers_and_freezes_the_card() -> None:
         assert choice == expected
         card = approver.cards[-1]
         assert all(b.disabled for b in card.buttons)
-        # Decided, the card is one line saying what was decided: no buttons (issue 36).
+        # Decided, the card is one line saying what was decided: no buttons.
         (title,) = card.box.children
         assert "wants to run" not in title.value and "asked to run <code>edit_file" in title.value
         assert "wants to run" not in card.bundle()["text/html"]
@@ -233,7 +233,7 @@ def test_headless_interrupt_shows_finished_results_behind_an_unfinished_call() -
 
 
 def test_a_recorded_decision_says_so_in_words() -> None:
-    """Issue 35: a decision a replay took from its script reads "recorded decision"."""
+    """A decision a replay took from its script reads "recorded decision"."""
     result = ToolResultView("c1", "edit_file", "ok", "ok", 0.1, "approved (recorded)")
     bundle = tool_call_bundle(call(), result)
     assert bundle[MIME_TOOL_CALL]["decision"] == "approved (recorded)"  # the label itself

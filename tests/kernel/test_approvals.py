@@ -61,7 +61,7 @@ def test_every_output_names_its_request_and_display_for_a_page_that_did_not_ask(
 ):
     # A reloaded page or a second tab gets the turn's iopub output without having sent
     # the request, and a saved notebook keeps metadata but not the transient display id:
-    # the tag lets the extension find the cell and the output to update (issue 27).
+    # the tag lets the extension find the cell and the output to update.
     model_server.extend(
         [
             {"text": "I will create it.", "tool_calls": [shell("touch marker")]},
@@ -79,7 +79,7 @@ def test_every_output_names_its_request_and_display_for_a_page_that_did_not_ask(
         tag = m["content"]["metadata"]["co"]
         assert (tag["request"], tag["cell"]) == (request, "cell-7")
         assert tag["display_id"] == m["content"]["transient"]["display_id"]
-        # The count of the reply a reloaded page never receives (issue 36).
+        # The count of the reply a reloaded page never receives.
         assert tag["count"] == result.reply["content"]["execution_count"]
     approvals = [
         m["content"]["metadata"]["co"]["approval"]

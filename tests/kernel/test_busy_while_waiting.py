@@ -4,7 +4,7 @@ JupyterLab shows the ``execution_state`` of the last iopub ``status`` message it
 whatever request that message belongs to. While a Co cell waits for a click, JupyterLab
 4.6 opens a kernel subshell for widget comms (a ``create_subshell_request`` on the control
 channel) and may talk to it (shell requests on the subshell): each of those ends with an
-``idle`` of its own, which used to leave the indicator at "Idle" while the cell showed
+``idle`` of its own, which would leave the indicator at "Idle" while the cell shows
 ``[*]``. The test plays those requests over ZMQ, as JupyterLab does, and reads every
 status message the kernel publishes.
 """

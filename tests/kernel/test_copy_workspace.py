@@ -1,4 +1,4 @@
-"""`!` cells with ``sandbox_workspace = copy`` in a real kernel (issue 26, point 2): the
+"""`!` cells with ``sandbox_workspace = copy`` in a real kernel: the
 workspace and the container agree after each cell, an interrupted cell included, and a
 workspace over the copy limit gets one clear message while the kernel stays usable."""
 

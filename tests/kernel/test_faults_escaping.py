@@ -1,4 +1,4 @@
-"""Faults that used to escape as internal errors (issue 22, class 9), through a real kernel."""
+"""Faults a kernel reports in words, never as internal errors, through a real kernel."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Without a sandbox, the shell says so (issue 22, class 7).
+"""Without a sandbox, the shell says so.
 
 With ``sandbox = subprocess`` the first ``!`` cell of a session and every shell tool card
 say that the command runs on the host, not in a sandbox; a real kernel in notebook mode.

@@ -194,7 +194,7 @@ def test_a_conversation_with_the_bundled_model(local_kernel: Callable[..., CoKer
     assert first.stderr == "", "llama.cpp's log must not reach the cell"
     first_prompt = watcher.last_count("n_prompt_tokens")
     # The model card's sampling and the repeat penalty that keeps this model from
-    # answering in loops (issue 28, point 4) reach llama.cpp with the request.
+    # answering in loops reach llama.cpp with the request.
     params = watcher.last_task()[0]["params"]
     assert params["repeat_penalty"] == pytest.approx(1.1)
     assert params["repeat_last_n"] == 64

@@ -1,4 +1,4 @@
-"""Managed settings through a real kernel (issue 35 item 3): a deployer's file that the
+"""Managed settings through a real kernel: a deployer's file that the
 user's settings, a project file and the kernel's environment cannot override.
 
 Each kernel gets its own managed file through ``CO_MANAGED_SETTINGS`` (never /etc/co).

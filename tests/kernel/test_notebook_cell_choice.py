@@ -1,4 +1,4 @@
-"""One proposal that touches several cells, approved in part (issue 37), over ZMQ.
+"""One proposal that touches several cells, approved in part, over ZMQ.
 
 The test plays the page with Co's extension (``LivePage``): the card offers a choice per
 cell, and the cells the person rejected travel with the Approve decision over the

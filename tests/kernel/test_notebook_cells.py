@@ -1,4 +1,4 @@
-"""The agent reads, edits and runs the cells of its notebook (issue 37), over ZMQ.
+"""The agent reads, edits and runs the cells of its notebook, over ZMQ.
 
 The test plays the page: it opens the ``co.notebook`` comm the extension opens, answers
 the kernel's requests from a list of cells it holds (as the extension answers from the
@@ -462,6 +462,6 @@ def test_a_page_that_closes_while_asked_ends_the_read_with_its_reason(kernel, mo
         "Cannot read the notebook: the page could not be read (the page closed), and no "
         "notebook file is known." in tool_result(model_server)
     )
-    # Closed, the page is gone: the editing tools are no longer offered.
+    # Closed, the page is gone: the editing tools are not offered.
     offered = {t["function"]["name"] for t in model_server.requests[-1]["tools"]}
     assert "read_notebook" in offered and "insert_cells" not in offered

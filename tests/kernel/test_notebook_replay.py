@@ -1,4 +1,4 @@
-"""Record and replay of the notebook tools (issue 37 item 5), over ZMQ.
+"""Record and replay of the notebook tools, over ZMQ.
 
 A session recorded with a page (the test plays it over the ``co.notebook`` comm, as
 test_notebook_cells.py does) keeps what each notebook tool asked the page and what the
@@ -158,7 +158,7 @@ def test_a_replay_inserting_elsewhere_fails_naming_the_position(recording: Path,
 def test_a_replay_of_a_script_recorded_without_a_page_offers_no_editing(
     start_kernel, workspace: Path
 ):
-    """A script recorded headless (no page answers) replays as before: no editing tools."""
+    """A script recorded headless (no page answers) replays as it was recorded: no editing tools."""
     script = workspace / "plain.jsonl"
     _write(
         script,

@@ -1,4 +1,4 @@
-"""Pending approvals through the ``co.approvals`` comm, over ZMQ (issue 27).
+"""Pending approvals through the ``co.approvals`` comm, over ZMQ.
 
 The test plays a freshly loaded JupyterLab page: it has no card (it did not send the
 cell), opens the comm the extension opens on connect, reads the waiting calls and
@@ -95,7 +95,7 @@ def test_a_fresh_page_reads_the_waiting_call_and_decides_it(kernel, model_server
     early = page.open_approvals()
     opened = page.next_data(early, lambda d: "pending" in d)
     assert (opened["pending"], opened["decided"]) == ([], [])
-    # The status item's data rides along (issue 36): a page that connects while a cell
+    # The status item's data rides along: a page that connects while a cell
     # runs gets no kernel_info_reply until it ends.
     assert opened["status"]["model"] == "compat:scripted"
     cell = kernel.send("create a marker file")
@@ -108,7 +108,7 @@ def test_a_fresh_page_reads_the_waiting_call_and_decides_it(kernel, model_server
     [call] = first["pending"]
     assert first["status"]["model"] == "compat:scripted"
     # The running cell says busy again before the answer, so the page's kernel indicator
-    # does not read "Unknown" until the cell ends (issue 36).
+    # does not read "Unknown" until the cell ends.
     assert any(
         m["msg_type"] == "status"
         and m["content"]["execution_state"] == "busy"
@@ -262,7 +262,7 @@ def test_a_restart_while_a_call_waits_answers_the_cell_and_logs_no_traceback(
 
 def test_with_the_extension_connected_only_the_comm_decides(kernel, model_server, workspace):
     """A widget click is what any script in the page can send (``button.click()``): while a
-    page with Co's extension has the comm open, it decides nothing (issue 39); the comm,
+    page with Co's extension has the comm open, it decides nothing; the comm,
     which the extension uses only for a real gesture, does."""
     model_server.extend(
         [

@@ -1,4 +1,4 @@
-"""Permission rules through a real kernel (issue 23): the decision on each card, the
+"""Permission rules through a real kernel: the decision on each card, the
 effect (ran or not), what the model is told, project rules before and after acceptance,
 and the magics. Headless runs deny whatever would ask, so "asks" shows as a policy
 denial there."""
@@ -64,7 +64,7 @@ def test_rules_decide_every_call_and_the_effect_follows(
     sent = "\n".join(str(m) for r in model_server.requests for m in r["messages"])
     assert "PRIVATE-CONTENT" not in sent and "PUBLIC-CONTENT" in sent
     assert "denied by rule `read_file(private/*)` (user settings)" in sent
-    # #21 item 9: a headless denial is the policy's, not the user's.
+    # A headless denial is the policy's, not the user's: nobody was asked.
     assert "denied by approval_mode=deny (no one was asked)" in sent
     assert "The user denied" not in sent
 
@@ -188,8 +188,8 @@ def test_always_allow_in_the_console(kernel, model_server, workspace):
     assert "Always allowed" in result.stdout
 
 
-# Issue 35, item 6: the 20 spellings the review tried against `deny run_shell_command(rm*)`
-# (17 deleted the file when rules matched text). approval_mode=approve makes everything
+# Rules read the parsed command: the 20 spellings a review tried against
+# `deny run_shell_command(rm*)` (17 deleted the file when rules matched text). approval_mode=approve makes everything
 # that would ask run, so only the rule stands between each spelling and the file.
 RM_SPELLINGS = [
     "rm victim.txt",

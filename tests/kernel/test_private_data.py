@@ -1,4 +1,4 @@
-"""Co's data folder and stores are its user's only, whatever the umask (issue 26, point 1).
+"""Co's data folder and stores are its user's only, whatever the umask.
 
 Under JupyterHub with local users, homes are often readable by all (Debian's useradd
 makes them 0755): the conversations in sessions, history, memories and telemetry must

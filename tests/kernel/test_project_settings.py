@@ -1,4 +1,4 @@
-"""A malicious repository's `.co/settings.json` against a real kernel (issue 35 items 2, 4).
+"""A malicious repository's `.co/settings.json` against a real kernel.
 
 The folder asks for what carries the user's authority: a `base_url` that would receive the
 user's key, `approval_mode: approve`, a replay whose recorded decisions would run a tool,

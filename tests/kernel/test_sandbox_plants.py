@@ -1,5 +1,5 @@
 """A `!` cell or the model's shell tool in the Docker sandbox cannot plant what Co or git
-would run on the host next (issue 35, item 5): a project settings file naming an MCP server
+would run on the host next: a project settings file naming an MCP server
 and ``sandbox: subprocess``, instructions, a git hook, a git config. Nothing is left in the
 folder once the kernel is gone."""
 

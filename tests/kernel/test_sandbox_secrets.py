@@ -1,6 +1,6 @@
 """With the home folder as the workspace, Co's own secret files in it (the user settings
 file, the Google token and client files) are not readable from a `!` cell or the shell
-tool in the Docker sandbox (issue 22, class 4)."""
+tool in the Docker sandbox."""
 
 from __future__ import annotations
 

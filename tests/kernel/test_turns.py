@@ -259,7 +259,7 @@ def test_replay_model_string_serves_a_script(start_kernel, workspace):
 
 
 def test_status_of_a_replay_model_reads_as_working(start_kernel, workspace):
-    """Issue 36: the replay server lists its one model name, not the file; that is no fault."""
+    """The replay server lists its one model name, not the file; that is no fault."""
     script = workspace / "script.jsonl"
     script.write_text(json.dumps({"text": "Replayed answer."}) + "\n")
     kernel = start_kernel({"CO_MODEL": "replay:script.jsonl"}, model=False)

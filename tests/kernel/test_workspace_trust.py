@@ -1,4 +1,6 @@
-"""Workspace trust against a real kernel (issue 35 item 1, and the CVE classes it names).
+"""Workspace trust against a real kernel: a cloned repository's settings and files act
+only once the person trusts the folder (the class of agent CVEs where opening a folder ran
+its configured commands).
 
 A folder prepared as a malicious repository would be: a project MCP server whose command
 leaves a marker when it starts, project instructions that would steer the model, a

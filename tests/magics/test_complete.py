@@ -102,7 +102,7 @@ def test_is_complete_for_the_console(kernel: CoKernel) -> None:
 
 
 def test_python_cells_can_be_found(kernel: CoKernel) -> None:
-    """`%python` and `%%python` are in the completion, the inspection and `%help` (issue 36)."""
+    """`%python` and `%%python` are in the completion, the inspection and `%help`."""
     assert complete(kernel, "%py")["matches"] == ["%python"]
     assert complete(kernel, "%%py")["matches"] == ["%%python"]
     assert complete(kernel, "%%")["matches"] == ["%%python"]

@@ -79,7 +79,7 @@ def test_history_usage_and_clear(kernel: CoKernel, model_server: ScriptedModelSe
     assert kernel.execute("First question about apples").status == "ok"
     assert kernel.execute("Second question about pears").status == "ok"
     history = kernel.execute("%history").markdown()
-    # The first table's header names the conversation: no empty header row (issue 36).
+    # The first table's header names the conversation: no empty header row.
     assert history.startswith("| Conversation | `"), history
     assert "|  |  |" not in history
     assert "| turns | 2 |" in history

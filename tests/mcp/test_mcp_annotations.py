@@ -1,4 +1,4 @@
-"""MCP approval by annotations (issue 23, point 4), with a real stdio server whose tools
+"""MCP approval by annotations, with a real stdio server whose tools
 carry readOnlyHint / destructiveHint: per approval mode, which calls ran (the server's
 own call log) and which asked (a headless run denies what would ask)."""
 
@@ -116,7 +116,7 @@ def test_rules_apply_on_top_of_annotations(start_kernel, model_server, tmp_path:
 def test_resources_are_listed_and_read_and_offered_only_when_a_server_has_some(
     start_kernel, model_server, tmp_path: Path
 ):
-    """Issue 23, point 5: the model lists and reads a server's resources."""
+    """The model lists and reads a server's resources."""
     calls = tmp_path / "calls.jsonl"
     without = _server(tmp_path / "other.jsonl", "trust")
     without["args"].append("--no-resources")
@@ -163,7 +163,7 @@ def test_resources_are_listed_and_read_and_offered_only_when_a_server_has_some(
 def test_prompts_are_listed_and_one_runs_as_the_cells_turn(
     start_kernel, model_server, tmp_path: Path
 ):
-    """Issue 23, point 5: `%mcp prompts` lists them; `%mcp prompt` sends one as the prompt."""
+    """`%mcp prompts` lists them; `%mcp prompt` sends one as the prompt."""
     kernel = start_kernel(mcp_env({"hints": _server(tmp_path / "calls.jsonl", "ask")}))
     listed = kernel.execute("%mcp prompts", timeout=120).markdown()
     assert "| `hints` | `poem` | topic, lines? | Ask for a short poem. |" in listed

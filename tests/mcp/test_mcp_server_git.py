@@ -1,6 +1,6 @@
-"""The reference `mcp-server-git` from PyPI under `approval: annotations` (issue 23, point
-4): the tools it marks read-only (git_status, git_log) run at once, git_commit asks (a
-headless run denies it), and a rule allows it after all. Effects are read from the repo."""
+"""The reference `mcp-server-git` from PyPI under `approval: annotations`:
+the tools it marks read-only (git_status, git_log) run at once, git_commit asks (a headless
+run denies it), and a rule allows it after all. Effects are read from the repo."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A subagent gets the MCP tools its `tools:` list names, and only those (issue 23, point 5)."""
+"""A subagent gets the MCP tools its `tools:` list names, and only those."""
 
 from __future__ import annotations
 

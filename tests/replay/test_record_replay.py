@@ -1,4 +1,4 @@
-"""Record a session's model exchanges, replay them in another session (issue 24).
+"""Record a session's model exchanges, replay them in another session.
 
 Real sessions, the real shell tool in a subprocess sandbox, the scripted server standing in
 for a provider over HTTP; the recording is the file the session writes.

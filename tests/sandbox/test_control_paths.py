@@ -1,4 +1,4 @@
-"""The sandbox cannot plant power (issue 35, item 5): what Co or git would run or obey on the
+"""The sandbox cannot plant power: what Co or git would run or obey on the
 host (``.co``, ``.git``) is read-only in the container whether or not it exists yet, in both
 workspace modes; copy mode brings back no link leading outside the workspace, no set-uid
 bit, no FIFO, and both halves of a hard link.

@@ -1,4 +1,4 @@
-"""The Docker sandbox's copy mode (issue 26, point 2): no workspace mount; the workspace is
+"""The Docker sandbox's copy mode: no workspace mount; the workspace is
 copied in before each command and the command's changes copied back after it."""
 
 from __future__ import annotations

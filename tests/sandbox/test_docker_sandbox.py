@@ -71,8 +71,8 @@ def test_workspace_is_mounted_and_commands_run_as_non_root(
 def test_every_run_brings_its_whole_output_and_reads_no_input(make_sandbox: MakeSandbox) -> None:
     """The wrapper's handshake (a mark on each stream, a line on its stdin) stays invisible:
     bytes like the mark's pass through, output without a final newline arrives, the command
-    reads an empty stdin; and quick commands, whose output the engine used to drop now and
-    then, each bring theirs."""
+    reads an empty stdin; and quick commands, whose output the engine drops now and then,
+    each bring theirs."""
     sandbox = make_sandbox()
 
     result = run(

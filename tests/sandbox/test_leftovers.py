@@ -1,4 +1,4 @@
-"""Nothing a command started outlives it (issue 22, class 6).
+"""Nothing a command started outlives it.
 
 Background jobs, `nohup`, processes that left the group with `setsid`: when the command
 ends (normally, by timeout or by interrupt) they are gone within a second, on the host

@@ -1,7 +1,7 @@
 """The tests' container listing against a real adversary: containers that come and go.
 
 Other workers' kernels make and remove Co containers all the time; a listing that inspects
-each container it listed failed with NotFound now and then (a rerun hid it).
+each container it listed fails with NotFound now and then, and a rerun hides it.
 """
 
 from __future__ import annotations

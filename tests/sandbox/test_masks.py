@@ -1,4 +1,4 @@
-"""Co's secret files in the workspace are not visible in the container (issue 22, class 4)."""
+"""Co's secret files in the workspace are not visible in the container."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""A corrupt or truncated sessions.db is set aside, not a traceback on every turn (issue 22,
-class 9c): the store moves it to a new name, starts a fresh one, and says so once."""
+"""A corrupt or truncated sessions.db is set aside, not a traceback on every turn:
+the store moves it to a new name, starts a fresh one, and says so once."""
 
 from __future__ import annotations
 

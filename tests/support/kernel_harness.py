@@ -98,7 +98,7 @@ class CellResult:
 def markdown_source(data: dict[str, Any]) -> str | None:
     """The Markdown of an output Co rendered to HTML, else None.
 
-    Co never sends ``text/markdown`` (issue 39): it sends the rendered, sanitised HTML in a
+    Co never sends ``text/markdown``: it sends the rendered, sanitised HTML in a
     ``co-markdown`` element, with the Markdown as the text/plain. A streamed answer's
     updates before a segment's last carry the HTML only: for them, the HTML's text.
     """

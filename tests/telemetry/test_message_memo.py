@@ -107,7 +107,7 @@ def test_the_span_attributes_built_from_them_are_pydantic_ais() -> None:
     plain, co = _pair()
     messages = _conversation()
     # The input messages of a later request: the request-scoped system prompt of the first
-    # request is marked as no longer visible, on a copy of what the memo holds.
+    # request is marked as not visible, on a copy of what the memo holds.
     for start in (0, 4, 4):
         expected = plain._span_input_messages(
             messages, mcp_url_ids=frozenset(), current_request_start=start

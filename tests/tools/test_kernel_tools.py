@@ -216,7 +216,7 @@ def test_save_memory_approved_feeds_the_next_prompt(start_kernel, model_server, 
             {
                 "expect": {
                     # The memory goes with the prompt it is relevant to, not into the
-                    # system prompt, which stays the same bytes every request (issue 28).
+                    # system prompt, which stays the same bytes every request.
                     "messages_contain": [
                         f"- [1] {fact} (prefs)",
                         "The user works in Lisbon.",

@@ -1,5 +1,5 @@
-"""What run_python displays is drawn in the cell and reaches the model as images (issue 37
-item 4), through a real kernel and the scripted model server: a figure left open, a
+"""What run_python displays is drawn in the cell and reaches the model as images,
+through a real kernel and the scripted model server: a figure left open, a
 DataFrame's table, `@name` of a figure, read_file on a PNG, a huge image downscaled under
 the limit, a model that reads no images, and secrets still redacted."""
 

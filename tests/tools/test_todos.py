@@ -60,7 +60,7 @@ def test_the_checklist_updates_in_place_as_the_agent_works_through_it(kernel, mo
     assert len({m["content"]["transient"]["display_id"] for m in shown}) == 1
     first, second, last = (m["content"]["data"] for m in shown)
     assert first[MIME_TODOS]["todos"][0] == {"content": a, "status": "in_progress"}
-    # Rendered by Co to HTML (issue 39); never sent as raw Markdown.
+    # Rendered by Co to HTML; never sent as raw Markdown.
     assert "text/markdown" not in first and "text/markdown" not in second
     assert "<li>[ ] <strong>Load the data</strong> ⏳</li>" in first["text/html"]
     assert "<strong>Todos</strong> · 1 of 3 done" in second["text/html"]

@@ -1,5 +1,4 @@
-"""Git read commands auto-approved on the host never run a command the repository chose
-(issue 22, gap c).
+"""Git read commands auto-approved on the host never run a command the repository chose.
 
 Each case is a real repository whose configuration, hooks or submodules make git run a
 command that creates a marker file. Every git command Co would otherwise auto-approve is

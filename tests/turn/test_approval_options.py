@@ -1,4 +1,4 @@
-"""Auto-approval reads options: only options known to be read-only pass (issue 22, class 5).
+"""Auto-approval reads options: only options known to be read-only pass.
 
 A table of commands beaten by options (GNU long-option abbreviations included), and a
 property test that runs what the classifier approves in a throwaway container and

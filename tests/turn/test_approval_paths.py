@@ -1,5 +1,4 @@
-"""Auto-approval never reads Co's secrets, nor (without a sandbox) outside the workspace
-(issue 22, class 4).
+"""Auto-approval never reads Co's secrets, nor (without a sandbox) outside the workspace.
 
 Hypothesis builds commands from the safe commands and path arguments (protected names,
 globs, `..`, absolute paths, variables); for every command the classifier approves, the

@@ -105,7 +105,7 @@ async def _interrupt_while_waiting(workspace: Path) -> None:
         assert follow.error is None and follow.output == "Carrying on."
         (body,) = server.requests
         assert dangling_tool_calls(body) == []
-        # What the call was doing when the interrupt came (issue 27).
+        # What the call was doing when the interrupt came.
         assert (
             f"{INTERRUPTED_TOOL_RETURN} It was interrupted while waiting for approval of write_note."
             in (tool_results(body).values())

@@ -1,4 +1,4 @@
-"""Permission rules (issue 23): which rule decides a call, by a table and by hypothesis.
+"""Permission rules: which rule decides a call, by a table and by hypothesis.
 
 The table checks ``decide`` on calls of every kind of tool against rule sets; the
 property tests generate shell commands that chain, redirect or substitute and check that

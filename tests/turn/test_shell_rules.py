@@ -1,4 +1,4 @@
-"""Shell rules read commands as the shell does (issue 35, item 6).
+"""Shell rules read commands as the shell does.
 
 Hypothesis builds spellings of one command (paths, quotes, backslashes, wrappers,
 assignments, substitutions, pipelines, lists, here-documents, functions) and of code the

@@ -1,4 +1,4 @@
-"""A model answer that ends without a finish reason is a dropped stream (issue 22, class 9b).
+"""A model answer that ends without a finish reason is a dropped stream.
 
 The scripted server sends the whole answer, cleanly ended, but with no finish reason (a
 proxy that lost the last chunk). The turn must not show it as a complete answer: it is

@@ -1,5 +1,5 @@
 /**
- * The activity panel (seed 003's "Agent Activity Monitor"): sessions, turns,
+ * The activity panel (the agent's activity monitor): sessions, turns,
  * tool calls and their decisions from the audit log, with filters.
  */
 import { Widget } from '@lumino/widgets';

@@ -87,7 +87,7 @@ export function findApprovalButton(
 /**
  * The button to press: in the first root that has one. Callers pass the
  * active cell first, then the notebook's other cells, because after
- * Shift+Enter the running cell is usually no longer the active one.
+ * Shift+Enter the running cell is usually not the active one.
  */
 export function findPendingButton(
   roots: Iterable<ParentNode>,

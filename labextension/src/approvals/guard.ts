@@ -1,5 +1,5 @@
 /**
- * A decision needs a person (issue 39).
+ * A decision needs a person.
  *
  * The kernel asks with an ipywidgets card. Any script that runs in the page
  * can call `button.click()` on it, and the widget sends the same message as a
@@ -110,7 +110,7 @@ export function installApprovalGuard(
       return;
     }
     // The widget's own message follows and is ignored by the kernel; without a
-    // comm (the kernel never answered it) that message is the way, as before.
+    // comm (the kernel never answered it) that message is the only way.
     options.decide(answer.card, answer.id, answer.choice);
   };
   const onKeydown = (event: KeyboardEvent): void => {

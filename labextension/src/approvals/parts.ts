@@ -1,5 +1,5 @@
 /**
- * Choosing cells one by one on a card that proposes several (issue 37).
+ * Choosing cells one by one on a card that proposes several.
  *
  * When one call inserts or deletes several cells, the kernel's card shows each
  * cell's diff under a control (`PART_TOGGLE_CLASS`, `_part_html` in

@@ -145,7 +145,7 @@ export function renderToolCard(
   card.addEventListener('toggle', () => options.onToggle?.(card.open));
   if (call.status === 'waiting') {
     // The approval card below shows the arguments and the change while it
-    // asks: once is enough (issue 36). Decided, this card is their record.
+    // asks: once is enough. Decided, this card is their record.
     const keys = options.shortcuts;
     body.appendChild(
       el(

@@ -1,16 +1,16 @@
 /**
- * Markdown that an older Co saved is rendered as untrusted (issue 39).
+ * Markdown that an older Co saved is rendered as untrusted.
  *
- * Co used to publish the model's answers, notices and magic outputs as
+ * An older Co published the model's answers, notices and magic outputs as
  * `text/markdown`. JupyterLab trusts the outputs of a cell the person ran and
  * keeps that trust in the saved notebook, and it renders trusted Markdown
  * without sanitising: a hostile answer saved then runs its script again at
- * every opening. Co now sends sanitised HTML and no Markdown at all; for the
+ * every opening. Co sends sanitised HTML and no Markdown at all; for the
  * notebooks it saved before, this wraps the Markdown renderer so that an
  * output carrying Co's metadata tag (`co`, `OUTPUT_TAG` in
  * `co_kernel/frontend/_publisher.py`) is rendered as untrusted, that is
  * through JupyterLab's sanitiser. Markdown cells and every other output render
- * as before. The person has nothing to do here; `co-kernel scrub` rewrites
+ * unchanged. The person has nothing to do here; `co-kernel scrub` rewrites
  * such a notebook for other viewers (nbconvert, a notebook host).
  */
 import type { IRenderMimeRegistry } from '@jupyterlab/rendermime';

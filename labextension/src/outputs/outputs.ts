@@ -1,5 +1,5 @@
 /**
- * Co's outputs on a page that did not send the turn's request (issue 27).
+ * Co's outputs on a page that did not send the turn's request.
  *
  * JupyterLab hands a request's iopub output only to the page that sent it: a
  * reloaded page or a second tab on the same notebook never shows the rest of
