@@ -345,7 +345,6 @@ class Redactor:
         return redact_value(value, self.redact)
 
 
-
 def redact_value(value: Any, redact: Callable[[str], str]) -> Any:
     """Strings anywhere in a JSON-like value (dicts, lists, tuples) passed through ``redact``."""
     if isinstance(value, str):
