@@ -39,8 +39,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _name_group(item: pytest.Item) -> None:
     """Suffix the node id with its group, ``path::test@group``, as the scheduler reads it.
 
-    xdist 3.8 writes the suffix to ``item._nodeid``, which pytest 9.2 no longer reads
-    (node ids became structured: pytest-xdist issue 1386), so no test was grouped and a
+    xdist 3.8 writes the suffix to ``item._nodeid``, which pytest 9.2 does not read
+    (node ids became structured: pytest-dev/pytest-xdist#1386), so no test was grouped and a
     module's JupyterLab or hub was set up on every worker its tests reached. Written here
     to the structured id; a fixed xdist appending again leaves the last ``@group`` the same.
     """

@@ -22,8 +22,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FOLDERS = ("co_kernel", "labextension/src", "tests", "scripts", "benchmarks", "docs", "notebooks")
-FILES = ("pyproject.toml", "README.md", "CONTRIBUTING.md")
+FOLDERS = (
+    "co_kernel",
+    "labextension/src",
+    "labextension/tests",
+    "tests",
+    "scripts",
+    "benchmarks",
+    "docs",
+    "notebooks",
+    ".ci",
+)
+FILES = ("pyproject.toml", "README.md", "CONTRIBUTING.md", "conftest.py", "labextension/build.sh")
 SUFFIXES = frozenset({".py", ".ts", ".tsx", ".toml", ".md", ".sh", ".ipynb"})
 SKIPPED = (
     ROOT / "co_kernel" / "labextension",  # the extension's build output

@@ -168,7 +168,8 @@ describe('renderToolCard', () => {
     expect(card.querySelector('.co-ToolCard-hint')!.textContent).toBe(
       'Waiting for your decision on the card below (Alt+Y approves, Alt+N denies).'
     );
-    // The approval card shows them while it asks: not twice (issue 36).
+    // The approval card shows them while it asks: a card waiting for a decision says
+    // everything once, on the approval card, not twice.
     expect(card.querySelector('.co-ToolCard-args')).toBeNull();
     expect(card.querySelector('.co-ToolCard-change')).toBeNull();
     expect(card.querySelector('.co-ToolCard-result')).toBeNull();

@@ -200,7 +200,7 @@ describe('cards of a kernel that restarted', () => {
       'text/plain': `Co wants to run run_shell_command\n${CANCELLED_TEXT}`,
       'text/html': cancelledCardHTML('Co wants to run run_shell_command')
     });
-    // A card, not monospace text (issue 36), whose text is escaped.
+    // A card the page renders, not monospace text, whose text is escaped.
     expect(cancelledCardHTML('Co wants to run <x>:\n  {}')).toContain(
       '<b>⏹ Cancelled (the kernel restarted)</b> — Co asked to run &lt;x&gt;</div>'
     );
