@@ -349,6 +349,13 @@ def describe_request(
             query = parse_qsl(urlsplit(text).query, keep_blank_values=True)
         except ValueError:
             query = []
+        # A server reads its path as it likes: "+" for a space, as a form's query does.
+        parts = urlsplit(text)
+        plus = f"{parts.path}#{parts.fragment}" if "+" in parts.path + parts.fragment else ""
+        as_form, in_form = _marked(unquote_plus(unquote_plus(plus)), ledger)
+        if in_form - sources:
+            sources |= in_form
+            lines += ["", f"Path and fragment with + read as a space: {as_form}"]
         if query:
             lines += ["", "Query, decoded:"]
             for name, value in query[:50]:

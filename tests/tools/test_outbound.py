@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 from urllib.parse import quote, quote_plus
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from co_kernel.tools import OutboundLedger, describe_request
@@ -40,6 +40,9 @@ def _spell(secret: str, how: str) -> str:
     where=st.sampled_from(["query", "path", "fragment"]),
     noise=st.text(st.sampled_from("xyz0"), max_size=5),
 )
+# A secret with a space, form-encoded into a path: "+" there is a space to the server.
+@example(secret="0000000 0", how="quote_plus", where="path", noise="")
+@example(secret="tok en-1234", how="quote_plus", where="fragment", noise="x")
 def test_a_secret_read_is_marked_however_the_url_spells_it(secret, how, where, noise):
     ledger = OutboundLedger()
     ledger.note_private("read_file", f"# Account\nThe key is {secret} (keep it safe).\n")
