@@ -71,6 +71,7 @@ from _common import (
 from bench_streaming import ANSWER_MIME, PROMPT, BareLoop, co_cut_trial, model_server
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
+from jupyter_client.provisioning import LocalProvisioner
 
 from tests.support.kernel_harness import CoKernel, ensure_kernelspec
 
@@ -260,6 +261,13 @@ def main_thread_cpu(pid: int) -> float:
     return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e9
 
 
+def kernel_pid(kernel: CoKernel) -> int:
+    """The process id of a kernel started from a fresh interpreter (``fork=False``)."""
+    provisioner = kernel.km.provisioner
+    assert isinstance(provisioner, LocalProvisioner) and provisioner.process is not None
+    return provisioner.process.pid
+
+
 def settled_turn(label: str, env: dict[str, str], cwd: Path, source: Path) -> float:
     """Section 4: a fresh Co kernel of ``source``, the prompt 6 s after its start, or
     once its warm-up is done if that is later: this section measures a settled kernel."""
@@ -269,7 +277,7 @@ def settled_turn(label: str, env: dict[str, str], cwd: Path, source: Path) -> fl
         time.sleep(max(0.0, started + SETTLED_AFTER - time.monotonic()))
         if wait_for_warm_up(kernel) > 0.1:
             LATE.append(label)
-        pid = kernel.km.provisioner.process.pid
+        pid = kernel_pid(kernel)
         start, first = main_thread_cpu(pid), []
         wall = co_cut_trial(
             kernel, str(uuid.uuid4()), on_first=lambda: first.append(main_thread_cpu(pid))
@@ -304,7 +312,7 @@ def warm_turns(
     cells = {label: str(uuid.uuid4()) for label in kernels}
 
     def co(label: str) -> tuple[float, float]:
-        pid = kernels[label].km.provisioner.process.pid
+        pid = kernel_pid(kernels[label])
         start, first = main_thread_cpu(pid), []
         wall = co_cut_trial(
             kernels[label], cells[label], on_first=lambda: first.append(main_thread_cpu(pid))
