@@ -15,7 +15,9 @@ configured with the same scripted model.
    run says so): execute_request -> first Markdown at the client, beside a bare
    pydantic-ai ``run_stream_events`` loop in this process (a fresh agent each time, built
    outside the clock) -> its first text delta, against the same scripted server (a 20 KB
-   Markdown answer) (target: within +20 ms of the bare loop).
+   Markdown answer) (target: within +20 ms of the bare loop). Beside it the CPU the
+   turn's thread used until then, read as in 4b: a loaded machine makes the wall times
+   of a few fresh kernels wide, not this.
 4b. Warm turns, what each later prompt costs: one kernel of each Co kept running, after
    ``--warm-up`` untimed turns, ``--warm-turns`` turns each, Co, Co before and the bare loop
    taking turns (A B C, the order rotated every round) against the same scripted server.
@@ -69,6 +71,7 @@ from _common import (
 from bench_streaming import ANSWER_MIME, PROMPT, BareLoop, co_cut_trial, model_server
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
+from jupyter_client.provisioning import LocalProvisioner
 
 from tests.support.kernel_harness import CoKernel, ensure_kernelspec
 
@@ -248,6 +251,23 @@ LATE: list[str] = []
 """Section 4's kernels whose warm-up was not done 6 s after start (a loaded machine)."""
 
 
+SETTLED_CPU: dict[str, list[float]] = {}
+"""Section 4's CPU of the turn's thread until the first text, of each first turn (the
+untimed round's first): the kernel's main thread, the bare loop's own."""
+
+
+def main_thread_cpu(pid: int) -> float:
+    """Seconds the process's main thread has run on a CPU (the scheduler's count, in ns)."""
+    return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e9
+
+
+def kernel_pid(kernel: CoKernel) -> int:
+    """The process id of a kernel started from a fresh interpreter (``fork=False``)."""
+    provisioner = kernel.km.provisioner
+    assert isinstance(provisioner, LocalProvisioner) and provisioner.process is not None
+    return provisioner.process.pid
+
+
 def settled_turn(label: str, env: dict[str, str], cwd: Path, source: Path) -> float:
     """Section 4: a fresh Co kernel of ``source``, the prompt 6 s after its start, or
     once its warm-up is done if that is later: this section measures a settled kernel."""
@@ -257,14 +277,24 @@ def settled_turn(label: str, env: dict[str, str], cwd: Path, source: Path) -> fl
         time.sleep(max(0.0, started + SETTLED_AFTER - time.monotonic()))
         if wait_for_warm_up(kernel) > 0.1:
             LATE.append(label)
-        return co_cut_trial(kernel, str(uuid.uuid4()))
+        pid = kernel_pid(kernel)
+        start, first = main_thread_cpu(pid), []
+        wall = co_cut_trial(
+            kernel, str(uuid.uuid4()), on_first=lambda: first.append(main_thread_cpu(pid))
+        )
+        SETTLED_CPU.setdefault(label, []).append(first[0] - start)
+        return wall
     finally:
         kernel.shutdown()
 
 
-def main_thread_cpu(pid: int) -> float:
-    """Seconds the process's main thread has run on a CPU (the scheduler's count, in ns)."""
-    return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e9
+def settled_bare_turn(runner: asyncio.Runner, url: str) -> float:
+    """Section 4's bare loop: a fresh agent (built outside the clock), its first text."""
+    loop = BareLoop(url)
+    start = main_thread_cpu(os.getpid())
+    wall = runner.run(loop.run(cut=True))[0]
+    SETTLED_CPU.setdefault("bare loop", []).append(main_thread_cpu(os.getpid()) - start)
+    return wall
 
 
 def warm_turns(
@@ -282,7 +312,7 @@ def warm_turns(
     cells = {label: str(uuid.uuid4()) for label in kernels}
 
     def co(label: str) -> tuple[float, float]:
-        pid = kernels[label].km.provisioner.process.pid
+        pid = kernel_pid(kernels[label])
         start, first = main_thread_cpu(pid), []
         wall = co_cut_trial(
             kernels[label], cells[label], on_first=lambda: first.append(main_thread_cpu(pid))
@@ -421,8 +451,9 @@ def first_turns(
         settled = alternate({
             "Co": lambda: settled_turn("Co", here, work, REPO),
             "Co before": lambda: settled_turn("Co before", before, work, base_tree),
-            "bare loop": lambda: runner.run(BareLoop(base_url).run(cut=True))[0],
+            "bare loop": lambda: settled_bare_turn(runner, base_url),
         }, turns)  # fmt: skip
+        settled_cpu = {label: cpu[-turns:] for label, cpu in SETTLED_CPU.items()}
         running = {
             "Co": CoKernel(here, work, fork=False),
             "Co before": CoKernel(before, work, fork=False, source=base_tree),
@@ -458,6 +489,13 @@ def first_turns(
          [f"Co {base_ref}", *difference_row("Co before", settled, 0.020)[1:]]],
     )  # fmt: skip
     print_table(
+        "4. The same first turns: CPU of the turn's thread to first text (what the load "
+        "multiplies)",
+        DIFFERENCE_HEADERS[:-1],
+        [difference_row("Co", settled_cpu, 0.020)[:-1],
+         [f"Co {base_ref}", *difference_row("Co before", settled_cpu, 0.020)[1:-1]]],
+    )  # fmt: skip
+    print_table(
         f"4b. Warm turns, execute_request to first answer text ({warm_rounds} turns each, "
         f"taking turns, after {warm_up} untimed)",
         DIFFERENCE_HEADERS,
@@ -481,6 +519,7 @@ def first_turns(
           f"{old / peer:.2f}x", span(cold["Co"]), verdict(co <= peer)]],
     )  # fmt: skip
     print_samples("4", settled)
+    print_samples("4 CPU", settled_cpu)
     print_samples("4b", warm)
     print_samples("4b CPU", warm_cpu)
     if LATE:

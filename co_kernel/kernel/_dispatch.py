@@ -168,6 +168,13 @@ class CellDispatcher:
                 session.open_audit_log()
             except Exception:
                 log.debug("building the session ahead of the first cell failed", exc_info=True)
+                return
+            try:
+                session.model.prewrite_tools()
+            except Exception:
+                log.debug(
+                    "rewriting the tools' schemas ahead of the first cell failed", exc_info=True
+                )
 
     def _code_folder(self) -> Path | None:
         session = self._session

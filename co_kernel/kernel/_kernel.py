@@ -525,6 +525,14 @@ def _warm_imports() -> None:
         ModelMessagesTypeAdapter.validate_json(ModelMessagesTypeAdapter.dump_json([]))
     except Exception:
         log.debug("warming the message adapter failed", exc_info=True)
+    try:
+        # pydantic-ai's first run in a process builds its run graph, event hooks and more;
+        # a throwaway agent on an in-process model runs once, so the first turn does not.
+        from ..turn import rehearse_agent_run
+
+        rehearse_agent_run()
+    except Exception:
+        log.debug("rehearsing an agent run failed", exc_info=True)
     # Every Markdown output is rendered to sanitised HTML: markdown-it's rules, the lexers
     # and nh3's allowlist are built here rather than on the first answer's path.
     from ..frontend import warm_markdown

@@ -15,15 +15,23 @@ millisecond of every turn before its request leaves) get the same rewrite. Any c
 tool added or gone, another schema, other instructions) is rewritten afresh. Everything
 else in ``prepare_request`` (settings merged, warnings about settings the model ignores)
 still runs on every call.
+
+Afresh means only the tools not rewritten before: a tool's rewrite depends on that tool
+and the model alone (pydantic-ai rewrites each by the model's JSON schema transformer), so
+the model keeps the last rewrite of each tool by name and reuses it while the tool's
+definition is equal. That also lets the kernel's warm-up rewrite the session's tools
+(``SessionModel.prewrite_tools``) before the first turn, which otherwise paid for all.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cache
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model, ModelRequestParameters
+    from pydantic_ai.tools import ToolDefinition
 
 __all__ = ["CustomizesOnce", "ModelMixin", "customizing_once"]
 
@@ -43,6 +51,8 @@ class CustomizesOnce(ModelMixin):
     the same or equal parameters."""
 
     _last_customized: tuple[ModelRequestParameters, ModelRequestParameters] | None = None
+    _tool_rewrites: dict[str, tuple[ToolDefinition, ToolDefinition]] | None = None
+    """Tool name -> (its definition, that definition rewritten): the last of each."""
 
     def customize_request_parameters(
         self, model_request_parameters: ModelRequestParameters
@@ -52,11 +62,28 @@ class CustomizesOnce(ModelMixin):
             last[0] is model_request_parameters or last[0] == model_request_parameters
         ):
             return last[1]
-        customized = super().customize_request_parameters(model_request_parameters)
+        customized = self._customize_new_tools(model_request_parameters)
         # Held, not copied: pydantic-ai replaces parameters rather than changing them, and
         # holding them keeps their id from being reused by another object.
         self._last_customized = (model_request_parameters, customized)
         return customized
+
+    def _customize_new_tools(self, params: ModelRequestParameters) -> ModelRequestParameters:
+        """``params`` customized, the function tools rewritten before taken as they were."""
+        rewrites = self._tool_rewrites
+        if rewrites is None:
+            rewrites = self._tool_rewrites = {}
+        tools = params.function_tools
+        new = [t for t in tools if (done := rewrites.get(t.name)) is None or done[0] != t]
+        customized = super().customize_request_parameters(replace(params, function_tools=new))
+        if len(customized.function_tools) != len(new):
+            # A model whose customizing adds or drops tools: its rewrites are not per tool.
+            return super().customize_request_parameters(params)
+        for tool, rewritten in zip(new, customized.function_tools, strict=True):
+            rewrites[tool.name] = (tool, rewritten)
+        if len(new) == len(tools):
+            return customized
+        return replace(customized, function_tools=[rewrites[t.name][1] for t in tools])
 
 
 @cache

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._agent import build_session_agent, session_toolsets
+from ._agent import build_session_agent, rehearse_agent_run, session_toolsets
 from ._compact import CompactError
 from ._frontend import (
     ApprovalDecision,
@@ -42,6 +42,7 @@ __all__ = [
     "build_session_agent",
     "estimate_tokens",
     "is_summary",
+    "rehearse_agent_run",
     "run_turn",
     "session_cost",
     "session_tokens",

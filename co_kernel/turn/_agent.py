@@ -17,7 +17,7 @@ from ..inert import inert_code
 from ._prompt import build_system_prompt
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import AsyncIterator, Sequence
 
     from pydantic_ai import Agent, DeferredToolRequests
     from pydantic_ai.capabilities import AbstractCapability
@@ -32,12 +32,17 @@ if TYPE_CHECKING:
     from ..tools import ToolsetBuild
 
 __all__ = [
+    "AGENT_NAME",
     "SessionAgent",
     "build_agent",
     "build_session_agent",
     "co_instructions",
+    "rehearse_agent_run",
     "session_toolsets",
 ]
+
+AGENT_NAME = "co"
+"""The name of Co's agent: pydantic-ai builds its run graph once per agent name."""
 
 
 @dataclass
@@ -167,7 +172,7 @@ def build_agent(
 
     return Agent(
         model,
-        name="co",
+        name=AGENT_NAME,
         deps_type=CoDeps,
         output_type=[str, DeferredToolRequests],
         instructions=instructions,
@@ -193,3 +198,64 @@ def build_agent(
             {"max_retries": 0, "timeout": settings.request_timeout, **(model_settings or {})},
         ),
     )
+
+
+def rehearse_agent_run() -> None:
+    """Run a throwaway agent once, in this process and on a model of its own that sends
+    nothing anywhere: a text answer after one call of a throwaway tool.
+
+    pydantic-ai builds much of what every run uses on the first run of the process and
+    keeps it: the run graph (per agent name, so this agent has Co's), its capabilities'
+    event hooks, the regular expressions that name them, type hints of its generics. That
+    was about a third of the CPU a kernel's first turn spent before its first text. The
+    rehearsal pays it where nobody waits. It shares nothing with a session: no toolset,
+    capability, store or model of Co's is touched, so no check or budget is involved. It
+    runs its own event loop, so it must not be called on a thread that has one running.
+    """
+    import asyncio
+
+    from opentelemetry.metrics import NoOpMeterProvider
+    from opentelemetry.sdk.trace import TracerProvider
+    from pydantic_ai import Agent, DeferredToolRequests
+    from pydantic_ai.capabilities import Instrumentation
+    from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
+    from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
+    from pydantic_ai.models.instrumented import InstrumentationSettings
+
+    async def answer(
+        messages: list[ModelMessage], info: AgentInfo
+    ) -> AsyncIterator[str | dict[int, DeltaToolCall]]:
+        called = any(
+            isinstance(m, ModelResponse) and any(isinstance(p, ToolCallPart) for p in m.parts)
+            for m in messages
+        )
+        if called:
+            yield "."
+        else:
+            yield {0: DeltaToolCall(name="rehearsal", json_args="{}", tool_call_id="r")}
+
+    # Instrumented, as a session's runs are (their spans' first conversions are warmed
+    # too), into a provider of its own with nowhere to send them.
+    settings = InstrumentationSettings(
+        tracer_provider=TracerProvider(shutdown_on_exit=False),
+        meter_provider=NoOpMeterProvider(),
+        include_binary_content=False,
+        include_model_request_parameters=False,
+    )
+    agent: Agent[None, str | DeferredToolRequests] = Agent(
+        FunctionModel(stream_function=answer),
+        name=AGENT_NAME,
+        output_type=[str, DeferredToolRequests],
+        capabilities=[Instrumentation(settings=settings)],
+    )
+
+    @agent.tool_plain
+    def rehearsal() -> str:  # pyright: ignore[reportUnusedFunction]  # the model calls it
+        return "."
+
+    async def run() -> None:
+        async with agent.run_stream_events(".") as events:
+            async for _ in events:
+                pass
+
+    asyncio.run(run())

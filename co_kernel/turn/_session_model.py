@@ -118,6 +118,26 @@ class SessionModel:
             self._handle = built.handle
         return self._agent, self._handle
 
+    def prewrite_tools(self) -> None:
+        """Rewrite the tools' schemas for the model before the first turn (the kernel's
+        warm-up): the model keeps each rewrite and its first request reuses the equal ones.
+
+        Each tool's definition as registered, read without running anything of the
+        toolset's or the tool's: one that a turn sees otherwise is rewritten then. Only
+        Co's own toolsets; MCP servers' tools are known once they connect.
+        """
+        from pydantic_ai.models import ModelRequestParameters
+        from pydantic_ai.toolsets import FunctionToolset
+
+        _, handle = self.ensure_agent()
+        tools = [
+            tool.tool_def
+            for build in self.toolsets
+            if isinstance(build.toolset, FunctionToolset)
+            for tool in build.toolset.tools.values()
+        ]
+        handle.model.customize_request_parameters(ModelRequestParameters(function_tools=tools))
+
     async def offered_tools(self, toolset: AbstractToolset[CoDeps]) -> set[str]:
         """The tools ``toolset`` offers the model now, asked as a turn asks it (a toolset
         may hold tools back); raises ConfigError without a model."""

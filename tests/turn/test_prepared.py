@@ -24,6 +24,7 @@ from co_kernel.telemetry import Redactor
 from co_kernel.telemetry._tracing import Tracing
 from co_kernel.turn import RecordingFrontend, run_turn
 from co_kernel.turn._agent import build_agent
+from tests.support.turn_support import make_session, run
 
 SCHEMA = {
     "type": "object",
@@ -133,3 +134,67 @@ def test_requests_are_what_pydantic_ais_model_sends_traced_or_not(tmp_path: Path
     assert len(plain) == 2 and plain[0]["tools"][0]["function"]["name"] == "read"
     assert _bodies(tmp_path, traced=True, co_model=True) == plain
     assert _bodies(tmp_path, traced=False, co_model=True) == plain
+
+
+def test_a_tool_rewritten_before_is_taken_as_it_was_when_the_request_changes() -> None:
+    model = _model(customizing_once(OpenAIChatModel))
+    plain = _model(OpenAIChatModel)
+    first = model.customize_request_parameters(_params())
+    # Another request: a tool more and other parameters. The tool rewritten before comes
+    # back as it was (the very object), the new one is rewritten as pydantic-ai would.
+    wider = {**SCHEMA, "properties": {**SCHEMA["properties"], "text": {"type": "string"}}}
+    write = ToolDefinition(name="write", description="Write", parameters_json_schema=wider)
+    params = replace(
+        _params(), function_tools=[*_params().function_tools, write], allow_text_output=False
+    )
+    second = model.customize_request_parameters(params)
+    assert second.function_tools[0] is first.function_tools[0]
+    assert second == plain.customize_request_parameters(params)
+    # A tool whose definition changed under the same name is rewritten from the new one.
+    read = replace(params.function_tools[0], parameters_json_schema=wider)
+    third = model.customize_request_parameters(replace(params, function_tools=[read, write]))
+    assert third.function_tools[0] is not first.function_tools[0]
+    assert third.function_tools[1] is second.function_tools[1]
+    assert "text" in third.function_tools[0].parameters_json_schema["properties"]
+    assert third == plain.customize_request_parameters(
+        replace(params, function_tools=[read, write])
+    )
+
+
+def test_the_tools_rewritten_before_a_sessions_first_turn_are_the_ones_it_sends(
+    tmp_path: Path,
+) -> None:
+    """The kernel's warm-up rewrites the session's tools for its model; the first turn
+    (a tool call, then the answer) finds every tool it offers already rewritten."""
+    with ScriptedModelServer(
+        [{"tool_calls": [{"name": "read_todos", "arguments": {}}]}, {"text": "Nothing to do."}]
+    ) as server:
+        session = make_session(server, tmp_path)
+        session.model.prewrite_tools()
+        _, handle = session.ensure_agent()
+        model = handle.model
+        static = [
+            tool.tool_def
+            for build in session.model.toolsets
+            if isinstance(build.toolset, FunctionToolset)
+            for tool in build.toolset.tools.values()
+        ]
+
+        def rewritten() -> dict[str, ToolDefinition]:
+            params = ModelRequestParameters(function_tools=static)
+            return {t.name: t for t in model.customize_request_parameters(params).function_tools}
+
+        before = rewritten()
+        [result] = run(session, ("What is on my list?", RecordingFrontend()))
+        assert result.error is None and result.output.endswith("Nothing to do.")
+        assert server.errors == []
+        sent = [t["function"] for t in server.requests[0]["tools"]]
+        assert "read_todos" in {f["name"] for f in sent}
+        after = rewritten()
+    # No tool the turn sent was rewritten again: each is the one rewritten before it.
+    assert all(after[f["name"]] is before[f["name"]] for f in sent)
+    # And what was sent is each tool as pydantic-ai's own model rewrites it.
+    plain = _model(OpenAIChatModel)
+    expected = plain.customize_request_parameters(ModelRequestParameters(function_tools=static))
+    schemas = {t.name: t.parameters_json_schema for t in expected.function_tools}
+    assert all(f["parameters"] == schemas[f["name"]] for f in sent)
