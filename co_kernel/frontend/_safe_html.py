@@ -129,6 +129,7 @@ def _cleaner() -> Any:
             "ul": {"style": set(_JOINED)},
             "ol": {"style": set(_JOINED)},
             "p": {"style": {"margin-bottom:0"}},
+            "div": {"style": {"margin-bottom:0"}},
         },
         url_schemes={s.rstrip(":") for s in _SCHEMES},
         # A ``style`` passes only where allowed above: a cell's, or a block's exact one.
@@ -301,7 +302,11 @@ def markdown_to_html(
     if any(joins):
         _join(tokens, joins)
     rendered = md.renderer.render(tokens, md.options, env)
-    cleaned = _cleaner()(f'<div class="{MARKDOWN_CLASS}">{rendered}</div>')
+    # The page gives an output's last child a bottom margin of its own (JupyterLab's
+    # ``.jp-RenderedHTMLCommon > *:last-child``, 0.5em), which the last block's collapses
+    # into; where that block dropped its margin, so does the answer's element.
+    spacing = ' style="margin-bottom:0"' if joins[1] else ""
+    cleaned = _cleaner()(f'<div class="{MARKDOWN_CLASS}"{spacing}>{rendered}</div>')
     return rewrite_images(cleaned, image_hosts)
 
 
