@@ -2,28 +2,33 @@
 
 The answer is shown as a series of *segments*, each its own display output, and only the
 block still being written is ever re-sent. A display update replaces its output whole, so
-once the answer is longer than ``split_at`` characters, the blocks markdown-it has closed
-(a following block has begun) go out once as their segment's last version, and the rest
-moves to a new segment (``find_split``). Finished text is therefore sent once as HTML and
-once as source, and each update in between carries the open block only.
+once the segment in progress holds ``split_at`` characters of closed blocks (a following
+block has begun), they go out once as its last version, and the rest moves to a new
+segment (``find_split``). Finished text is therefore sent once as HTML and once as source,
+and each update in between carries a few hundred characters and the open block. Each
+output also costs its tag and wrapper in the saved notebook (about 200 bytes), which
+``split_at`` keeps to a small share.
 
 Segments are cut only where two outputs look like one. JupyterLab's margins do not
 collapse across outputs, so where one output shows the larger of two margins, a cut takes
 the smaller away (``Cut``; the styles are ``_safe_html.JOINS_KEY``'s): a list that starts
-an output drops its top margin, a block before a code block its bottom one, and a long
-tight list is cut between its items, both parts without the margins between them. A
-heading, a rule, a quote or HTML is never next to a cut (a heading gets other margins as an
-output's first or last child). So no open block grows past a few items or a code block
+an output drops its top margin, a block before a code block or heading its bottom one, a
+heading that starts an output keeps its whole top margin (the page halves an output's
+first child's), and a long tight list is cut between its items, both parts without the
+margins between them. A rule, a quote or HTML is never next to a cut, nor the end of a
+heading (the page halves an output's last child's bottom margin, in the heading's em). So no open block grows past a few items or a code block
 before it is cut: what an update re-sends stays bounded, and an answer costs bytes in
 proportion to its length whatever its shape.
 
 Every message also carries an envelope (header, parent header, signature: about 600 bytes
 with ipykernel) that dwarfs the few dozen characters a fast model sends per 50 ms. So
 updates are throttled twice: at most ``max_rate`` a second, and within a byte budget,
-counting each message as its ``cost`` plus ``message_overhead``. The budget is what the
-text received costs sent once as final versions, which no design can send less of, plus
-``budget_ratio`` times its length for what streaming adds (envelopes, the open block sent
-again), plus ``budget_allowance``, so short answers stream at full rate. When the budget
+counting each message as what the publisher sent (else its ``cost``) plus
+``message_overhead``. The budget is what the text received costs sent once as final
+versions, which no design can send less of (at the rate its segments sent so far cost: a
+table's HTML is twice a paragraph's), plus ``budget_ratio`` times that for what streaming
+adds (envelopes, the open block sent again), plus ``budget_allowance``, so short answers
+stream at full rate. When the budget
 holds an update back, shown text still never trails the stream by more than ``max_lag``
 seconds.
 
@@ -89,10 +94,14 @@ def find_block_boundary(text: str) -> int:
 
 _LISTS = frozenset({"bullet_list", "ordered_list"})
 _CODE = frozenset({"fence", "code_block"})
-_CUTTABLE = frozenset({"paragraph", "table", *_LISTS, *_CODE})
-"""Blocks an output may end or start with. A heading may not: as an output's first or
-last child it gets half its margin (JupyterLab's ``h2:first-child``), and its margins are
-in its own font's em, which no fixed margin of a neighbour can make up for."""
+_ENDS = frozenset({"paragraph", "table", *_LISTS, *_CODE})
+"""Blocks an output may end with. Not a heading: as an output's last child it gets half
+its bottom margin (JupyterLab's ``h2:last-child``), in its own font's em, which no fixed
+margin of the block below can make up for."""
+_STARTS = _ENDS | {"heading"}
+"""Blocks an output may start with. A heading gets half its top margin there too, so it
+says what the whole one is (``_safe_html._HEADING_TOP``), larger than any block's bottom
+margin above it, which goes."""
 
 
 @dataclass(frozen=True)
@@ -102,17 +111,19 @@ class Cut:
     at: int
     """Index of the first character of the second output."""
     above: bool
-    """The second output's first block (a list) drops its top margin: a list's top margin
-    equals a paragraph's or a list's bottom one, which one output collapses into one gap,
-    and is smaller than a code block's bottom one."""
+    """The second output's first block takes the top margin it has inside an answer: a
+    list drops its own (it equals a paragraph's or a list's bottom one, which one output
+    collapses into one gap, and is smaller than a code block's bottom one); a heading gets
+    back the half the page takes from an output's first child."""
     below: bool
-    """The first output's last block drops its bottom margin: a code block follows (its top
-    margin is the larger, the whole gap in one output), or the cut falls between two items
-    of one list (no gap at all there)."""
+    """The first output's last block drops its bottom margin: a code block or heading
+    follows (its top margin is the larger, the whole gap in one output), or the cut falls
+    between two items of one list (no gap at all there)."""
 
 
-def find_split(text: str) -> Cut | None:
-    """The last place ``text`` can be cut into two outputs that look like one, or None.
+def find_split(text: str, shortest: int = 1) -> Cut | None:
+    """The last place ``text`` can be cut into two outputs that look like one, or None;
+    also None when that would leave the first output shorter than ``shortest``.
 
     The cut falls at the start of a block that markdown-it parsed after a blank line, or of
     an item of a tight list that ends the text, so everything before it is finished, and
@@ -126,13 +137,16 @@ def find_split(text: str) -> Cut | None:
         starts.append(starts[-1] + len(line))
     best: Cut | None = None
     for (before, _), (after, line) in reversed(list(itertools.pairwise(blocks))):
-        if before in _CUTTABLE and after in _CUTTABLE and line > 0 and not lines[line - 1].strip():
-            best = Cut(starts[line], above=after in _LISTS, below=after in _CODE)
+        if before in _ENDS and after in _STARTS and line > 0 and not lines[line - 1].strip():
+            heading = after == "heading"
+            best = Cut(
+                starts[line], above=after in _LISTS or heading, below=after in _CODE or heading
+            )
             break
     items = list_item_lines(text)
     if len(items) > 1 and (best is None or starts[items[-1]] > best.at):
         best = Cut(starts[items[-1]], above=True, below=True)
-    return best
+    return best if best is not None and best.at >= shortest else None
 
 
 class SegmentPublisher(Protocol):
@@ -163,8 +177,8 @@ class MarkdownStream:
         publish: SegmentPublisher,
         *,
         max_rate: float = 20.0,
-        split_at: int = 600,
-        budget_ratio: float = 2.0,
+        split_at: int = 400,
+        budget_ratio: float = 0.8,
         budget_allowance: int = 8192,
         message_overhead: int = 600,
         max_lag: float = 1.0,
@@ -224,7 +238,7 @@ class MarkdownStream:
         """Seconds until the next update may go out; zero or less means now."""
         since = self._clock() - self._last
         floor = self._final_cost(self._text)
-        if self.spent <= floor + self._ratio * self._received + self._allowance:
+        if self.spent <= floor * (1 + self._ratio) + self._allowance:
             return self._interval - since
         return self._max_lag - since
 
@@ -246,7 +260,7 @@ class MarkdownStream:
         """Send what changed: finished blocks once, as their segment's last version, then
         the open block.
 
-        Once the answer is past ``split_at``, the blocks before ``find_split``'s cut are
+        Once the segment is past ``split_at``, the blocks before ``find_split``'s cut are
         committed to the segment in progress and the rest goes to a new segment: at once
         when the old segment already showed some of it (else that text would vanish until
         the next update), otherwise with the next update, so a split costs no extra
@@ -254,9 +268,9 @@ class MarkdownStream:
         """
         self._dirty = False
         seg = self._text[self._seg_start :]
-        if not final and (self._seg_start or len(seg) > self._split_at):
-            cut = find_split(seg)
-            if cut is not None and cut.at > 0:
+        if not final and len(seg) > self._split_at:
+            cut = find_split(seg, self._split_at)
+            if cut is not None:
                 shown, before = len(self._sent), self.messages
                 self._send(seg[: cut.at], final=True, continues=cut.below)
                 self._seg_start += cut.at

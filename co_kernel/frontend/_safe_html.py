@@ -80,6 +80,9 @@ _JOINED = ("margin-top:0", "margin-bottom:0", "margin-top:0;margin-bottom:0")
 """A list's or paragraph's margins where a streamed answer was cut next to it
 (``JOINS_KEY``): the only styles they may carry, so text from outside can only take a
 margin away."""
+_HEADING_TOP = "margin-top:var(--jp-content-heading-margin-top)"
+"""A heading's top margin in the middle of an answer (JupyterLab's variable), which the
+page halves for an output's first child; restored where the answer was cut before it."""
 _JOINED_BLOCK_SPACING = "margin:1.5em 2em 0"
 """A top-level code block's margins when the answer was cut after it, before a block
 with a top margin of its own."""
@@ -87,8 +90,9 @@ JOINS_KEY = "application/x.co-joins"
 """Key of a bundle to render whose ``text/markdown`` is one segment of a streamed answer: a
 pair (above, below) saying which margin goes where it was cut, so that two outputs, whose
 margins do not collapse, show the one gap a single output shows. Above: the first block,
-a list, drops its top margin. Below: the last block (a paragraph, list or code block)
-drops its bottom margin. Consumed by ``safe_bundle``; never sent."""
+a list, drops its top margin; a heading keeps the whole of its own (``_HEADING_TOP``).
+Below: the last block (a paragraph, list or code block) drops its bottom margin.
+Consumed by ``safe_bundle``; never sent."""
 _CELL_ALIGN = {"th_open": "text-align:center", "td_open": "text-align:left"}
 """A table cell's alignment when the Markdown gives none, as a Markdown cell draws it (the
 browser's own: headers centred, data at the start)."""
@@ -130,6 +134,7 @@ def _cleaner() -> Any:
             "ol": {"style": set(_JOINED)},
             "p": {"style": {"margin-bottom:0"}},
             "div": {"style": {"margin-bottom:0"}},
+            **{f"h{n}": {"style": {_HEADING_TOP}} for n in range(1, 7)},
         },
         url_schemes={s.rstrip(":") for s in _SCHEMES},
         # A ``style`` passes only where allowed above: a cell's, or a block's exact one.
@@ -276,6 +281,8 @@ def _join(tokens: Any, joins: tuple[bool, bool]) -> None:
     styles: dict[int, list[str]] = {}
     if joins[0] and top[0].type in _LIST_OPEN:
         styles.setdefault(id(top[0]), []).append("margin-top:0")
+    elif joins[0] and top[0].type == "heading_open":
+        styles.setdefault(id(top[0]), []).append(_HEADING_TOP)
     if joins[1]:
         last = top[-1]
         if last.type in _CODE:

@@ -270,8 +270,12 @@ def test_a_split_falls_only_where_two_outputs_look_like_one() -> None:
     )
     # Not inside a loose list: its one item alone would render tight.
     assert find_split("- a\n\n- b\n") is None
-    # Never next to a heading (its margins differ as an output's first or last child).
-    assert find_split("Intro.\n\n## Title\n\nMore") is None
+    # Before a heading, which keeps its whole top margin (the page halves a first child's),
+    # the block above dropping its bottom one; never after one (a last child's is halved).
+    assert find_split("Intro.\n\n## Title\n\nMore") == Cut(
+        len("Intro.\n\n"), above=True, below=True
+    )
+    assert find_split("## Title\n\nMore") is None
     # Only after a blank line: a block that interrupts a paragraph may still change it.
     assert find_split("Intro.\n```\ncode\n```\n") is None
 
@@ -427,8 +431,9 @@ def test_any_answer_is_shown_whole_and_split_only_between_blocks(
 
 
 def test_finished_blocks_are_sent_once() -> None:
-    """Past ``split_at``, an update carries only what is not finished yet: any block it
-    could have committed went out as its segment's last version, and is not sent again."""
+    """Past ``split_at``, an update carries only what is not finished yet and less than a
+    segment of finished blocks: the rest went out as its segment's last version, and is
+    not sent again."""
     answer = realistic_answer(20_000).text
     run = stream_answer(answer, 200)
     sent_before_split = 0
@@ -436,7 +441,10 @@ def test_finished_blocks_are_sent_once() -> None:
         if p.final:
             sent_before_split += 1
         elif sent_before_split:
-            assert find_split(p.text) is None, f"an update re-sent finished blocks: {p.text[:80]!r}"
+            # What it could have cut off is less than a segment (400 characters by default).
+            assert find_split(p.text, 400) is None, (
+                f"an update re-sent finished blocks: {p.text[:80]!r}"
+            )
     assert sent_before_split > 10
 
 
