@@ -24,6 +24,7 @@ __all__ = [
     "median",
     "ms",
     "print_table",
+    "shaped_answer",
     "verdict",
     "with_repo_on_pythonpath",
 ]
@@ -107,6 +108,61 @@ def markdown_answer(size: int = 20_000, seed: int = 2) -> str:
         blocks.append(_paragraph(rng))
     text = "\n\n".join(blocks)
     # End on a whole block near the target size, always with a newline.
+    cut = text.rfind("\n\n", 0, size)
+    return text[:cut] + "\n" if cut > size // 2 else text + "\n"
+
+
+SHAPES = ("lists", "tables", "code", "prose", "mixed")
+"""The answer shapes of ``shaped_answer``."""
+
+
+def _list_block(rng: random.Random, ordered: bool, first: int) -> str:
+    items = []
+    for n in range(first, first + rng.randint(2, 5)):
+        item = f"{n}. {_sentence(rng)}" if ordered else f"- {_sentence(rng)}"
+        if ordered and rng.random() < 0.3:  # a numbered step with its own bullets
+            item += "".join(f"\n   - {_sentence(rng)}" for _ in range(rng.randint(1, 3)))
+        items.append(item)
+    return "\n".join(items)
+
+
+def _shape_block(shape: str, rng: random.Random, n: int) -> list[str]:
+    """The next blocks of an answer of ``shape`` (``n`` counts the calls)."""
+    if shape == "lists":
+        # Bullet groups and numbered groups taking turns, the numbering running on.
+        return [_list_block(rng, ordered=n % 2 == 1, first=n * 3 + 1)]
+    if shape == "tables":
+        rows = [
+            f"| {_title(rng)} | {rng.randint(1, 999)} ms | {rng.choice(_WORDS)} |"
+            for _ in range(rng.randint(8, 20))
+        ]
+        table = "| name | time | note |\n|---|---:|---|\n" + "\n".join(rows)
+        return [f"## {_title(rng)}", _paragraph(rng), table]
+    if shape == "code":
+        lang, code = _CODE[n % len(_CODE)]
+        return [_paragraph(rng), f"```{lang}\n{code * rng.randint(1, 3)}```"]
+    if shape == "prose":
+        return [f"## {_title(rng)}"] * (n % 3 == 0) + [_paragraph(rng)]
+    raise ValueError(f"unknown shape {shape!r}; one of {', '.join(SHAPES)}")
+
+
+def shaped_answer(shape: str, size: int, seed: int = 2) -> str:
+    """A deterministic Markdown answer of ``shape`` (one of ``SHAPES``), about ``size`` bytes.
+
+    ``lists`` is a heading and then bullet and numbered items taking turns (the shape of
+    many model answers); ``tables`` sections of a heading, a paragraph and a table;
+    ``code`` paragraphs and fenced code; ``prose`` paragraphs under headings; ``mixed``
+    all of these as ``markdown_answer`` writes them.
+    """
+    if shape == "mixed":
+        return markdown_answer(size, seed)
+    rng = random.Random(seed)
+    blocks = ["# " + _title(rng)]
+    n = 0
+    while sum(len(b) + 2 for b in blocks) < size:
+        blocks += _shape_block(shape, rng, n)
+        n += 1
+    text = "\n\n".join(blocks)
     cut = text.rfind("\n\n", 0, size)
     return text[:cut] + "\n" if cut > size // 2 else text + "\n"
 

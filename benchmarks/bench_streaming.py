@@ -67,12 +67,14 @@ PROMPT = "Explain how Co streams an answer into a notebook cell."
 
 
 @contextmanager
-def model_server(steps: list[dict[str, Any]], workdir: Path) -> Iterator[str]:
+def model_server(
+    steps: list[dict[str, Any]], workdir: Path, tokens_per_second: float = TOKENS_PER_SECOND
+) -> Iterator[str]:
     """The scripted server in a subprocess; yields its base URL, prints script errors at the end."""
     script = workdir / "script.json"
     script.write_text(json.dumps(steps))
     command = [sys.executable, "-m", "co_kernel.replay", str(script)]
-    command += ["--tokens-per-second", str(TOKENS_PER_SECOND)]
+    command += ["--tokens-per-second", str(tokens_per_second)]
     proc = subprocess.Popen(
         command, stdout=subprocess.PIPE, text=True, env=with_repo_on_pythonpath(os.environ)
     )

@@ -21,7 +21,7 @@ from ._controls import hidden_characters, hidden_warning, mark_hidden, terminal_
 from ._footer import footer_enabled, format_footer
 from ._headless import HeadlessFrontend
 from ._jupyter import JupyterKernel, JupyterShell
-from ._markdown import MarkdownStream, find_block_boundary, find_split
+from ._markdown import Cut, MarkdownStream, find_block_boundary, find_split
 from ._notebook import NotebookFrontend
 from ._pending import PendingApprovals
 from ._publisher import KernelPublisher, Publisher, RedactingPublisher, TerminalPublisher
@@ -41,6 +41,7 @@ __all__ = [
     "Approver",
     "BaseFrontend",
     "ConsoleFrontend",
+    "Cut",
     "HeadlessFrontend",
     "JupyterKernel",
     "JupyterShell",

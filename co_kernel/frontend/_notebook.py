@@ -24,6 +24,7 @@ from ._base import NOTICE_PREFIX, Approver, BaseFrontend
 from ._footer import footer_bundle
 from ._markdown import MarkdownStream
 from ._publisher import Publisher
+from ._safe_html import JOINS_KEY
 from ._subagent import SubagentFrontend, SubagentLog
 from ._todos import todos_bundle
 from ._toolcard import tool_call_bundle
@@ -83,16 +84,24 @@ class NotebookFrontend(BaseFrontend):
     # -- text ----------------------------------------------------------------
 
     def _publish_markdown(
-        self, display_id: str, text: str, update: bool, final: bool, definitions: str = ""
-    ) -> None:
+        self,
+        display_id: str,
+        text: str,
+        update: bool,
+        final: bool,
+        definitions: str = "",
+        joins: tuple[bool, bool] = (False, False),
+    ) -> int | None:
         # The page shows the HTML the publisher renders; the source goes with a segment's
         # last version only (saved with the notebook, for clients that read text), which
         # keeps each streamed update near the size of its Markdown (benchmarks/bench_streaming).
         rendered = f"{text}\n\n{definitions}" if definitions else text
-        data = {"text/markdown": rendered}
+        data: dict[str, Any] = {"text/markdown": rendered}
+        if any(joins):
+            data[JOINS_KEY] = joins
         if final:
             data["text/plain"] = text
-        self._pub.display(data, display_id=display_id, update=update)
+        return self._pub.display(data, display_id=display_id, update=update)
 
     def on_text_delta(self, delta: str) -> None:
         if self._stream is None:

@@ -34,8 +34,9 @@ class Publisher(Protocol):
         *,
         display_id: str | None = None,
         update: bool = False,
-    ) -> None:
-        """Send display_data, or update_display_data when ``update``."""
+    ) -> int | None:
+        """Send display_data, or update_display_data when ``update``; returns the characters
+        of the text it sent (``text_size``), or None where it does not count them."""
 
     def stream(self, name: str, text: str) -> None:
         """Append text to stdout or stderr of the cell."""
@@ -45,6 +46,12 @@ class Publisher(Protocol):
 
     def flush(self) -> None:
         """Push buffered stream text now."""
+
+
+def text_size(data: dict[str, Any]) -> int:
+    """Characters of a bundle's text (HTML, source): what its output message carries, but
+    for the few hundred bytes of its envelope and tag."""
+    return sum(len(value) for value in data.values() if isinstance(value, str))
 
 
 class KernelPublisher:
@@ -62,7 +69,7 @@ class KernelPublisher:
         *,
         display_id: str | None = None,
         update: bool = False,
-    ) -> None:
+    ) -> int:
         # The last stop before the wire: no Markdown leaves unrendered (``_safe_html``).
         data = safe_bundle(data)
         transient = {"display_id": display_id} if display_id else None
@@ -72,6 +79,7 @@ class KernelPublisher:
         self._pub.publish(
             data, {**(metadata or {}), OUTPUT_TAG: tag}, transient=transient, update=update
         )
+        return text_size(data)
 
     def origin(self) -> dict[str, Any]:
         """Where an output shown now belongs: the running cell's request, and JupyterLab's
@@ -143,12 +151,12 @@ class RedactingPublisher:
         *,
         display_id: str | None = None,
         update: bool = False,
-    ) -> None:
+    ) -> int | None:
         # Markdown is rendered here, between two scrubs: the source's secrets go before (a
         # secret with "&" or "<" is escaped in HTML), and the HTML's after, since a remote
         # image's placeholder shows its URL decoded, where a %-encoded secret reads plain.
         rendered = safe_bundle(self._clean(data), self._image_hosts())
-        self.inner.display(
+        return self.inner.display(
             self._clean(rendered),
             self._clean(metadata) if metadata else metadata,
             display_id=display_id,
@@ -210,11 +218,11 @@ class TerminalPublisher:
         *,
         display_id: str | None = None,
         update: bool = False,
-    ) -> None:
+    ) -> int | None:
         plain = data.get("text/plain")
         if self.active and isinstance(plain, str):
             data = {**data, "text/plain": terminal_safe(plain)}
-        self.inner.display(data, metadata, display_id=display_id, update=update)
+        return self.inner.display(data, metadata, display_id=display_id, update=update)
 
     def stream(self, name: str, text: str) -> None:
         self.inner.stream(name, terminal_safe(text) if self.active else text)

@@ -48,7 +48,7 @@ from __future__ import annotations
 import functools
 import html
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from ._remote_images import rewrite_images
 
@@ -56,7 +56,9 @@ if TYPE_CHECKING:
     from pygments.lexer import Lexer
 
 __all__ = [
+    "JOINS_KEY",
     "MARKDOWN_CLASS",
+    "list_item_lines",
     "markdown_blocks",
     "markdown_to_html",
     "needs_definitions",
@@ -74,6 +76,23 @@ _BLOCK_SPACING = "margin:1.5em 2em"
 """A top-level code block's margins in a Markdown cell (JupyterLab's and nbconvert's
 ``.jp-RenderedHTMLCommon > pre``): the only style a ``pre`` may carry, so text from
 outside cannot move a block over what follows it."""
+_JOINED = ("margin-top:0", "margin-bottom:0", "margin-top:0;margin-bottom:0")
+"""A list's or paragraph's margins where a streamed answer was cut next to it
+(``JOINS_KEY``): the only styles they may carry, so text from outside can only take a
+margin away."""
+_HEADING_TOP = "margin-top:var(--jp-content-heading-margin-top)"
+"""A heading's top margin in the middle of an answer (JupyterLab's variable), which the
+page halves for an output's first child; restored where the answer was cut before it."""
+_JOINED_BLOCK_SPACING = "margin:1.5em 2em 0"
+"""A top-level code block's margins when the answer was cut after it, before a block
+with a top margin of its own."""
+JOINS_KEY = "application/x.co-joins"
+"""Key of a bundle to render whose ``text/markdown`` is one segment of a streamed answer: a
+pair (above, below) saying which margin goes where it was cut, so that two outputs, whose
+margins do not collapse, show the one gap a single output shows. Above: the first block,
+a list, drops its top margin; a heading keeps the whole of its own (``_HEADING_TOP``).
+Below: the last block (a paragraph, list or code block) drops its bottom margin.
+Consumed by ``safe_bundle``; never sent."""
 _CELL_ALIGN = {"th_open": "text-align:center", "td_open": "text-align:left"}
 """A table cell's alignment when the Markdown gives none, as a Markdown cell draws it (the
 browser's own: headers centred, data at the start)."""
@@ -89,7 +108,7 @@ _ATTRIBUTES = {
     "img": {"src", "alt", "title", "width", "height"},
     "td": {"style", "colspan", "rowspan"},
     "th": {"style", "colspan", "rowspan"},
-    "ol": {"start"},
+    "ol": {"start"},  # a style only as _JOINED says (tag_attribute_values)
     "abbr": {"title"},
 }
 
@@ -109,10 +128,17 @@ def _cleaner() -> Any:
         tags=_TAGS,
         clean_content_tags={"script", "style"},
         attributes=_ATTRIBUTES,
-        tag_attribute_values={"pre": {"style": {_BLOCK_SPACING}}},
+        tag_attribute_values={
+            "pre": {"style": {_BLOCK_SPACING, _JOINED_BLOCK_SPACING}},
+            "ul": {"style": set(_JOINED)},
+            "ol": {"style": set(_JOINED)},
+            "p": {"style": {"margin-bottom:0"}},
+            "div": {"style": {"margin-bottom:0"}},
+            **{f"h{n}": {"style": {_HEADING_TOP}} for n in range(1, 7)},
+        },
         url_schemes={s.rstrip(":") for s in _SCHEMES},
         # A ``style`` passes only where allowed above: a cell's, or a block's exact one.
-        filter_style_properties={"text-align", "margin"},
+        filter_style_properties={"text-align", "margin", "margin-top", "margin-bottom"},
         allowed_classes={
             "div": {MARKDOWN_CLASS, "math", "block", "inline"},
             "pre": {"highlight"},
@@ -135,8 +161,6 @@ def _link_ok(url: str) -> bool:
 
 def _highlight(code: str, lang: str, _attrs: str) -> str:
     """Pygments spans by class name; "" lets markdown-it escape the code itself."""
-    from pygments import highlight
-    from pygments.formatters import HtmlFormatter
     from pygments.util import ClassNotFound
 
     if not lang:
@@ -145,11 +169,43 @@ def _highlight(code: str, lang: str, _attrs: str) -> str:
         lexer = _lexer(lang.split()[0].lower())
     except ClassNotFound:
         return ""
-    # Without `outfile` Pygments' formatter makes text (its stubs leave that open).
-    formatter = cast("HtmlFormatter[str]", HtmlFormatter(nowrap=True))
-    body = highlight(code, lexer, formatter)
+    body = _token_spans(lexer.get_tokens(code))
     # Starting with "<pre", it is used as the whole block (nbconvert styles .highlight).
     return f'<pre class="highlight"><code>{body}</code></pre>'
+
+
+_STYLED = frozenset(
+    "c ch cm cp cpf c1 cs k kc kd kn kp kr kt m mb mf mh mi mo il o ow p err "  # noqa: SIM905 - a line reads better than a column
+    "s sa sb sc dl sd s2 se sh si sx sr s1 ss gd gi gh gu ge gs".split()
+)
+"""Pygments classes whose text is kept in a span: the ones JupyterLab colours
+(jupyterlab_pygments' stylesheet) for comments, keywords, numbers, strings, operators,
+punctuation and a lexer's error, and a diff's lines. Names (plain text there) and
+whitespace go bare, and a run of one class is one span: a span per token made code five
+times its source as HTML, which a notebook keeps and a streamed answer sends."""
+
+
+def _token_spans(tokens: Iterable[tuple[Any, str]]) -> str:
+    """Pygments tokens as HTML: a span per run of same-class text, none for unstyled text."""
+    from pygments.token import STANDARD_TYPES
+
+    parts: list[str] = []
+    run_class, run = "", list[str]()
+    for ttype, value in [*tokens, (None, "")]:
+        css = ""
+        if ttype is not None:
+            while ttype not in STANDARD_TYPES:  # a lexer's own subtype: its parent's class
+                ttype = ttype.parent
+            css = STANDARD_TYPES[ttype] if STANDARD_TYPES[ttype] in _STYLED else ""
+            if not value.strip():
+                css = ""  # whitespace shows no colour of its own
+        if ttype is not None and css == run_class:
+            run.append(value)
+            continue
+        text = html.escape("".join(run), quote=False)
+        parts.append(f'<span class="{run_class}">{text}</span>' if run_class and text else text)
+        run_class, run = css, [value]
+    return "".join(parts)
 
 
 @functools.lru_cache(maxsize=64)
@@ -182,7 +238,8 @@ def _spaced(rule: Any) -> Any:
     def render(renderer: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
         out: str = rule(renderer, tokens, idx, options, env)
         if tokens[idx].level == 0:
-            out = out.replace("<pre", f'<pre style="{_BLOCK_SPACING}"', 1)
+            spacing = _JOINED_BLOCK_SPACING if tokens[idx].meta.get(_JOINED_KEY) else _BLOCK_SPACING
+            out = out.replace("<pre", f'<pre style="{spacing}"', 1)
         return out
 
     return render
@@ -210,14 +267,53 @@ def _parser() -> Any:
     return md
 
 
-def markdown_to_html(text: str, image_hosts: Iterable[str] = ()) -> str:
+_LIST_OPEN = ("bullet_list_open", "ordered_list_open")
+_CODE = ("fence", "code_block")
+_JOINED_KEY = "co_joined_below"
+"""A code block token's meta flag: its bottom margin goes (``_spaced``)."""
+
+
+def _join(tokens: Any, joins: tuple[bool, bool]) -> None:
+    """Take off the margins ``joins`` names (see ``JOINS_KEY``)."""
+    top = [t for t in tokens if t.level == 0 and t.nesting >= 0]
+    if not top:
+        return
+    styles: dict[int, list[str]] = {}
+    if joins[0] and top[0].type in _LIST_OPEN:
+        styles.setdefault(id(top[0]), []).append("margin-top:0")
+    elif joins[0] and top[0].type == "heading_open":
+        styles.setdefault(id(top[0]), []).append(_HEADING_TOP)
+    if joins[1]:
+        last = top[-1]
+        if last.type in _CODE:
+            last.meta[_JOINED_KEY] = True
+        elif last.type in (*_LIST_OPEN, "paragraph_open"):
+            styles.setdefault(id(last), []).append("margin-bottom:0")
+    for token in top:
+        if id(token) in styles:
+            token.attrSet("style", ";".join(styles[id(token)]))
+
+
+def markdown_to_html(
+    text: str, image_hosts: Iterable[str] = (), joins: tuple[bool, bool] = (False, False)
+) -> str:
     """``text`` rendered to HTML in which nothing can run, inside a ``co-markdown`` div.
 
     No image loads from outside the page but from ``image_hosts`` (the person's
-    ``image_hosts`` setting); the others are placeholders a click loads.
+    ``image_hosts`` setting); the others are placeholders a click loads. ``joins``: see
+    ``JOINS_KEY``.
     """
-    rendered = _parser().render(text)
-    cleaned = _cleaner()(f'<div class="{MARKDOWN_CLASS}">{rendered}</div>')
+    md = _parser()
+    env: dict[str, Any] = {}
+    tokens = md.parse(text, env)
+    if any(joins):
+        _join(tokens, joins)
+    rendered = md.renderer.render(tokens, md.options, env)
+    # The page gives an output's last child a bottom margin of its own (JupyterLab's
+    # ``.jp-RenderedHTMLCommon > *:last-child``, 0.5em), which the last block's collapses
+    # into; where that block dropped its margin, so does the answer's element.
+    spacing = ' style="margin-bottom:0"' if joins[1] else ""
+    cleaned = _cleaner()(f'<div class="{MARKDOWN_CLASS}"{spacing}>{rendered}</div>')
     return rewrite_images(cleaned, image_hosts)
 
 
@@ -232,6 +328,20 @@ def markdown_blocks(text: str) -> list[tuple[str, int]]:
         for token in _parser().parse(text)
         if token.level == 0 and token.nesting >= 0 and token.map
     ]
+
+
+def list_item_lines(text: str) -> list[int]:
+    """First lines of the items of ``text``'s last top-level block if it is a tight list
+    (no blank line between its items, so a run of its items renders as the whole list does:
+    a loose list's single item would render tight), else []."""
+    tokens = _parser().parse(text)
+    opens = [i for i, t in enumerate(tokens) if t.level == 0 and t.nesting == 1]
+    if not opens or tokens[opens[-1]].type not in _LIST_OPEN:
+        return []
+    items = tokens[opens[-1] :]
+    if any(t.type == "paragraph_open" and not t.hidden for t in items):
+        return []
+    return [t.map[0] for t in items if t.type == "list_item_open" and t.level == 1 and t.map]
 
 
 def reference_definitions(text: str) -> str:
@@ -271,8 +381,9 @@ def safe_bundle(data: dict[str, Any], image_hosts: Iterable[str] = ()) -> dict[s
     source = data.get("text/markdown")
     if not isinstance(source, str):
         return data
-    out = {k: v for k, v in data.items() if k != "text/markdown"}
-    out["text/html"] = markdown_to_html(source, image_hosts)
+    out = {k: v for k, v in data.items() if k not in ("text/markdown", JOINS_KEY)}
+    above, below = data.get(JOINS_KEY) or (False, False)
+    out["text/html"] = markdown_to_html(source, image_hosts, (bool(above), bool(below)))
     return out
 
 

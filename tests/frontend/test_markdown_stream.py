@@ -16,7 +16,13 @@ from dataclasses import dataclass, field
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from co_kernel.frontend import MarkdownStream, find_block_boundary, find_split, markdown_to_html
+from co_kernel.frontend import (
+    Cut,
+    MarkdownStream,
+    find_block_boundary,
+    find_split,
+    markdown_to_html,
+)
 
 _TOKEN = re.compile(r"\s*\S{1,4}|\s+")
 
@@ -118,7 +124,12 @@ def stream_answer(
     published: list[Published] = []
 
     def publish(
-        display_id: str, seg: str, update: bool, final: bool, definitions: str = ""
+        display_id: str,
+        seg: str,
+        update: bool,
+        final: bool,
+        definitions: str = "",
+        joins: tuple[bool, bool] = (False, False),
     ) -> None:
         published.append(Published(loop.now, display_id, seg, update, final, definitions))
 
@@ -242,19 +253,31 @@ def test_an_indented_fence_inside_a_list_item_is_still_a_fence() -> None:
 
 
 def test_a_split_falls_only_where_two_outputs_look_like_one() -> None:
-    # Between paragraphs and tables: the same gap in one output or two. Not before code:
-    # its top margin (a Markdown cell's) collapses with the block above only in one output.
-    text = "Intro.\n\n| a |\n|---|\n| 1 |\n\n```\ncode\n```\n\nAfter"
-    assert find_split(text) == text.index("| a |")
-    # A list may end an output, never start one: it would sit lower than in one output.
-    assert find_split("Intro.\n\n- a\n- b\n\nAfter") == len("Intro.\n\n- a\n- b\n\n")
-    assert find_split("Intro.\n\n- a\n- b\n") == -1
-    # Never next to a heading (its margins differ as an output's first or last child).
-    assert find_split("Intro.\n\n## Title\n\nMore") == -1
-    # Never next to code: its margins collapse with its neighbours' only in one output.
-    assert find_split("Intro.\n\n```\ncode\n```\n\nAfter") == -1
+    # Between paragraphs and tables: the same gap in one output or two.
+    text = "Intro.\n\n| a |\n|---|\n| 1 |\n\nAfter"
+    assert find_split(text) == Cut(text.index("After"), above=False, below=False)
+    # Before a list, which drops its top margin (one output shows the larger of the two).
+    assert find_split("Intro.\n\n- a\n- b\n\n1. c\n") == Cut(
+        len("Intro.\n\n- a\n- b\n\n"), above=True, below=False
+    )
+    # Between the items of a tight list: no margin on either side of the cut.
+    assert find_split("Intro.\n\n- a\n- b\n") == Cut(len("Intro.\n\n- a\n"), above=True, below=True)
+    # Before code: the block above drops its bottom margin (code's top one is larger).
+    text = "Intro.\n\n```\ncode\n```\n\nAfter"
+    assert find_split(text) == Cut(text.index("After"), above=False, below=False)
+    assert find_split("Intro.\n\n```\ncode\n```\n") == Cut(
+        len("Intro.\n\n"), above=False, below=True
+    )
+    # Not inside a loose list: its one item alone would render tight.
+    assert find_split("- a\n\n- b\n") is None
+    # Before a heading, which keeps its whole top margin (the page halves a first child's),
+    # the block above dropping its bottom one; never after one (a last child's is halved).
+    assert find_split("Intro.\n\n## Title\n\nMore") == Cut(
+        len("Intro.\n\n"), above=True, below=True
+    )
+    assert find_split("## Title\n\nMore") is None
     # Only after a blank line: a block that interrupts a paragraph may still change it.
-    assert find_split("Intro.\n```\ncode\n```\n") == -1
+    assert find_split("Intro.\n```\ncode\n```\n") is None
 
 
 # -- streaming -------------------------------------------------------------------------------------
@@ -264,12 +287,18 @@ def test_the_first_token_is_shown_at_once() -> None:
     loop = FakeLoop()
     published: list[str] = []
     stream = MarkdownStream(
-        lambda _id, text, _upd, _final, _defs="": published.append(text),
+        lambda _id, text, _upd, _final, _defs="", _joins=(False, False): published.append(text),
         call_later=loop.call_later,
         clock=loop.clock,
     )
     stream.feed("Hello")
     assert published == ["Hello"]
+
+
+def at_a_boundary(text: str, cut: int) -> bool:
+    """A cut after a blank line, or at the start of a list item (between two items)."""
+    between_items = text[cut - 1] == "\n" and re.match(r"- |\d+\. ", text[cut:]) is not None
+    return text[cut - 2 : cut] == "\n\n" or between_items
 
 
 def test_a_20_kb_answer_streams_in_segments_that_add_up_to_it() -> None:
@@ -279,7 +308,7 @@ def test_a_20_kb_answer_streams_in_segments_that_add_up_to_it() -> None:
     assert "".join(finals) == answer.text
     assert run.stream.segments == len(finals) > 5
     for cut in cuts(run):
-        assert answer.text[cut - 2 : cut] == "\n\n", "segments end at a blank line"
+        assert at_a_boundary(answer.text, cut), "segments end at a blank line or between items"
         assert not any(start < cut < end for start, end in answer.unsplittable), (
             f"split inside a fence or list item at {cut}: {answer.text[cut - 40 : cut + 40]!r}"
         )
@@ -351,7 +380,7 @@ def test_a_paused_stream_is_flushed_by_the_timer_and_commit_sends_the_rest() -> 
     loop = FakeLoop()
     published: list[str] = []
     stream = MarkdownStream(
-        lambda _id, text, _upd, _final, _defs="": published.append(text),
+        lambda _id, text, _upd, _final, _defs="", _joins=(False, False): published.append(text),
         call_later=loop.call_later,
         clock=loop.clock,
     )
@@ -387,7 +416,7 @@ def test_any_answer_is_shown_whole_and_split_only_between_blocks(
     run = stream_answer(answer.text, tokens_per_second, split_at=split_at)
     assert "".join(run.finals().values()) == answer.text
     for cut in cuts(run):
-        assert answer.text[cut - 2 : cut] == "\n\n"
+        assert at_a_boundary(answer.text, cut)
         assert not any(start < cut < end for start, end in answer.unsplittable)
     # A segment's text only grows, except that its last message may trim what it showed
     # past the block boundary where it was split off.
@@ -402,8 +431,9 @@ def test_any_answer_is_shown_whole_and_split_only_between_blocks(
 
 
 def test_finished_blocks_are_sent_once() -> None:
-    """Past ``split_at``, an update carries only what is not finished yet: any block it
-    could have committed went out as its segment's last version, and is not sent again."""
+    """Past ``split_at``, an update carries only what is not finished yet and less than a
+    segment of finished blocks: the rest went out as its segment's last version, and is
+    not sent again."""
     answer = realistic_answer(20_000).text
     run = stream_answer(answer, 200)
     sent_before_split = 0
@@ -411,7 +441,10 @@ def test_finished_blocks_are_sent_once() -> None:
         if p.final:
             sent_before_split += 1
         elif sent_before_split:
-            assert find_split(p.text) == -1, f"an update re-sent finished blocks: {p.text[:80]!r}"
+            # What it could have cut off is less than a segment (400 characters by default).
+            assert find_split(p.text, 400) is None, (
+                f"an update re-sent finished blocks: {p.text[:80]!r}"
+            )
     assert sent_before_split > 10
 
 

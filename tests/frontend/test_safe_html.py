@@ -343,3 +343,35 @@ def test_outside_text_cannot_pass_for_co_s_own_image_or_placeholder() -> None:
     # The only placeholder is Co's own, for the image, showing its URL.
     assert [p["data-co-image"] for p in placeholders(html)] == ["http://evil.test/x"]
     assert "http://evil.test/x</code>" in html
+
+
+def test_code_keeps_a_span_only_where_jupyterlab_shows_a_colour() -> None:
+    code = (
+        "<div>\n<p>not a tag</p>\n</div>\n"
+        "def load(path: str) -> dict:  # read it\n"
+        '    return {"a": [1, 2.5]} if path else None\n'
+    )
+    html = markdown_to_html(f"```python\n{code}```\n\n```html\n{code}```\n")
+    blocks = re.findall(r"<pre[^>]*class=\"highlight\"[^>]*><code>(.*?)</code></pre>", html, re.S)
+    assert len(blocks) == 2
+    for block in blocks:
+        # Every character of the code, line breaks included, and nothing else.
+        text = re.sub(r"<[^>]+>", "", block)
+        assert text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&") == code
+    python = blocks[0]
+    for piece in (
+        '<span class="k">def</span>',
+        '<span class="k">return</span>',
+        '<span class="c1"># read it</span>',
+        '<span class="s2">"a"</span>',
+        '<span class="mi">1</span>',
+        '<span class="mf">2.5</span>',
+        '<span class="kc">None</span>',
+        '<span class="p">(</span>',
+    ):
+        assert piece in python, piece
+    # Names and spaces are plain text (jupyterlab_pygments gives them no colour); a span
+    # each made code five times its source as HTML.
+    assert "load" in python and '<span class="n">' not in python
+    classes = set(re.findall(r'class="([^"]+)"', python))
+    assert classes <= {"k", "kc", "c1", "s2", "mi", "mf", "ow", "o", "p"}, classes
